@@ -1,0 +1,179 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+)
+
+// kube reaches the real API server of this test package, with the CRDs
+// from package/crds installed.
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the control plane: %v\n", err)
+		return 1
+	}
+	defer cp.Stop() //nolint:errcheck // Nothing to do about a failed stop at exit.
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func validInstance(name string) *v1alpha1.PostgreSQLInstance {
+	return &v1alpha1.PostgreSQLInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.PostgreSQLInstanceSpec{
+			Endpoint:           v1alpha1.Endpoint{Host: "db.example.com", Hostaddr: "10.0.0.5"},
+			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "main-admin"},
+		},
+	}
+}
+
+func TestInstanceDefaults(t *testing.T) {
+	ctx := context.Background()
+	in := validInstance("defaults")
+	if err := kube.Create(ctx, in); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, in) })
+
+	got := &v1alpha1.PostgreSQLInstance{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(in), got); err != nil {
+		t.Fatal(err)
+	}
+	want := v1alpha1.PostgreSQLInstanceSpec{
+		ManagementPolicies: xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+		Endpoint: v1alpha1.Endpoint{
+			Host: "db.example.com", Hostaddr: "10.0.0.5", Port: 5432, Database: "postgres", SSLMode: v1alpha1.SSLModeVerifyFull,
+		},
+		AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "main-admin", UsernameKey: "username", PasswordKey: "password"},
+	}
+	if diff := cmp.Diff(want, got.Spec); diff != "" {
+		t.Errorf("the API server's defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestInstanceValidation(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		mutate func(*v1alpha1.PostgreSQLInstance)
+		// want are substrings of the API server's message, which names the field.
+		want []string
+	}{
+		"HostaddrNotAnIP": {
+			reason: "CEL's isIP rejects a name where an address belongs.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.Hostaddr = "db.example.com" },
+			want:   []string{"spec.endpoint.hostaddr", "hostaddr must be a single IPv4 or IPv6 address"},
+		},
+		"HostaddrTwoAddresses": {
+			reason: "One address only: libpq's comma list is not accepted.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.Hostaddr = "10.0.0.5,10.0.0.6" },
+			want:   []string{"spec.endpoint.hostaddr", "hostaddr must be a single IPv4 or IPv6 address"},
+		},
+		"PortOutOfRange": {
+			reason: "Ports are 1-65535.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.Port = 70000 },
+			want:   []string{"spec.endpoint.port", "less than or equal to 65535"},
+		},
+		"UnknownSSLMode": {
+			reason: "sslMode is a closed set; prefer/allow would permit clear text silently.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.SSLMode = "prefer" },
+			want:   []string{"spec.endpoint.sslMode", `Unsupported value: "prefer"`},
+		},
+		"MaintenanceDatabaseNotAnIdentifier": {
+			reason: "The maintenance database must be a valid identifier.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.Database = "Post-Gres" },
+			want:   []string{"spec.endpoint.database", "should match"},
+		},
+		"HostNotADNSName": {
+			reason: "host is a DNS name.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.Endpoint.Host = "db_example" },
+			want:   []string{"spec.endpoint.host", "should match"},
+		},
+		"CABundleWithSSLDisabled": {
+			reason: "A CA bundle with TLS off is a mistake the user should hear about.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.Endpoint.SSLMode = v1alpha1.SSLModeDisable
+				in.Spec.CABundleRef = &v1alpha1.CABundleReference{Name: "ca"}
+			},
+			want: []string{"caBundleRef has no effect with endpoint.sslMode disable"},
+		},
+		"UnknownManagementPolicy": {
+			reason: "managementPolicies is Crossplane's closed set.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.ManagementPolicies = xpv2.ManagementPolicies{"Everything"}
+			},
+			want: []string{"spec.managementPolicies[0]", `Unsupported value: "Everything"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := validInstance(strings.ToLower(name))
+			tc.mutate(in)
+			err := kube.Create(context.Background(), in)
+			if err == nil {
+				_ = kube.Delete(context.Background(), in)
+				t.Fatalf("%s\nCreate succeeded; want a rejection", tc.reason)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s\nCreate error %q does not contain %q", tc.reason, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestInstanceStatusIsASubresource(t *testing.T) {
+	ctx := context.Background()
+	in := validInstance("status-subresource")
+	in.Status.Phase = v1alpha1.InstancePhaseReady
+	if err := kube.Create(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, in) })
+	got := &v1alpha1.PostgreSQLInstance{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(in), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" {
+		t.Errorf("status.phase = %q after a create: status must only be written through the status subresource", got.Status.Phase)
+	}
+	gen := got.Generation
+	got.Status.Phase = v1alpha1.InstancePhaseValidating
+	if err := kube.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != gen {
+		t.Errorf("a status update moved metadata.generation from %d to %d", gen, got.Generation)
+	}
+}

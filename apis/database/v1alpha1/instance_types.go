@@ -1,0 +1,237 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SSLMode says how the provider protects its connection to a server. The
+// names and meanings follow libpq's sslmode.
+// +kubebuilder:validation:Enum=disable;require;verify-ca;verify-full
+type SSLMode string
+
+// SSL modes.
+const (
+	// SSLModeDisable sends everything, credentials included, in clear text.
+	SSLModeDisable SSLMode = "disable"
+	// SSLModeRequire encrypts but does not authenticate the server.
+	SSLModeRequire SSLMode = "require"
+	// SSLModeVerifyCA checks that the server certificate chains to the CA.
+	SSLModeVerifyCA SSLMode = "verify-ca"
+	// SSLModeVerifyFull also checks the certificate's names against host
+	// (DNS SAN) and hostaddr (IP SAN).
+	SSLModeVerifyFull SSLMode = "verify-full"
+)
+
+// InstancePhase is a display summary of an Instance. It never proves
+// ownership or write access: read the Ready condition for that.
+// +kubebuilder:validation:Enum=Pending;Validating;Ready;Deleting
+type InstancePhase string
+
+// Instance phases.
+const (
+	InstancePhasePending    InstancePhase = "Pending"
+	InstancePhaseValidating InstancePhase = "Validating"
+	InstancePhaseReady      InstancePhase = "Ready"
+	InstancePhaseDeleting   InstancePhase = "Deleting"
+)
+
+// Endpoint says where a PostgreSQL server is and how to reach it.
+type Endpoint struct {
+	// Host is the DNS name of the server. It is what the server certificate
+	// is verified against: one of its DNS SANs must match it. It is not
+	// resolved; hostaddr is the address dialled.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Host string `json:"host"`
+
+	// Hostaddr is the single IPv4 or IPv6 address the provider dials. With
+	// sslMode verify-full the server certificate must also carry it as an IP
+	// SAN.
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="hostaddr must be a single IPv4 or IPv6 address, such as 10.0.0.5 or fd00::5"
+	Hostaddr string `json:"hostaddr"`
+
+	// Port is the TCP port of the server.
+	// +kubebuilder:default=5432
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// Database is the maintenance database the admin connection opens, the
+	// one from which databases and roles are created.
+	// +kubebuilder:default=postgres
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,62}$`
+	// +optional
+	Database string `json:"database,omitempty"`
+
+	// SSLMode says how the connection is protected, with libpq's meanings:
+	// disable (clear text, credentials included), require (encrypted, server
+	// not authenticated), verify-ca (certificate chains to the CA),
+	// verify-full (also host in a DNS SAN and hostaddr in an IP SAN).
+	// +kubebuilder:default=verify-full
+	// +optional
+	SSLMode SSLMode `json:"sslMode,omitempty"`
+}
+
+// AdminCredentialReference names the Secret, in the provider's own namespace,
+// that holds the admin login. The provider only reads it.
+type AdminCredentialReference struct {
+	// Name of the Secret in the provider's namespace. There is deliberately
+	// no namespace field: admin credentials never live in application
+	// namespaces.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// UsernameKey is the key of the Secret that holds the admin role name.
+	// +kubebuilder:default=username
+	// +optional
+	UsernameKey string `json:"usernameKey,omitempty"`
+
+	// PasswordKey is the key of the Secret that holds the admin password.
+	// +kubebuilder:default=password
+	// +optional
+	PasswordKey string `json:"passwordKey,omitempty"`
+}
+
+// CABundleKind is the kind of object a CA bundle is read from.
+// +kubebuilder:validation:Enum=Secret;ConfigMap
+type CABundleKind string
+
+// CA bundle kinds.
+const (
+	CABundleKindSecret    CABundleKind = "Secret"
+	CABundleKindConfigMap CABundleKind = "ConfigMap"
+)
+
+// CABundleReference names a key of a Secret or ConfigMap in the provider's
+// namespace that holds PEM-encoded CA certificates.
+type CABundleReference struct {
+	// Kind of the object holding the bundle.
+	// +kubebuilder:default=Secret
+	// +optional
+	Kind CABundleKind `json:"kind,omitempty"`
+
+	// Name of the Secret or ConfigMap in the provider's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key holding the PEM bundle.
+	// +kubebuilder:default="ca.crt"
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// A PostgreSQLInstanceSpec registers one PostgreSQL server.
+// +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.sslMode != 'disable'",message="caBundleRef has no effect with endpoint.sslMode disable; remove it or choose require, verify-ca or verify-full"
+type PostgreSQLInstanceSpec struct {
+	// ManagementPolicies says which actions the provider may take. An
+	// Instance only registers a server: nothing is created on it, and
+	// deleting the Instance never touches the server (it is refused while
+	// anything refers to the Instance).
+	// +kubebuilder:default={"*"}
+	// +optional
+	ManagementPolicies xpv2.ManagementPolicies `json:"managementPolicies,omitempty"`
+
+	// Endpoint says where the server is and how the connection is protected.
+	Endpoint Endpoint `json:"endpoint"`
+
+	// AdminCredentialRef names the Secret holding the admin login. A change
+	// of the username or password in it is validated again promptly.
+	AdminCredentialRef AdminCredentialReference `json:"adminCredentialRef"`
+
+	// CABundleRef names PEM CA certificates to trust for this server instead
+	// of the system pool, for verify-ca and verify-full (and require, which
+	// then behaves as verify-ca, as in libpq).
+	// +optional
+	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
+
+	// NamespaceSelector limits which namespaces may use this Instance. A
+	// resource in a namespace it does not select gets a clear condition and
+	// no SQL runs. Absent means every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// AdminPrivileges is what the admin role may do on the server.
+type AdminPrivileges struct {
+	// Superuser is true when the admin role is a superuser.
+	Superuser bool `json:"superuser"`
+	// CreateDB is true when the admin role may create databases.
+	CreateDB bool `json:"createDB"`
+	// CreateRole is true when the admin role may create roles.
+	CreateRole bool `json:"createRole"`
+	// Sufficient is true when the admin role can do everything the provider
+	// needs: superuser, or CREATEDB together with CREATEROLE.
+	Sufficient bool `json:"sufficient"`
+}
+
+// AvailableExtension is an extension the server can install.
+type AvailableExtension struct {
+	// Name of the extension.
+	Name string `json:"name"`
+	// DefaultVersion is the version CREATE EXTENSION installs by default.
+	// +optional
+	DefaultVersion string `json:"defaultVersion,omitempty"`
+}
+
+// A PostgreSQLInstanceStatus is what the provider observed of the server.
+type PostgreSQLInstanceStatus struct {
+	xpv2.ManagedResourceStatus `json:",inline"`
+
+	// Phase is a display summary: Pending, Validating, Ready or Deleting.
+	// +optional
+	Phase InstancePhase `json:"phase,omitempty"`
+
+	// PostgreSQLVersion is the server's version, as server_version reports it.
+	// +optional
+	PostgreSQLVersion string `json:"postgresqlVersion,omitempty"`
+
+	// SystemIdentifier is the server's system identifier (pg_control_system).
+	// A different identifier at the same endpoint means a different server.
+	// +optional
+	SystemIdentifier string `json:"systemIdentifier,omitempty"`
+
+	// AdminPrivileges says what the admin role may do.
+	// +optional
+	AdminPrivileges *AdminPrivileges `json:"adminPrivileges,omitempty"`
+
+	// AvailableExtensions lists the extensions the server can install.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	AvailableExtensions []AvailableExtension `json:"availableExtensions,omitempty"`
+}
+
+// A PostgreSQLInstance registers a PostgreSQL server that databases and roles
+// are provisioned on. It is cluster-scoped; its admin credentials live in the
+// provider's namespace.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,categories={crossplane,managed,postgresql},shortName=pginstance
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.phase"
+// +kubebuilder:printcolumn:name="VERSION",type="string",JSONPath=".status.postgresqlVersion"
+// +kubebuilder:printcolumn:name="HOST",type="string",JSONPath=".spec.endpoint.host"
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +mrgen:managed
+type PostgreSQLInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PostgreSQLInstanceSpec   `json:"spec"`
+	Status PostgreSQLInstanceStatus `json:"status,omitempty"`
+}
+
+// PostgreSQLInstanceList contains a list of PostgreSQLInstance.
+// +kubebuilder:object:root=true
+type PostgreSQLInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PostgreSQLInstance `json:"items"`
+}

@@ -1,0 +1,37 @@
+package v1alpha1
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+// Package type metadata.
+const (
+	Group   = "database.ayatori.ddupan.top"
+	Version = "v1alpha1"
+)
+
+var (
+	// SchemeGroupVersion is the group version used to register these objects.
+	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
+	// SchemeBuilder is used to add go types to the GroupVersionKind scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+
+	// AddToScheme adds the types of this group version to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// PostgreSQLInstance type metadata.
+var (
+	PostgreSQLInstanceKind             = reflect.TypeOf(PostgreSQLInstance{}).Name()
+	PostgreSQLInstanceGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLInstanceKind}.String()
+	PostgreSQLInstanceKindAPIVersion   = PostgreSQLInstanceKind + "." + SchemeGroupVersion.String()
+	PostgreSQLInstanceGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLInstanceKind)
+)
+
+func init() {
+	SchemeBuilder.Register(&PostgreSQLInstance{}, &PostgreSQLInstanceList{})
+}
