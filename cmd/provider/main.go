@@ -1,0 +1,165 @@
+// Command provider runs provider-postgresql: the Crossplane controllers that
+// manage PostgreSQL instances, databases, roles, grants, schemas and default
+// privileges, and the Locks that protect them.
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/ayatori/provider-postgresql/apis"
+	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
+	"github.com/ayatori/provider-postgresql/internal/version"
+)
+
+// leaderElectionID names the Lease the replicas of this provider compete for.
+const leaderElectionID = "provider-postgresql.database.ayatori.ddupan.top"
+
+func main() {
+	app := kingpin.New("provider",
+		"Crossplane provider for PostgreSQL: instances, databases, roles, grants, schemas, default privileges and Locks.\n\n"+
+			"Every flag can also be set through the environment variable shown beside it.").
+		DefaultEnvars()
+	app.Version(version.Version)
+
+	var (
+		debug = app.Flag("debug", "Log at debug level, controller-runtime's messages included.").Short('d').Bool()
+
+		namespace = app.Flag("namespace", "The provider's own namespace: where Instance admin credential Secrets and CA bundles are read, and where the leader election Lease lives.").
+				Default("crossplane-system").Envar("POD_NAMESPACE").String()
+		leaderElection = app.Flag("leader-election", "Elect a leader through a Lease, so only one replica reconciles at a time. Turn it on when running more than one replica.").
+				Short('l').Default("false").Envar("LEADER_ELECTION").Bool()
+
+		syncInterval = app.Flag("sync", "How often every watched object is re-listed from the API server, as a safety net for missed events.").
+				Short('s').Default("1h").Duration()
+		pollInterval = app.Flag("poll", "How often each managed resource is compared with PostgreSQL to detect drift.").
+				Default("1m").Duration()
+		pollJitter = app.Flag("poll-jitter", "Random jitter added to the poll interval, so resources created together do not poll together.").
+				Default("10s").Duration()
+		pollStateMetricInterval = app.Flag("poll-state-metric", "How often the managed resource state metrics (exists, ready, synced) are recorded.").
+					Default("5s").Duration()
+		maxReconcileRate = app.Flag("max-reconcile-rate", "Global maximum number of reconciles per second across all controllers; also the per-controller concurrency.").
+					Default("10").Int()
+
+		metricsAddr = app.Flag("metrics-bind-address", "Address the Prometheus metrics endpoint (/metrics) listens on. \"0\" turns it off.").
+				Default(":8080").String()
+		probeAddr = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on.").
+				Default(":8081").String()
+		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
+				Default("30s").Duration()
+	)
+	kingpin.MustParse(app.Parse(os.Args[1:]))
+
+	zl := zap.New(zap.UseDevMode(*debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-postgresql"))
+	if *debug {
+		// controller-runtime is very verbose; give it a real logger only in
+		// debug mode.
+		ctrl.SetLogger(zl)
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	log.Info("Starting", "version", version.Version, "namespace", *namespace,
+		"poll", pollInterval.String(), "poll-jitter", pollJitter.String(), "sync", syncInterval.String(),
+		"max-reconcile-rate", *maxReconcileRate, "leader-election", *leaderElection)
+
+	cfg, err := ctrl.GetConfig()
+	kingpin.FatalIfError(err, "Cannot get API server rest config")
+
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
+		Cache: cache.Options{
+			SyncPeriod: syncInterval,
+			ByObject: map[client.Object]cache.ByObject{
+				// The CRD gate only needs names and conditions; dropping
+				// schemas keeps memory flat in clusters with many CRDs.
+				&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+			},
+		},
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		GracefulShutdownTimeout: shutdownTimeout,
+
+		// Leases only, and longer than controller-runtime's defaults: under
+		// load, renewals missing a 10s deadline cost leadership needlessly.
+		LeaderElection:             *leaderElection,
+		LeaderElectionID:           leaderElectionID,
+		LeaderElectionNamespace:    *namespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+		// Release the Lease on SIGTERM so a successor starts at once
+		// instead of waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	kingpin.FatalIfError(err, "Cannot create controller manager")
+	kingpin.FatalIfError(apis.AddToScheme(mgr.GetScheme()), "Cannot add provider APIs to scheme")
+	kingpin.FatalIfError(apiextensionsv1.AddToScheme(mgr.GetScheme()), "Cannot add CustomResourceDefinition API to scheme")
+
+	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add health check")
+	kingpin.FatalIfError(mgr.AddReadyzCheck("ping", healthz.Ping), "Cannot add readiness check")
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+
+	features := &feature.Flags{}
+	// Every kind declares its own managementPolicies default (retaining
+	// kinds exclude Delete), so the policies are always honoured.
+	features.Enable(feature.EnableBetaManagementPolicies)
+
+	o := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: *maxReconcileRate,
+		PollInterval:            *pollInterval,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
+		Features:                features,
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: *pollStateMetricInterval,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+		Gate: new(gate.Gate[schema.GroupVersionKind]),
+	}
+
+	ctx, cancel := context.WithCancelCause(ctrl.SetupSignalHandler())
+	defer cancel(nil)
+
+	kingpin.FatalIfError(customresourcesgate.Setup(mgr, o), "Cannot set up the CRD gate")
+	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, pgcontroller.Config{
+		Options:    o,
+		Namespace:  *namespace,
+		PollJitter: *pollJitter,
+	}, cancel), "Cannot set up controllers")
+
+	kingpin.FatalIfError(mgr.Start(ctx), "Cannot start controller manager")
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		kingpin.Fatalf("Stopped: %v", err)
+	}
+	log.Info("Stopped")
+}
+
+func ptr[T any](v T) *T { return &v }
