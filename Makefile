@@ -35,8 +35,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: ## Start a local control plane, a TLS PostgreSQL and the provider; Ctrl-C stops everything.
-	go run ./hack/devenv
+dev: tools ## Start a local control plane, a TLS PostgreSQL and the provider; Ctrl-C stops everything.
+	hack/ensure-postgresql.sh
+	KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" go run ./hack/devenv
 
 .PHONY: dev-down
 dev-down: ## Stop a `make dev` started in another terminal and remove what it left.
@@ -77,6 +78,7 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager and kub
 
 .PHONY: test
 test: tools ## Unit and integration tests against a real API server and PostgreSQL.
+	hack/ensure-postgresql.sh
 	KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 		go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 ./...
 

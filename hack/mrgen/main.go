@@ -25,12 +25,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -70,7 +70,7 @@ func generate(dir string) error {
 		}
 		return nil
 	}
-	return os.WriteFile(out, src, 0o644) //nolint:gosec // Generated source is meant to be world-readable.
+	return os.WriteFile(out, src, 0o644)
 }
 
 // A kind is one marked managed resource type.
@@ -85,25 +85,73 @@ type kind struct {
 // Generate returns the formatted source of zz_generated.managed.go for the
 // package in dir, or nil when no type in it is marked.
 func Generate(dir string) ([]byte, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		n := fi.Name()
-		return !strings.HasSuffix(n, "_test.go") && !strings.HasPrefix(n, "zz_generated")
-	}, parser.ParseComments)
+	files, err := parsePackage(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cannot parse package: %w", err)
+		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("want exactly one package, found %d", len(pkgs))
+	structs, marked := collect(files)
+	if len(marked) == 0 {
+		return nil, nil
 	}
-	var pkg *ast.Package //nolint:staticcheck // go/packages would be a dependency for one directory of files.
-	for _, p := range pkgs {
-		pkg = p
+	sort.Strings(marked)
+
+	kinds := make([]kind, 0, len(marked))
+	for _, name := range marked {
+		k, err := inspect(name, structs)
+		if err != nil {
+			return nil, err
+		}
+		kinds = append(kinds, k)
 	}
 
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, struct {
+		Package string
+		Kinds   []kind
+	}{Package: files[0].Name.Name, Kinds: kinds}); err != nil {
+		return nil, fmt.Errorf("cannot render: %w", err)
+	}
+	src, err := format.Source(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("cannot format generated source: %w\n%s", err, buf.String())
+	}
+	return src, nil
+}
+
+// parsePackage parses the hand-written Go files of the package in dir.
+func parsePackage(dir string) ([]*ast.File, error) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read package: %w", err)
+	}
+	var files []*ast.File
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") || strings.HasPrefix(n, "zz_generated") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("cannot parse %s: %w", n, err)
+		}
+		if len(files) > 0 && f.Name.Name != files[0].Name.Name {
+			return nil, fmt.Errorf("%s is package %s, not %s", n, f.Name.Name, files[0].Name.Name)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no Go files")
+	}
+	return files, nil
+}
+
+// collect returns the struct types of the files by name, and the names of
+// the types marked +mrgen:managed.
+func collect(files []*ast.File) (map[string]*ast.StructType, []string) {
 	structs := map[string]*ast.StructType{}
 	var marked []string
-	for _, f := range pkg.Files {
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -124,32 +172,7 @@ func Generate(dir string) ([]byte, error) {
 			}
 		}
 	}
-	if len(marked) == 0 {
-		return nil, nil
-	}
-	sort.Strings(marked)
-
-	kinds := make([]kind, 0, len(marked))
-	for _, name := range marked {
-		k, err := inspect(name, structs)
-		if err != nil {
-			return nil, err
-		}
-		kinds = append(kinds, k)
-	}
-
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, struct {
-		Package string
-		Kinds   []kind
-	}{Package: pkg.Name, Kinds: kinds}); err != nil {
-		return nil, fmt.Errorf("cannot render: %w", err)
-	}
-	src, err := format.Source(buf.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("cannot format generated source: %w\n%s", err, buf.String())
-	}
-	return src, nil
+	return structs, marked
 }
 
 func hasMarker(doc *ast.CommentGroup) bool {

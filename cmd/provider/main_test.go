@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
+)
+
+// providerBinary is the provider built from this package for these tests.
+var providerBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "provider-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir) //nolint:errcheck // Test cleanup.
+	providerBinary = filepath.Join(dir, "provider")
+	if out, err := exec.Command("go", "build", "-o", providerBinary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot build the provider: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// TestProviderProcess runs the real provider binary against a real API
+// server: it must become healthy and ready, serve metrics, take the leader
+// Lease, and exit cleanly on SIGTERM, releasing the Lease.
+func TestProviderProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kc := kubernetes.NewForConfigOrDie(cp.Config)
+	const ns = "crossplane-system"
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	bin := providerBinary
+
+	metricsPort, err := proc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	probePort, err := proc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--leader-election",
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "POD_NAMESPACE="+ns)
+	logPath := filepath.Join(dir, "provider.log")
+	p, err := proc.Start(cmd, logPath, syscall.SIGKILL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(syscall.SIGKILL, time.Second) })
+
+	get := func(port int, path string) (int, string) {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close() //nolint:errcheck // Test.
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			select {
+			case <-p.Exited():
+				t.Fatalf("the provider exited while waiting for %s; its log:\n%s", what, p.LogTail())
+			default:
+			}
+			return ok(), nil
+		})
+		if err != nil {
+			t.Fatalf("waiting for %s: %v; the provider's log:\n%s", what, err, p.LogTail())
+		}
+	}
+
+	waitFor("/readyz", func() bool { code, _ := get(probePort, "/readyz"); return code == http.StatusOK })
+	if code, body := get(probePort, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d %s", code, body)
+	}
+
+	var lease *coordinationv1.Lease
+	waitFor("the leader Lease", func() bool {
+		lease, err = kc.CoordinationV1().Leases(ns).Get(ctx, leaderElectionID, metav1.GetOptions{})
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
+	})
+
+	waitFor("controller metrics", func() bool {
+		code, body := get(metricsPort, "/metrics")
+		return code == http.StatusOK && strings.Contains(body, `controller_runtime_reconcile_total{controller="crd-gate"`)
+	})
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+	case <-time.After(45 * time.Second):
+		t.Fatalf("the provider did not exit within 45s of SIGTERM; its log:\n%s", p.LogTail())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0; log:\n%s", code, p.LogTail())
+	}
+	lease, err = kc.CoordinationV1().Leases(ns).Get(ctx, leaderElectionID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Errorf("the Lease is still held by %q after a clean shutdown", *h)
+	}
+	log, _ := os.ReadFile(logPath)
+	if !bytes.Contains(log, []byte("Stopped")) {
+		t.Errorf("the log does not record the shutdown:\n%s", log)
+	}
+}
+
+func TestHelpDocumentsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
+	out, err := exec.Command(providerBinary, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	help := string(out)
+	for _, want := range []string{
+		"--[no-]debug", "$PROVIDER_DEBUG",
+		"--[no-]leader-election", "$LEADER_ELECTION",
+		"--namespace", "$POD_NAMESPACE",
+		"--sync", "$PROVIDER_SYNC",
+		"--poll=", "$PROVIDER_POLL)",
+		"--poll-jitter", "$PROVIDER_POLL_JITTER",
+		"--poll-state-metric", "$PROVIDER_POLL_STATE_METRIC",
+		"--max-reconcile-rate", "$PROVIDER_MAX_RECONCILE_RATE",
+		"--metrics-bind-address", "$PROVIDER_METRICS_BIND_ADDRESS",
+		"--health-probe-bind-address", "$PROVIDER_HEALTH_PROBE_BIND_ADDRESS",
+		"--graceful-shutdown-timeout", "$PROVIDER_GRACEFUL_SHUTDOWN_TIMEOUT",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help does not mention %s", want)
+		}
+	}
+}
