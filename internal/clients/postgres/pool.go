@@ -63,7 +63,7 @@ type poolKey struct {
 func keyOf(t Target) poolKey {
 	e := sha256.New()
 	ep := t.Endpoint
-	fmt.Fprintf(e, "%s\x00%s\x00%d\x00%s\x00", ep.Host, ep.Hostaddr, ep.Port, ep.SSLMode)
+	_, _ = fmt.Fprintf(e, "%s\x00%s\x00%d\x00%s\x00", ep.Host, ep.Hostaddr, ep.Port, ep.SSLMode)
 	e.Write(ep.CAPEM)
 	c := sha256.Sum256([]byte(t.Credentials.Username + "\x00" + t.Credentials.Password))
 	return poolKey{
@@ -115,8 +115,8 @@ func NewRegistry(o RegistryOptions) *Registry {
 }
 
 // Pool returns the pool for a target, creating it if needed. Pools connect
-// lazily: getting one does no I/O.
-func (r *Registry) Pool(t Target) (*pgxpool.Pool, error) {
+// lazily: getting one does no I/O, and the pool outlives ctx.
+func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	key := keyOf(t)
 	now := time.Now()
 
@@ -158,7 +158,7 @@ func (r *Registry) Pool(t Target) (*pgxpool.Pool, error) {
 		}
 		return &slotConn{Conn: c, free: r.freeSlot}, nil
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create connection pool")
 	}

@@ -53,20 +53,21 @@ func createDatabases(ctx context.Context, t *testing.T, prefix string, n int) []
 }
 
 func TestRegistryReusesPools(t *testing.T) {
+	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{})
 	defer r.Close()
-	a, err := r.Pool(target("uid-1", "postgres"))
+	a, err := r.Pool(ctx, target("uid-1", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Pool(target("uid-1", "postgres"))
+	b, err := r.Pool(ctx, target("uid-1", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a != b {
 		t.Error("the same target got two pools")
 	}
-	other, err := r.Pool(target("uid-2", "postgres"))
+	other, err := r.Pool(ctx, target("uid-2", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestRegistryReplacesPoolWhenCredentialChanges(t *testing.T) {
 	defer cancel()
 	r := NewRegistry(RegistryOptions{})
 	defer r.Close()
-	old, err := r.Pool(target("uid-1", "postgres"))
+	old, err := r.Pool(ctx, target("uid-1", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestRegistryReplacesPoolWhenCredentialChanges(t *testing.T) {
 	}
 	changed := target("uid-1", "postgres")
 	changed.Credentials.Password = "rotated"
-	fresh, err := r.Pool(changed)
+	fresh, err := r.Pool(ctx, changed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestRegistryGlobalCap(t *testing.T) {
 	for i := range 24 {
 		db := dbs[i%len(dbs)]
 		g.Go(func() error {
-			p, err := r.Pool(target("uid-cap", db))
+			p, err := r.Pool(gctx, target("uid-cap", db))
 			if err != nil {
 				return err
 			}
@@ -195,7 +196,7 @@ func TestRegistryCloseInstance(t *testing.T) {
 	defer cancel()
 	r := NewRegistry(RegistryOptions{})
 	defer r.Close()
-	p, err := r.Pool(target("uid-gone", "postgres"))
+	p, err := r.Pool(ctx, target("uid-gone", "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
