@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -34,7 +35,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/ayatori/provider-postgresql/apis"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -71,6 +74,12 @@ func main() {
 				Default(":8080").String()
 		probeAddr = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on.").
 				Default(":8081").String()
+		maxConnsPerPool = app.Flag("max-conns-per-pool", "Maximum server connections of one pool; there is one pool per Instance and database in use.").
+				Default(strconv.Itoa(postgres.DefaultMaxConnsPerPool)).Int32()
+		maxConns = app.Flag("max-conns", "Maximum server connections across all pools and servers together. Idle connections of the least recently used pool are closed to stay under it.").
+				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
+		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
+				Default(postgres.DefaultIdleTimeout.String()).Duration()
 		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
 				Default("30s").Duration()
 	)
@@ -155,10 +164,21 @@ func main() {
 	defer cancel(nil)
 
 	kingpin.FatalIfError(customresourcesgate.Setup(mgr, o), "Cannot set up the CRD gate")
-	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, pgcontroller.Config{
+	pools := postgres.NewRegistry(postgres.RegistryOptions{
+		MaxConnsPerPool: *maxConnsPerPool,
+		MaxConns:        *maxConns,
+		IdleTimeout:     *connIdleTimeout,
+	})
+	// Close every server connection on the way out, after the manager has
+	// stopped its reconciles.
+	defer pools.Close()
+	metrics.Registry.MustRegister(pools)
+
+	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, config.Config{
 		Options:    o,
 		Namespace:  *namespace,
 		PollJitter: *pollJitter,
+		Pools:      pools,
 	}, cancel), "Cannot set up controllers")
 
 	kingpin.FatalIfError(mgr.Start(ctx), "Cannot start controller manager")

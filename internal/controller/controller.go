@@ -2,41 +2,32 @@
 package controller
 
 import (
-	"time"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 )
-
-// Config is what every controller of the provider is set up with.
-type Config struct {
-	controller.Options
-
-	// Namespace is the provider's own namespace, where Instance admin
-	// credentials and CA bundles live.
-	Namespace string
-
-	// PollJitter is added at random to each managed resource's poll interval.
-	PollJitter time.Duration
-}
 
 // A kind is a controller and the kinds whose CRDs must be served before it
 // can start.
 type kind struct {
 	name  string
 	gvks  []schema.GroupVersionKind
-	setup func(ctrl.Manager, Config) error
+	setup func(ctrl.Manager, config.Config) error
 }
 
 // kinds lists every controller of the provider.
-var kinds []kind
+var kinds = []kind{
+	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
+}
 
 // Setup starts every controller now. It suits tests, where the CRDs are
 // installed before the manager starts.
-func Setup(mgr ctrl.Manager, c Config) error {
+func Setup(mgr ctrl.Manager, c config.Config) error {
 	for _, k := range kinds {
 		if err := k.setup(mgr, c); err != nil {
 			return errors.Wrapf(err, "cannot set up the %s controller", k.name)
@@ -50,7 +41,7 @@ func Setup(mgr ctrl.Manager, c Config) error {
 // provider starts (or missing altogether) therefore never crashes it: the
 // controller waits. A controller that then fails to start calls fail, since
 // the provider cannot do its job without it.
-func SetupGated(mgr ctrl.Manager, c Config, fail func(error)) error {
+func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 	if c.Gate == nil {
 		return errors.New("gated setup needs a gate")
 	}

@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// A Querier runs a query that returns one row. *pgxpool.Pool, *pgx.Conn and
+// pgx.Tx are Queriers.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Extension is an extension the server can install.
+type Extension struct {
+	Name           string
+	DefaultVersion string
+}
+
+// ServerInfo is what an Instance observes of its server.
+type ServerInfo struct {
+	// Version is the server version, such as "15.18".
+	Version string
+	// VersionNum is server_version_num, such as 150018.
+	VersionNum int
+	// SystemIdentifier tells servers apart: a different one at the same
+	// endpoint is a different server.
+	SystemIdentifier string
+	// Privileges of the role the provider logs in as.
+	Superuser  bool
+	CreateDB   bool
+	CreateRole bool
+	// Extensions the server can install, by name.
+	Extensions []Extension
+}
+
+// Sufficient reports whether the admin role can do what the provider needs:
+// create databases and roles (superuser implies both).
+func (i ServerInfo) Sufficient() bool {
+	return i.Superuser || (i.CreateDB && i.CreateRole)
+}
+
+// observeServerSQL reads everything an Instance reports in one round trip.
+const observeServerSQL = `SELECT current_setting('server_version'),
+       current_setting('server_version_num')::int,
+       (SELECT system_identifier::text FROM pg_control_system()),
+       r.rolsuper, r.rolcreatedb, r.rolcreaterole,
+       coalesce(e.names, '{}'), coalesce(e.versions, '{}')
+  FROM pg_roles r,
+       LATERAL (SELECT array_agg(name::text ORDER BY name) AS names,
+                       array_agg(coalesce(default_version, '') ORDER BY name) AS versions
+                  FROM pg_available_extensions) e
+ WHERE r.rolname = current_user`
+
+// ObserveServer reads the server's version, identity, the login role's
+// privileges and the extensions it can install.
+func ObserveServer(ctx context.Context, q Querier) (*ServerInfo, error) {
+	i := &ServerInfo{}
+	var names, versions []string
+	if err := q.QueryRow(ctx, observeServerSQL).Scan(&i.Version, &i.VersionNum, &i.SystemIdentifier,
+		&i.Superuser, &i.CreateDB, &i.CreateRole, &names, &versions); err != nil {
+		return nil, errors.Wrap(ClassifyConnectError(err), "cannot read server information")
+	}
+	// server_version may carry a distribution suffix: "15.18 (Debian 15.18-0+deb12u1)".
+	i.Version, _, _ = strings.Cut(i.Version, " ")
+	i.Extensions = make([]Extension, len(names))
+	for n := range names {
+		i.Extensions[n] = Extension{Name: names[n], DefaultVersion: versions[n]}
+	}
+	return i, nil
+}

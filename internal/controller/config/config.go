@@ -1,0 +1,69 @@
+// Package config holds what every controller of the provider is set up
+// with. It is its own package so that the per-kind controller packages and
+// the package that registers them can both use it.
+package config
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+)
+
+// Config is what every controller of the provider is set up with.
+type Config struct {
+	controller.Options
+
+	// Namespace is the provider's own namespace, where Instance admin
+	// credentials and CA bundles live.
+	Namespace string
+
+	// PollJitter is added at random to each managed resource's poll interval.
+	PollJitter time.Duration
+
+	// Pools is the connection pool registry every controller shares.
+	Pools *postgres.Registry
+}
+
+// ManagedReconcilerOptions returns the options every managed reconciler of
+// the provider shares, and registers the kind's state metrics recorder.
+// list is an empty list of the kind, for the recorder.
+func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list resource.ManagedList) ([]managed.ReconcilerOption, error) {
+	o := []managed.ReconcilerOption{
+		managed.WithLogger(c.Logger.WithValues("controller", name)),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name), c.EventFilterFunctions...)), //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+		managed.WithPollInterval(c.PollInterval),
+		managed.WithPollJitterHook(c.PollJitter),
+		// Every kind declares its own managementPolicies default.
+		managed.WithManagementPolicies(),
+	}
+	if c.MetricOptions != nil {
+		if c.MetricOptions.MRMetrics != nil {
+			o = append(o, managed.WithMetricRecorder(c.MetricOptions.MRMetrics))
+		}
+		if c.MetricOptions.MRStateMetrics != nil {
+			rec := statemetrics.NewMRStateRecorder(mgr.GetClient(), c.Logger, c.MetricOptions.MRStateMetrics, list, c.MetricOptions.PollStateMetricInterval)
+			if err := mgr.Add(rec); err != nil {
+				return nil, errors.Wrap(err, "cannot add the state metrics recorder")
+			}
+		}
+	}
+	return o, nil
+}
+
+// Reconciler wraps a managed reconciler the way every controller of the
+// provider runs it: under the global rate limit, with API conflicts
+// requeued silently.
+func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
+	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), c.GlobalRateLimiter)
+}

@@ -1,0 +1,304 @@
+// Package instance manages PostgreSQLInstances: it connects to each
+// registered server through the shared pool registry and reports its
+// version, identity, admin privileges and available extensions.
+package instance
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+)
+
+const (
+	errPool    = "cannot get a connection pool"
+	errObserve = "cannot observe the server"
+	errCreate  = "an Instance registers an existing server: there is nothing to create"
+)
+
+// Reasons of the Ready condition beyond Crossplane's own.
+const (
+	// ReasonUnreachable: the server could not be reached or refused the
+	// login; the message says why (TLS failure, refused connection, ...).
+	ReasonUnreachable xpv2.ConditionReason = "Unreachable"
+	// ReasonInsufficientPrivileges: the admin role cannot create databases
+	// and roles.
+	ReasonInsufficientPrivileges xpv2.ConditionReason = "InsufficientPrivileges"
+	// ReasonCredentialsUnavailable: the admin Secret or CA bundle cannot be
+	// read.
+	ReasonCredentialsUnavailable xpv2.ConditionReason = "CredentialsUnavailable"
+)
+
+const reasonServerChanged event.Reason = "ServerChanged"
+
+// Setup adds the PostgreSQLInstance controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLInstanceGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLInstanceList{})
+	if err != nil {
+		return err
+	}
+	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLInstance](&connector{kube: kube, namespace: c.Namespace, pools: c.Pools, record: recorder}),
+		// An Instance's name is a Kubernetes name, not an identifier: it
+		// has no external name.
+		managed.WithInitializers(),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLInstanceGroupVersionKind), o...)
+
+	// A changed admin Secret or CA bundle is validated again at once, not
+	// at the next poll.
+	inNamespace := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetNamespace() == c.Namespace }))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLInstance{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace).
+		Complete(config.Reconciler(name, c, r))
+}
+
+// usersOf maps a Secret or ConfigMap to the Instances that read it.
+func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := &v1alpha1.PostgreSQLInstanceList{}
+		if err := kube.List(ctx, l); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, in := range l.Items {
+			uses := kind == v1alpha1.CABundleKindSecret && in.Spec.AdminCredentialRef.Name == obj.GetName()
+			if ref := in.Spec.CABundleRef; ref != nil && caKind(ref) == kind && ref.Name == obj.GetName() {
+				uses = true
+			}
+			if uses {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: in.Name}})
+			}
+		}
+		return reqs
+	}
+}
+
+func caKind(ref *v1alpha1.CABundleReference) v1alpha1.CABundleKind {
+	if ref.Kind == "" {
+		return v1alpha1.CABundleKindSecret
+	}
+	return ref.Kind
+}
+
+type connector struct {
+	kube      client.Client
+	namespace string
+	pools     *postgres.Registry
+	record    event.Recorder
+}
+
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.TypedExternalClient[*v1alpha1.PostgreSQLInstance], error) {
+	e := &external{pools: c.pools, record: c.record}
+	if meta.WasDeleted(mg) {
+		// Letting go of an Instance needs neither its server nor its
+		// credentials: an unreachable server or a deleted Secret must not
+		// make it undeletable.
+		return e, nil
+	}
+	t, err := ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
+	if err != nil {
+		mg.Status.Phase = v1alpha1.InstancePhaseValidating
+		mg.SetConditions(notReady(ReasonCredentialsUnavailable, err.Error()))
+		return nil, err
+	}
+	if e.pool, err = c.pools.Pool(ctx, t); err != nil {
+		return nil, errors.Wrap(err, errPool)
+	}
+	return e, nil
+}
+
+type external struct {
+	pools  *postgres.Registry
+	pool   postgres.Querier
+	record event.Recorder
+}
+
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(mg) {
+		mg.Status.Phase = v1alpha1.InstancePhaseDeleting
+		mg.SetConditions(xpv2.Deleting())
+		e.pools.CloseInstance(string(mg.GetUID()))
+		// Nothing exists on the server for an Instance, so nothing is
+		// deleted there.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+
+	if mg.Status.Phase == "" {
+		mg.Status.Phase = v1alpha1.InstancePhasePending
+	}
+	info, err := postgres.ObserveServer(ctx, e.pool)
+	if err != nil {
+		mg.Status.Phase = v1alpha1.InstancePhaseValidating
+		mg.SetConditions(notReady(ReasonUnreachable, err.Error()))
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+
+	if old := mg.Status.SystemIdentifier; old != "" && old != info.SystemIdentifier {
+		// Resources bound to the old server compare their recorded
+		// identity and report Conflict; the Instance reports what it sees.
+		e.record.Event(mg, event.Warning(reasonServerChanged, fmt.Errorf(
+			"the server at %s (%s:%d) has system identifier %s, not %s as before: it is a different server",
+			mg.Spec.Endpoint.Host, mg.Spec.Endpoint.Hostaddr, mg.Spec.Endpoint.Port, info.SystemIdentifier, old)))
+	}
+	mg.Status.PostgreSQLVersion = info.Version
+	mg.Status.SystemIdentifier = info.SystemIdentifier
+	mg.Status.AdminPrivileges = &v1alpha1.AdminPrivileges{
+		Superuser: info.Superuser, CreateDB: info.CreateDB, CreateRole: info.CreateRole, Sufficient: info.Sufficient(),
+	}
+	mg.Status.AvailableExtensions = make([]v1alpha1.AvailableExtension, len(info.Extensions))
+	for i, x := range info.Extensions {
+		mg.Status.AvailableExtensions[i] = v1alpha1.AvailableExtension{Name: x.Name, DefaultVersion: x.DefaultVersion}
+	}
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+
+	if !info.Sufficient() {
+		mg.Status.Phase = v1alpha1.InstancePhaseValidating
+		mg.SetConditions(notReady(ReasonInsufficientPrivileges, fmt.Sprintf(
+			"the admin role can connect but cannot do what the provider needs: it must be a superuser, or have CREATEDB and CREATEROLE (has createdb=%t, createrole=%t)",
+			info.CreateDB, info.CreateRole)))
+	} else {
+		mg.Status.Phase = v1alpha1.InstancePhaseReady
+		mg.SetConditions(xpv2.Available())
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+func (e *external) Create(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalCreation, error) {
+	// Observe reports an Instance as existing whenever it is not being
+	// deleted, so the reconciler never asks for this.
+	return managed.ExternalCreation{}, errors.New(errCreate)
+}
+
+func (e *external) Update(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalUpdate, error) {
+	// Nothing of an Instance is written to the server.
+	return managed.ExternalUpdate{}, nil
+}
+
+func (e *external) Delete(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalDelete, error) {
+	// Deleting an Instance never touches its server.
+	return managed.ExternalDelete{}, nil
+}
+
+func (e *external) Disconnect(context.Context) error {
+	// Pools are shared and outlive a reconcile.
+	return nil
+}
+
+func notReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type:               xpv2.TypeReady,
+		Status:             corev1.ConditionFalse,
+		LastTransitionTime: metav1.Now(),
+		Reason:             reason,
+		Message:            msg,
+	}
+}
+
+// ConnectionTarget returns how to reach database on an Instance's server as
+// its admin: endpoint, TLS and the credentials read from the Secret in the
+// provider's namespace. Errors name the Secret and key, never a value.
+func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string, in *v1alpha1.PostgreSQLInstance, database string) (postgres.Target, error) {
+	ref := in.Spec.AdminCredentialRef
+	s := &corev1.Secret{}
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s); err != nil {
+		return postgres.Target{}, errors.Wrapf(err, "cannot read the admin credentials Secret %s/%s", namespace, ref.Name)
+	}
+	user, err := secretKey(s, orDefault(ref.UsernameKey, "username"))
+	if err != nil {
+		return postgres.Target{}, err
+	}
+	password, err := secretKey(s, orDefault(ref.PasswordKey, "password"))
+	if err != nil {
+		return postgres.Target{}, err
+	}
+
+	var ca []byte
+	if b := in.Spec.CABundleRef; b != nil {
+		if ca, err = caBundle(ctx, kube, namespace, b); err != nil {
+			return postgres.Target{}, err
+		}
+	}
+	ep := in.Spec.Endpoint
+	return postgres.Target{
+		InstanceUID:  string(in.GetUID()),
+		InstanceName: in.GetName(),
+		Endpoint: postgres.Endpoint{
+			Host: ep.Host, Hostaddr: ep.Hostaddr, Port: int(orDefaultInt(ep.Port, 5432)), Database: database,
+			SSLMode: string(orDefault(ep.SSLMode, v1alpha1.SSLModeVerifyFull)), CAPEM: ca,
+		},
+		Credentials: postgres.Credentials{Username: string(user), Password: string(password)},
+	}, nil
+}
+
+func caBundle(ctx context.Context, kube client.Reader, namespace string, ref *v1alpha1.CABundleReference) ([]byte, error) {
+	key := orDefault(ref.Key, "ca.crt")
+	nn := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	if caKind(ref) == v1alpha1.CABundleKindConfigMap {
+		cm := &corev1.ConfigMap{}
+		if err := kube.Get(ctx, nn, cm); err != nil {
+			return nil, errors.Wrapf(err, "cannot read the CA bundle ConfigMap %s", nn)
+		}
+		if v, ok := cm.Data[key]; ok {
+			return []byte(v), nil
+		}
+		if v, ok := cm.BinaryData[key]; ok {
+			return v, nil
+		}
+		return nil, errors.Errorf("the CA bundle ConfigMap %s has no key %q", nn, key)
+	}
+	s := &corev1.Secret{}
+	if err := kube.Get(ctx, nn, s); err != nil {
+		return nil, errors.Wrapf(err, "cannot read the CA bundle Secret %s", nn)
+	}
+	return secretKey(s, key)
+}
+
+func secretKey(s *corev1.Secret, key string) ([]byte, error) {
+	v, ok := s.Data[key]
+	if !ok || len(v) == 0 {
+		return nil, errors.Errorf("the Secret %s/%s has no key %q, or it is empty", s.Namespace, s.Name, key)
+	}
+	return v, nil
+}
+
+func orDefault[T ~string](v, def T) T {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func orDefaultInt(v, def int32) int32 {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,303 @@
+package instance_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pki"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+var env *providertest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	if env, err = providertest.Start(ctx, providertest.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the test environment: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	return m.Run()
+}
+
+// newInstance returns an Instance pointing at the test server, reading the
+// named admin and CA Secrets.
+func newInstance(name, adminSecret, caSecret string) *v1alpha1.PostgreSQLInstance {
+	pg := env.Postgres
+	in := &v1alpha1.PostgreSQLInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.PostgreSQLInstanceSpec{
+			Endpoint:           v1alpha1.Endpoint{Host: pg.Host, Hostaddr: pg.Hostaddr, Port: int32(pg.Port)},
+			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: adminSecret},
+		},
+	}
+	if caSecret != "" {
+		in.Spec.CABundleRef = &v1alpha1.CABundleReference{Name: caSecret}
+	}
+	return in
+}
+
+func create(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Kube.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReady waits for the Instance's Ready condition to have the given
+// status and reason, and returns the Instance as last seen.
+func waitReady(ctx context.Context, t *testing.T, name string, status corev1.ConditionStatus, reason xpv2.ConditionReason, timeout time.Duration) *v1alpha1.PostgreSQLInstance {
+	t.Helper()
+	in := &v1alpha1.PostgreSQLInstance{}
+	err := providertest.Wait(ctx, timeout, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKey{Name: name}, in); err != nil {
+			return false, err
+		}
+		c := in.GetCondition(xpv2.TypeReady)
+		return c.Status == status && c.Reason == reason, nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(in.Status, "", "  ")
+		t.Fatalf("Instance %s: Ready never became %s/%s: %v\nstatus: %s", name, status, reason, err, b)
+	}
+	return in
+}
+
+func TestInstanceReady(t *testing.T) {
+	ctx := context.Background()
+	pg := env.Postgres
+	if err := env.AdminSecret(ctx, "ready-admin", pg.AdminUser, pg.AdminPassword); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CASecret(ctx, "ready-ca"); err != nil {
+		t.Fatal(err)
+	}
+	create(ctx, t, newInstance("ready", "ready-admin", "ready-ca"))
+	in := waitReady(ctx, t, "ready", corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute)
+
+	conn, err := pg.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	var id, version string
+	if err := conn.QueryRow(ctx, "SELECT system_identifier::text, split_part(current_setting('server_version'), ' ', 1) FROM pg_control_system()").Scan(&id, &version); err != nil {
+		t.Fatal(err)
+	}
+	if in.Status.Phase != v1alpha1.InstancePhaseReady {
+		t.Errorf("phase = %q, want Ready", in.Status.Phase)
+	}
+	if in.Status.SystemIdentifier != id || in.Status.PostgreSQLVersion != version {
+		t.Errorf("identity = %s %s, want %s %s", in.Status.SystemIdentifier, in.Status.PostgreSQLVersion, id, version)
+	}
+	if p := in.Status.AdminPrivileges; p == nil || !p.Superuser || !p.Sufficient {
+		t.Errorf("adminPrivileges = %+v, want a sufficient superuser", p)
+	}
+	found := false
+	for _, x := range in.Status.AvailableExtensions {
+		found = found || (x.Name == "pgcrypto" && x.DefaultVersion != "")
+	}
+	if !found {
+		t.Errorf("pgcrypto is not among the %d available extensions", len(in.Status.AvailableExtensions))
+	}
+	if in.Status.ObservedGeneration != in.Generation {
+		t.Errorf("observedGeneration = %d, want %d", in.Status.ObservedGeneration, in.Generation)
+	}
+	if c := in.GetCondition(xpv2.TypeSynced); c.Status != corev1.ConditionTrue {
+		t.Errorf("Synced = %+v", c)
+	}
+
+	t.Run("AdminSecretChangeRevalidatesPromptly", func(t *testing.T) {
+		// The poll interval is 10 minutes: only the Secret watch can make
+		// this happen within seconds.
+		s := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: providertest.Namespace, Name: "ready-admin"}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data["password"] = []byte("not-the-password")
+		if err := env.Kube.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		in := waitReady(ctx, t, "ready", corev1.ConditionFalse, instance.ReasonUnreachable, 20*time.Second)
+		if msg := in.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "password authentication failed") {
+			t.Errorf("Ready message = %q, want it to say the password was refused", msg)
+		}
+		s.Data["password"] = []byte(pg.AdminPassword)
+		if err := env.Kube.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(ctx, t, "ready", corev1.ConditionTrue, xpv2.ReasonAvailable, 20*time.Second)
+	})
+
+	t.Run("NoSecretInStatusOrEvents", func(t *testing.T) {
+		assertNoSecret(ctx, t, "ready", pg.AdminPassword, "not-the-password")
+	})
+}
+
+func TestInstanceNotReady(t *testing.T) {
+	ctx := context.Background()
+	pg := env.Postgres
+	conn, err := pg.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	if _, err := conn.Exec(ctx, "CREATE ROLE weak_admin LOGIN PASSWORD 'weak-password-1'"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.NewCA("not the server's CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "nr-admin", pg.AdminUser, pg.AdminPassword); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "nr-weak", "weak_admin", "weak-password-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CASecret(ctx, "nr-ca"); err != nil {
+		t.Fatal(err)
+	}
+	create(ctx, t, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "nr-other-ca", Namespace: providertest.Namespace},
+		Data:       map[string]string{"bundle.pem": string(other.CertPEM)},
+	})
+
+	cases := map[string]struct {
+		reason string
+		in     func() *v1alpha1.PostgreSQLInstance
+		want   xpv2.ConditionReason
+		msg    string
+	}{
+		"UnknownCA": {
+			reason: "A CA bundle that did not sign the server certificate is named as the problem.",
+			in: func() *v1alpha1.PostgreSQLInstance {
+				in := newInstance("nr-unknown-ca", "nr-admin", "")
+				in.Spec.CABundleRef = &v1alpha1.CABundleReference{Kind: v1alpha1.CABundleKindConfigMap, Name: "nr-other-ca", Key: "bundle.pem"}
+				return in
+			},
+			want: instance.ReasonUnreachable,
+			msg:  "not signed by a trusted CA",
+		},
+		"HostNotInCertificate": {
+			reason: "A host the certificate does not name is reported as such.",
+			in: func() *v1alpha1.PostgreSQLInstance {
+				in := newInstance("nr-host", "nr-admin", "nr-ca")
+				in.Spec.Endpoint.Host = "wrong-name.localtest"
+				return in
+			},
+			want: instance.ReasonUnreachable,
+			msg:  "no DNS SAN matching endpoint.host",
+		},
+		"InsufficientPrivileges": {
+			reason: "A plain login role connects but is not enough.",
+			in:     func() *v1alpha1.PostgreSQLInstance { return newInstance("nr-weak", "nr-weak", "nr-ca") },
+			want:   instance.ReasonInsufficientPrivileges,
+			msg:    "must be a superuser, or have CREATEDB and CREATEROLE",
+		},
+		"MissingSecret": {
+			reason: "A missing admin Secret is named, with its namespace.",
+			in:     func() *v1alpha1.PostgreSQLInstance { return newInstance("nr-missing", "does-not-exist", "nr-ca") },
+			want:   instance.ReasonCredentialsUnavailable,
+			msg:    "cannot read the admin credentials Secret crossplane-system/does-not-exist",
+		},
+		"MissingKey": {
+			reason: "A Secret without the named key says which key.",
+			in: func() *v1alpha1.PostgreSQLInstance {
+				in := newInstance("nr-key", "nr-admin", "nr-ca")
+				in.Spec.AdminCredentialRef.PasswordKey = "pass"
+				return in
+			},
+			want: instance.ReasonCredentialsUnavailable,
+			msg:  `has no key "pass"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := tc.in()
+			create(ctx, t, in)
+			got := waitReady(ctx, t, in.Name, corev1.ConditionFalse, tc.want, time.Minute)
+			if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, tc.msg) {
+				t.Errorf("%s\nReady message = %q, want it to contain %q", tc.reason, msg, tc.msg)
+			}
+			if got.Status.Phase == v1alpha1.InstancePhaseReady {
+				t.Errorf("%s\nphase = Ready while Ready is False", tc.reason)
+			}
+			assertNoSecret(ctx, t, in.Name, pg.AdminPassword, "weak-password-1")
+		})
+	}
+}
+
+// TestInstanceDeletion deletes Instances whose server is unreachable and
+// whose Secret is gone: neither may make an Instance undeletable.
+func TestInstanceDeletion(t *testing.T) {
+	ctx := context.Background()
+	in := newInstance("unreachable", "gone-admin", "")
+	in.Spec.Endpoint.Port = 1 // Nothing listens there.
+	create(ctx, t, in)
+	waitReady(ctx, t, in.Name, corev1.ConditionFalse, instance.ReasonCredentialsUnavailable, time.Minute)
+	if err := env.Kube.Delete(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), &v1alpha1.PostgreSQLInstance{})
+		return kerrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("an unreachable Instance without credentials was never deleted: %v", err)
+	}
+}
+
+// assertNoSecret fails if any secret value appears in the Instance's status
+// or in the events about it.
+func assertNoSecret(ctx context.Context, t *testing.T, name string, secrets ...string) {
+	t.Helper()
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: name}, in); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &corev1.EventList{}
+	if err := env.Kube.List(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == name {
+			texts = append(texts, e.Message)
+		}
+	}
+	all := string(b) + strings.Join(texts, "\n")
+	for _, s := range secrets {
+		if strings.Contains(all, s) {
+			t.Errorf("a secret value appears in the Instance or its events")
+		}
+	}
+}
