@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
@@ -46,7 +48,9 @@ func main() {
 	if *down {
 		err = stop(*state)
 	} else {
-		err = run(*state)
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = run(ctx, *state, os.Stdout, nil)
+		cancel()
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devenv:", err)
@@ -54,18 +58,18 @@ func main() {
 	}
 }
 
-func step(format string, args ...any) {
-	fmt.Printf("==> "+format+"\n", args...)
-}
-
-func run(state string) error { //nolint:gocyclo // A linear recipe, easier to follow in one place.
+// run starts everything, reports progress to out, calls ready (if not nil)
+// once the provider is healthy and the examples are Ready, and tears
+// everything down when ctx is done.
+func run(ctx context.Context, state string, out io.Writer, ready func()) error { //nolint:gocyclo // A linear recipe, easier to follow in one place.
+	step := func(format string, args ...any) { _, _ = fmt.Fprintf(out, "==> "+format+"\n", args...) }
+	say := func(format string, args ...any) { _, _ = fmt.Fprintf(out, "    "+format+"\n", args...) }
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return err
 	}
-	state, err = filepath.Abs(filepath.Join(root, state))
-	if err != nil {
-		return err
+	if !filepath.IsAbs(state) {
+		state = filepath.Join(root, state)
 	}
 	pidFile := filepath.Join(state, "devenv.pid")
 	if pid, alive := running(pidFile); alive {
@@ -75,8 +79,6 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 		return err
 	}
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 	if err := os.WriteFile(pgpass, fmt.Appendf(nil, "%s:%d:*:%s:%s\n", pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword), 0o600); err != nil {
 		return err
 	}
-	fmt.Printf("    %s\n", pg)
+	say("%s", pg)
 
 	step("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
 	cp, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true})
@@ -121,7 +123,7 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
 		return err
 	}
-	fmt.Println("    CRDs from package/crds installed")
+	say("CRDs from package/crds installed")
 
 	step("creating namespace %s with the admin credentials Secret %s and the CA Secret %s", providerNamespace, adminSecretName, caSecretName)
 	kc, err := kubernetes.NewForConfig(cp.Config)
@@ -145,7 +147,7 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 	step("building and starting the provider")
 	bin := filepath.Join(state, "provider")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/provider")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	build.Dir, build.Stdout, build.Stderr = root, out, out
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("cannot build the provider: %w", err)
 	}
@@ -173,7 +175,20 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 	if err := waitHealthy(ctx, provider, probePort); err != nil {
 		return err
 	}
-	fmt.Printf("    healthy: http://127.0.0.1:%d/readyz, metrics at http://127.0.0.1:%d/metrics\n", probePort, metricsPort)
+	say("healthy: http://127.0.0.1:%d/readyz, metrics at http://127.0.0.1:%d/metrics", probePort, metricsPort)
+
+	step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
+	kube, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	applied, err := applyExamples(ctx, kube, filepath.Join(root, "examples"), pg, say)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, kube, applied, provider, say); err != nil {
+		return err
+	}
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	rel := func(p string) string {
@@ -182,7 +197,7 @@ func run(state string) error { //nolint:gocyclo // A linear recipe, easier to fo
 		}
 		return p
 	}
-	fmt.Printf(`
+	_, _ = fmt.Fprintf(out, `
 provider-postgresql is running. In another terminal, from %s:
 
   export KUBECONFIG=%s PATH=%s:$PATH
@@ -194,11 +209,16 @@ PostgreSQL (admin %s; password in %s and in Secret %s/%s):
 
   PGPASSFILE=%s psql "host=%s hostaddr=%s port=%d dbname=postgres user=%s sslmode=verify-full sslrootcert=%s"
 
+  kubectl get managed
+
 Stop with Ctrl-C here, or `+"`make dev-down`"+` from another terminal.
 `, root, rel(kubeconfig), assets, providerNamespace, rel(providerLog),
 		pg.AdminUser, rel(pgpass), providerNamespace, adminSecretName,
 		rel(pgpass), pg.Host, pg.Hostaddr, pg.Port, pg.AdminUser, rel(caFile))
 
+	if ready != nil {
+		ready()
+	}
 	select {
 	case <-ctx.Done():
 	case <-provider.Exited():
@@ -249,7 +269,10 @@ func stop(state string) error {
 	if err != nil {
 		return err
 	}
-	pidFile := filepath.Join(root, state, "devenv.pid")
+	if !filepath.IsAbs(state) {
+		state = filepath.Join(root, state)
+	}
+	pidFile := filepath.Join(state, "devenv.pid")
 	pid, alive := running(pidFile)
 	if !alive {
 		fmt.Println("devenv: no `make dev` is running")

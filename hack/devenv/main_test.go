@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ayatori/provider-postgresql/apis"
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDev runs `make dev` in-process: everything starts, the examples reach
+// Ready, the printed instructions work, and stopping leaves nothing behind.
+func TestDev(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	state := t.TempDir()
+	var out syncBuffer
+	ready := make(chan struct{})
+	runCtx, stopDev := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(runCtx, state, &out, func() { close(ready) }) }()
+
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("make dev stopped before it was ready: %v\n%s", err, out.String())
+	case <-ctx.Done():
+		t.Fatalf("make dev was not ready in time:\n%s", out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready", "make dev-down"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the output does not say %q:\n%s", want, text)
+		}
+	}
+
+	// The kubeconfig it wrote reaches the API server, where the example
+	// Instance is Ready.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScheme(t)
+	kube, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "main"}, in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Status.Phase != v1alpha1.InstancePhaseReady || in.Status.PostgreSQLVersion == "" {
+		t.Errorf("the example Instance is %q with version %q", in.Status.Phase, in.Status.PostgreSQLVersion)
+	}
+	if pid, alive := running(filepath.Join(state, "devenv.pid")); !alive || pid != os.Getpid() {
+		t.Errorf("the pid file says %d (alive %t), want this process %d", pid, alive, os.Getpid())
+	}
+
+	stopDev()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("make dev returned %v after a stop", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("make dev did not stop within 2 minutes")
+	}
+	if !strings.Contains(out.String(), "nothing is left running") {
+		t.Errorf("the output does not confirm the stop:\n%s", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(state, "devenv.pid")); !os.IsNotExist(err) {
+		t.Error("the pid file survived the stop")
+	}
+	// The API server is gone.
+	if err := kube.Get(ctx, client.ObjectKey{Name: "main"}, &v1alpha1.PostgreSQLInstance{}); err == nil {
+		t.Error("the API server still answers after the stop")
+	}
+	// PostgreSQL is gone too.
+	if port := portIn(text); port == "" {
+		t.Error("the output names no PostgreSQL port")
+	} else if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("PostgreSQL still listens on %s after the stop", port)
+	}
+}
+
+// portIn finds the PostgreSQL port in the psql hint of make dev's output.
+func portIn(text string) string {
+	_, after, ok := strings.Cut(text, " port=")
+	if !ok {
+		return ""
+	}
+	port, _, _ := strings.Cut(after, " ")
+	return port
+}
+
+func newScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
