@@ -1,0 +1,309 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// RoleAttributes are what the provider manages of a role.
+type RoleAttributes struct {
+	Login       bool
+	Inherit     bool
+	CreateDB    bool
+	CreateRole  bool
+	Replication bool
+	BypassRLS   bool
+	// ConnectionLimit is -1 for no limit.
+	ConnectionLimit int32
+	// ValidUntil is when the password stops working; nil means never.
+	ValidUntil *time.Time
+	// Config holds the role's settings (ALTER ROLE … SET), by name.
+	Config map[string]string
+	// MemberOf lists the roles this role is a member of, sorted.
+	MemberOf []string
+	// Comment is the role's comment without the provider's marker.
+	Comment string
+}
+
+// DefaultRoleAttributes are those of a plain CREATE ROLE.
+func DefaultRoleAttributes() RoleAttributes {
+	return RoleAttributes{Inherit: true, ConnectionLimit: -1}
+}
+
+// ObservedRole is a role as the catalog shows it.
+type ObservedRole struct {
+	RoleAttributes
+	Superuser bool
+	// Owner is the UID in the provider's ownership marker, or "" when the
+	// role carries none.
+	Owner string
+}
+
+// observeRoleSQL reads a role, its settings, memberships and comment in one
+// round trip.
+const observeRoleSQL = `SELECT r.rolcanlogin, r.rolinherit, r.rolcreatedb, r.rolcreaterole, r.rolreplication,
+       r.rolbypassrls, r.rolsuper, r.rolconnlimit, r.rolvaliduntil,
+       coalesce(r.rolconfig, '{}'),
+       coalesce(shobj_description(r.oid, 'pg_authid'), ''),
+       ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+              WHERE m.member = r.oid ORDER BY 1)
+  FROM pg_roles r
+ WHERE r.rolname = $1`
+
+// ObserveRole reads a role. It returns nil, nil when the role does not
+// exist.
+func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, error) {
+	o := &ObservedRole{}
+	var validUntil pgtype.Timestamptz
+	var config []string
+	var comment string
+	err := q.QueryRow(ctx, observeRoleSQL, name).Scan(&o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
+		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &validUntil, &config, &comment, &o.MemberOf)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read role %s", QuoteIdentifier(name))
+	}
+	if validUntil.Valid && validUntil.InfinityModifier == pgtype.Finite {
+		t := validUntil.Time.UTC()
+		o.ValidUntil = &t
+	}
+	o.Config = map[string]string{}
+	for _, kv := range config {
+		k, v, _ := strings.Cut(kv, "=")
+		o.Config[k] = v
+	}
+	o.Comment, o.Owner = ParseMarker(comment)
+	return o, nil
+}
+
+// The ownership marker ends the comment of every object the provider
+// creates, so that an object of the same name that the provider did not
+// create is never mistaken for one it did.
+const markerPrefix = "[provider-postgresql uid="
+
+// WithMarker returns comment with the ownership marker of uid appended.
+func WithMarker(comment, uid string) string {
+	m := markerPrefix + uid + "]"
+	if comment == "" {
+		return m
+	}
+	return comment + "\n" + m
+}
+
+// ParseMarker splits a stored comment into the user's comment and the UID
+// of the marker it ends with ("" when there is none).
+func ParseMarker(stored string) (comment, uid string) {
+	i := strings.LastIndex(stored, markerPrefix)
+	if i < 0 || !strings.HasSuffix(stored, "]") {
+		return stored, ""
+	}
+	uid = stored[i+len(markerPrefix) : len(stored)-1]
+	return strings.TrimSuffix(stored[:i], "\n"), uid
+}
+
+// CreateRoleStatements returns the statements that create a role with the
+// given attributes, password verifier (may be empty) and ownership marker.
+// They run in one transaction, so the role never exists without its marker.
+func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) []string {
+	id := QuoteIdentifier(name)
+	var opts []string
+	def := DefaultRoleAttributes()
+	opts = append(opts, flagDiff(a, def)...)
+	if a.ConnectionLimit != def.ConnectionLimit {
+		opts = append(opts, "CONNECTION LIMIT "+strconv.Itoa(int(a.ConnectionLimit)))
+	}
+	if a.ValidUntil != nil {
+		opts = append(opts, "VALID UNTIL "+QuoteLiteral(a.ValidUntil.UTC().Format(time.RFC3339)))
+	}
+	if verifier != "" {
+		opts = append(opts, "PASSWORD "+QuoteLiteral(verifier))
+	}
+	create := "CREATE ROLE " + id
+	if len(opts) > 0 {
+		create += " WITH " + strings.Join(opts, " ")
+	}
+	stmts := []string{create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
+	for _, k := range sortedKeys(a.Config) {
+		stmts = append(stmts, "ALTER ROLE "+id+" SET "+k+" TO "+QuoteLiteral(a.Config[k]))
+	}
+	for _, g := range a.MemberOf {
+		stmts = append(stmts, "GRANT "+QuoteIdentifier(g)+" TO "+id)
+	}
+	return stmts
+}
+
+// UpdateRoleStatements returns the statements that bring an observed role
+// to the desired attributes: only those for what differs, none at all when
+// the role is up to date.
+func UpdateRoleStatements(name string, want RoleAttributes, got ObservedRole, uid string) []string {
+	id := QuoteIdentifier(name)
+	var stmts []string
+	opts := flagDiff(want, got.RoleAttributes)
+	if want.ConnectionLimit != got.ConnectionLimit {
+		opts = append(opts, "CONNECTION LIMIT "+strconv.Itoa(int(want.ConnectionLimit)))
+	}
+	if !sameTime(want.ValidUntil, got.ValidUntil) {
+		v := "infinity"
+		if want.ValidUntil != nil {
+			v = want.ValidUntil.UTC().Format(time.RFC3339)
+		}
+		opts = append(opts, "VALID UNTIL "+QuoteLiteral(v))
+	}
+	if len(opts) > 0 {
+		stmts = append(stmts, "ALTER ROLE "+id+" WITH "+strings.Join(opts, " "))
+	}
+	for _, k := range sortedKeys(want.Config) {
+		if v, ok := got.Config[k]; !ok || v != want.Config[k] {
+			stmts = append(stmts, "ALTER ROLE "+id+" SET "+k+" TO "+QuoteLiteral(want.Config[k]))
+		}
+	}
+	for _, k := range sortedKeys(got.Config) {
+		if _, ok := want.Config[k]; !ok {
+			stmts = append(stmts, "ALTER ROLE "+id+" RESET "+k)
+		}
+	}
+	for _, g := range want.MemberOf {
+		if !slices.Contains(got.MemberOf, g) {
+			stmts = append(stmts, "GRANT "+QuoteIdentifier(g)+" TO "+id)
+		}
+	}
+	for _, g := range got.MemberOf {
+		if !slices.Contains(want.MemberOf, g) {
+			stmts = append(stmts, "REVOKE "+QuoteIdentifier(g)+" FROM "+id)
+		}
+	}
+	if want.Comment != got.Comment || got.Owner != uid {
+		stmts = append(stmts, "COMMENT ON ROLE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	}
+	return stmts
+}
+
+// SetPasswordStatement returns the statement that sets a role's password
+// verifier.
+func SetPasswordStatement(name, verifier string) string {
+	return "ALTER ROLE " + QuoteIdentifier(name) + " PASSWORD " + QuoteLiteral(verifier)
+}
+
+// DropRoleStatement returns the statement that drops a role.
+func DropRoleStatement(name string) string {
+	return "DROP ROLE IF EXISTS " + QuoteIdentifier(name)
+}
+
+// Exec runs statements in one transaction. Statements may hold password
+// verifiers, so an error names the failing statement's position, never its
+// text.
+func Exec(ctx context.Context, db interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}, stmts []string) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		for i, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
+			}
+		}
+		return nil
+	})
+}
+
+// verb is the first words of a statement, enough to say what failed
+// without repeating values.
+func verb(stmt string) string {
+	f := strings.Fields(stmt)
+	if len(f) > 2 {
+		f = f[:2]
+	}
+	return strings.Join(f, " ")
+}
+
+// describePgError keeps a server error's message, detail and hint, which
+// say what blocks an operation (such as the objects a role still owns).
+func describePgError(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ClassifyConnectError(err)
+	}
+	msg := pe.Message
+	if pe.Detail != "" {
+		msg += ": " + pe.Detail
+	}
+	if pe.Hint != "" {
+		msg += " (hint: " + pe.Hint + ")"
+	}
+	return &Error{Code: pe.Code, Message: msg}
+}
+
+// An Error is a server error with its SQLSTATE.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message + " (SQLSTATE " + e.Code + ")" }
+
+// SQLSTATE classes and codes the controllers act on.
+const (
+	CodeDependentObjectsStillExist = "2BP01"
+	CodeObjectInUse                = "55006"
+	CodeDuplicateObject            = "42710"
+	CodeInsufficientPrivilege      = "42501"
+)
+
+// IsCode reports whether err is a server error with the given SQLSTATE.
+func IsCode(err error, code string) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == code
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+func flagDiff(want, got RoleAttributes) []string {
+	var opts []string
+	flag := func(w, g bool, on, off string) {
+		if w != g {
+			if w {
+				opts = append(opts, on)
+			} else {
+				opts = append(opts, off)
+			}
+		}
+	}
+	flag(want.Login, got.Login, "LOGIN", "NOLOGIN")
+	flag(want.Inherit, got.Inherit, "INHERIT", "NOINHERIT")
+	flag(want.CreateDB, got.CreateDB, "CREATEDB", "NOCREATEDB")
+	flag(want.CreateRole, got.CreateRole, "CREATEROLE", "NOCREATEROLE")
+	flag(want.Replication, got.Replication, "REPLICATION", "NOREPLICATION")
+	flag(want.BypassRLS, got.BypassRLS, "BYPASSRLS", "NOBYPASSRLS")
+	return opts
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Truncate(time.Second).Equal(b.Truncate(time.Second))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCreateRoleStatements(t *testing.T) {
+	until := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := map[string]struct {
+		reason   string
+		name     string
+		attrs    RoleAttributes
+		verifier string
+		want     []string
+	}{
+		"Defaults": {
+			reason: "A role with CREATE ROLE's defaults gets no options, just its marker.",
+			name:   "app",
+			attrs:  DefaultRoleAttributes(),
+			want: []string{
+				`CREATE ROLE "app"`,
+				`COMMENT ON ROLE "app" IS '[provider-postgresql uid=u-1]'`,
+			},
+		},
+		"Everything": {
+			reason: "Every attribute that differs from the defaults is spelled out; identifiers and literals are quoted.",
+			name:   "App-User",
+			attrs: RoleAttributes{
+				Login: true, Inherit: false, CreateDB: true, ConnectionLimit: 5, ValidUntil: &until,
+				Config:   map[string]string{"statement_timeout": "5s", "application_name": "it's"},
+				MemberOf: []string{"readers", "Writers"}, Comment: "orders app",
+			},
+			verifier: "SCRAM-SHA-256$4096:c2FsdA==$a:b",
+			want: []string{
+				`CREATE ROLE "App-User" WITH LOGIN NOINHERIT CREATEDB CONNECTION LIMIT 5 VALID UNTIL '2030-01-02T03:04:05Z' PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'`,
+				`COMMENT ON ROLE "App-User" IS 'orders app` + "\n" + `[provider-postgresql uid=u-1]'`,
+				`ALTER ROLE "App-User" SET application_name TO 'it''s'`,
+				`ALTER ROLE "App-User" SET statement_timeout TO '5s'`,
+				`GRANT "readers" TO "App-User"`,
+				`GRANT "Writers" TO "App-User"`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := CreateRoleStatements(tc.name, tc.attrs, tc.verifier, "u-1")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nCreateRoleStatements (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestUpdateRoleStatements(t *testing.T) {
+	base := func() ObservedRole {
+		return ObservedRole{RoleAttributes: RoleAttributes{
+			Login: true, Inherit: true, ConnectionLimit: -1,
+			Config: map[string]string{"statement_timeout": "5s"}, MemberOf: []string{"readers"}, Comment: "c",
+		}, Owner: "u-1"}
+	}
+	want := func() RoleAttributes { return base().RoleAttributes }
+	cases := map[string]struct {
+		reason string
+		want   func() RoleAttributes
+		got    func() ObservedRole
+		stmts  []string
+	}{
+		"UpToDate": {
+			reason: "An up-to-date role costs no statement at all.",
+			want:   want,
+			got:    base,
+		},
+		"AttributesDrifted": {
+			reason: "Only the attributes that differ are altered, in one statement.",
+			want:   want,
+			got: func() ObservedRole {
+				o := base()
+				o.Login, o.CreateDB, o.ConnectionLimit = false, true, 3
+				return o
+			},
+			stmts: []string{`ALTER ROLE "app" WITH LOGIN NOCREATEDB CONNECTION LIMIT -1`},
+		},
+		"SettingsAndMemberships": {
+			reason: "Changed settings are set, extra ones reset; missing memberships granted, extra ones revoked.",
+			want: func() RoleAttributes {
+				w := want()
+				w.Config = map[string]string{"statement_timeout": "10s", "work_mem": "64MB"}
+				w.MemberOf = []string{"writers"}
+				return w
+			},
+			got: func() ObservedRole {
+				o := base()
+				o.Config["lock_timeout"] = "1s"
+				return o
+			},
+			stmts: []string{
+				`ALTER ROLE "app" SET statement_timeout TO '10s'`,
+				`ALTER ROLE "app" SET work_mem TO '64MB'`,
+				`ALTER ROLE "app" RESET lock_timeout`,
+				`GRANT "writers" TO "app"`,
+				`REVOKE "readers" FROM "app"`,
+			},
+		},
+		"ValidUntilCleared": {
+			reason: "Removing validUntil makes the password valid forever again.",
+			want:   want,
+			got: func() ObservedRole {
+				o := base()
+				t := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+				o.ValidUntil = &t
+				return o
+			},
+			stmts: []string{`ALTER ROLE "app" WITH VALID UNTIL 'infinity'`},
+		},
+		"CommentChanged": {
+			reason: "The comment is rewritten with the marker kept.",
+			want: func() RoleAttributes {
+				w := want()
+				w.Comment = "new"
+				return w
+			},
+			got:   base,
+			stmts: []string{`COMMENT ON ROLE "app" IS 'new` + "\n" + `[provider-postgresql uid=u-1]'`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := UpdateRoleStatements("app", tc.want(), tc.got(), "u-1")
+			if diff := cmp.Diff(tc.stmts, got); diff != "" {
+				t.Errorf("%s\nUpdateRoleStatements (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestParseMarker(t *testing.T) {
+	cases := map[string]struct{ stored, comment, uid string }{
+		"MarkerOnly":  {"[provider-postgresql uid=abc]", "", "abc"},
+		"WithComment": {"hello\n[provider-postgresql uid=abc]", "hello", "abc"},
+		"NoMarker":    {"somebody else's role", "somebody else's role", ""},
+		"Empty":       {"", "", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, u := ParseMarker(tc.stored)
+			if c != tc.comment || u != tc.uid {
+				t.Errorf("ParseMarker(%q) = %q, %q; want %q, %q", tc.stored, c, u, tc.comment, tc.uid)
+			}
+			if tc.uid != "" && WithMarker(c, u) != tc.stored {
+				t.Errorf("WithMarker does not round-trip %q", tc.stored)
+			}
+		})
+	}
+}
+
+// TestRoleRoundTrip creates a role from statements, observes it, and
+// checks that the observation needs no further statement.
+func TestRoleRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := server.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	if _, err := conn.Exec(ctx, "CREATE ROLE rt_group"); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	want := RoleAttributes{
+		Login: true, Inherit: false, CreateDB: true, ConnectionLimit: 7, ValidUntil: &until,
+		Config: map[string]string{"statement_timeout": "5s"}, MemberOf: []string{"rt_group"}, Comment: "it's mine",
+	}
+	if got, err := ObserveRole(ctx, conn, "rt-role"); err != nil || got != nil {
+		t.Fatalf("ObserveRole before create = %v, %v; want nil, nil", got, err)
+	}
+	if err := Exec(ctx, conn, CreateRoleStatements("rt-role", want, "", "uid-rt")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ObserveRole(ctx, conn, "rt-role")
+	if err != nil || got == nil {
+		t.Fatalf("ObserveRole = %v, %v", got, err)
+	}
+	if diff := cmp.Diff(want, got.RoleAttributes); diff != "" {
+		t.Errorf("observed attributes (-want +got):\n%s", diff)
+	}
+	if got.Owner != "uid-rt" {
+		t.Errorf("marker owner = %q, want uid-rt", got.Owner)
+	}
+	if stmts := UpdateRoleStatements("rt-role", want, *got, "uid-rt"); len(stmts) != 0 {
+		t.Errorf("a freshly created role needs statements: %v", stmts)
+	}
+	if err := Exec(ctx, conn, []string{"CREATE TABLE rt_owned ()", "ALTER TABLE rt_owned OWNER TO \"rt-role\""}); err != nil {
+		t.Fatal(err)
+	}
+	err = Exec(ctx, conn, []string{DropRoleStatement("rt-role")})
+	if !IsCode(err, CodeDependentObjectsStillExist) {
+		t.Fatalf("dropping a role that owns a table: got %v, want SQLSTATE 2BP01", err)
+	}
+	if want := "owner of table rt_owned"; !strings.Contains(err.Error(), want) {
+		t.Errorf("the error %q does not say what blocks the drop (%q)", err, want)
+	}
+}
