@@ -22,10 +22,10 @@ const (
 	scramSaltLength  = 16
 )
 
-// ErrPasswordNotASCII: a password with characters outside printable ASCII
-// would need SASLprep normalisation, which this provider does not do; it
-// refuses such passwords rather than store a verifier the server's own
-// normalisation could disagree with.
+// ErrPasswordNotASCII is returned for a password with characters outside
+// printable ASCII. Such a password would need SASLprep normalisation, which
+// this provider does not do: it refuses the password rather than store a
+// verifier the server's own normalisation could disagree with.
 var ErrPasswordNotASCII = errors.New("the password holds characters outside printable ASCII, which would need SASLprep normalisation; use printable ASCII")
 
 // GeneratePassword returns a random password of GeneratedPasswordLength

@@ -14,7 +14,7 @@ func QuoteIdentifier(name string) string {
 // QuoteLiteral quotes a string literal for statements that take no bind
 // parameters (DDL). It doubles single quotes and, since
 // standard_conforming_strings is on in every supported server, treats
-// backslashes literally; an E'' literal is used when the value holds a
+// backslashes literally; an E” literal is used when the value holds a
 // backslash, so that it means the same whatever that setting.
 func QuoteLiteral(s string) string {
 	s = strings.ReplaceAll(s, "\x00", "")
