@@ -10,6 +10,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/role"
 )
 
 // A kind is a controller and the kinds whose CRDs must be served before it
@@ -23,6 +24,7 @@ type kind struct {
 // kinds lists every controller of the provider.
 var kinds = []kind{
 	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
+	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
 }
 
 // Setup starts every controller now. It suits tests, where the CRDs are

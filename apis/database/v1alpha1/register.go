@@ -32,6 +32,19 @@ var (
 	PostgreSQLInstanceGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLInstanceKind)
 )
 
+// PostgreSQLRole type metadata.
+var (
+	PostgreSQLRoleKind             = reflect.TypeOf(PostgreSQLRole{}).Name()
+	PostgreSQLRoleGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLRoleKind}.String()
+	PostgreSQLRoleKindAPIVersion   = PostgreSQLRoleKind + "." + SchemeGroupVersion.String()
+	PostgreSQLRoleGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLRoleKind)
+)
+
+// AnnotationRotatePassword requests a new generated password for a login
+// PostgreSQLRole: set it to any new value (a timestamp, say) to rotate.
+const AnnotationRotatePassword = Group + "/rotate-password"
+
 func init() {
 	SchemeBuilder.Register(&PostgreSQLInstance{}, &PostgreSQLInstanceList{})
+	SchemeBuilder.Register(&PostgreSQLRole{}, &PostgreSQLRoleList{})
 }

@@ -72,3 +72,68 @@ func (l *PostgreSQLInstanceList) GetItems() []resource.Managed {
 	}
 	return items
 }
+
+var (
+	_ resource.Managed                    = &PostgreSQLRole{}
+	_ resource.LocalConnectionSecretOwner = &PostgreSQLRole{}
+	_ resource.ManagedList                = &PostgreSQLRoleList{}
+)
+
+// GetCondition of this PostgreSQLRole.
+func (mg *PostgreSQLRole) GetCondition(ct xpv2.ConditionType) xpv2.Condition {
+	return mg.Status.GetCondition(ct)
+}
+
+// SetConditions of this PostgreSQLRole.
+func (mg *PostgreSQLRole) SetConditions(c ...xpv2.Condition) {
+	mg.Status.SetConditions(c...)
+}
+
+// GetManagementPolicies of this PostgreSQLRole.
+func (mg *PostgreSQLRole) GetManagementPolicies() xpv2.ManagementPolicies {
+	return mg.Spec.ManagementPolicies
+}
+
+// SetManagementPolicies of this PostgreSQLRole.
+func (mg *PostgreSQLRole) SetManagementPolicies(r xpv2.ManagementPolicies) {
+	mg.Spec.ManagementPolicies = r
+}
+
+// GetObservedGeneration of this PostgreSQLRole.
+func (mg *PostgreSQLRole) GetObservedGeneration() int64 {
+	return mg.Status.GetObservedGeneration()
+}
+
+// SetObservedGeneration of this PostgreSQLRole.
+func (mg *PostgreSQLRole) SetObservedGeneration(generation int64) {
+	mg.Status.SetObservedGeneration(generation)
+}
+
+// GetLastHandledReconcileAt of this PostgreSQLRole.
+func (mg *PostgreSQLRole) GetLastHandledReconcileAt() string {
+	return mg.Status.GetLastHandledReconcileAt()
+}
+
+// SetLastHandledReconcileAt of this PostgreSQLRole.
+func (mg *PostgreSQLRole) SetLastHandledReconcileAt(token string) {
+	mg.Status.SetLastHandledReconcileAt(token)
+}
+
+// GetWriteConnectionSecretToReference of this PostgreSQLRole.
+func (mg *PostgreSQLRole) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return mg.Spec.WriteConnectionSecretToReference
+}
+
+// SetWriteConnectionSecretToReference of this PostgreSQLRole.
+func (mg *PostgreSQLRole) SetWriteConnectionSecretToReference(r *xpv2.LocalSecretReference) {
+	mg.Spec.WriteConnectionSecretToReference = r
+}
+
+// GetItems of this PostgreSQLRoleList.
+func (l *PostgreSQLRoleList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/rand"
@@ -8,6 +9,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -78,4 +81,46 @@ func hmacSHA256(key []byte, msg string) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(msg))
 	return m.Sum(nil)
+}
+
+// VerifierMatches reports whether a stored SCRAM-SHA-256 verifier is that of
+// password. It recomputes the verifier with the stored salt and iteration
+// count; anything that is not a well-formed SCRAM-SHA-256 verifier (an MD5
+// hash, no password) does not match.
+func VerifierMatches(stored, password string) bool {
+	rest, ok := strings.CutPrefix(stored, "SCRAM-SHA-256$")
+	if !ok {
+		return false
+	}
+	iterSalt, _, ok := strings.Cut(rest, "$")
+	if !ok {
+		return false
+	}
+	iterText, saltB64, ok := strings.Cut(iterSalt, ":")
+	if !ok {
+		return false
+	}
+	iterations, err := strconv.Atoi(iterText)
+	if err != nil || iterations <= 0 || iterations > 1<<20 {
+		return false
+	}
+	salt, err := base64.StdEncoding.DecodeString(saltB64)
+	if err != nil {
+		return false
+	}
+	got, err := scramVerifier(password, salt, iterations)
+	return err == nil && hmac.Equal([]byte(got), []byte(stored))
+}
+
+// StoredVerifier reads a role's stored password verifier from pg_authid,
+// which only superusers may read. It returns "" for a role without one.
+func StoredVerifier(ctx context.Context, q Querier, role string) (string, error) {
+	var v *string
+	if err := q.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", role).Scan(&v); err != nil {
+		return "", errors.Wrap(ClassifyConnectError(err), "cannot read the role's password verifier")
+	}
+	if v == nil {
+		return "", nil
+	}
+	return *v, nil
 }

@@ -126,3 +126,28 @@ func TestSCRAMVerifierRefusesNonASCII(t *testing.T) {
 		t.Error("SCRAMVerifier accepted an empty password")
 	}
 }
+
+func TestVerifierMatches(t *testing.T) {
+	v, err := SCRAMVerifier("s3cret-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		stored, password string
+		want             bool
+	}{
+		"Same":           {v, "s3cret-value", true},
+		"Other":          {v, "other-value", false},
+		"MD5":            {"md5a3556571e93b0d20722ba62be61e8c2d", "s3cret-value", false},
+		"Empty":          {"", "s3cret-value", false},
+		"Malformed":      {"SCRAM-SHA-256$x:y$z", "s3cret-value", false},
+		"HugeIterations": {"SCRAM-SHA-256$99999999:c2FsdA==$a:b", "s3cret-value", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := VerifierMatches(tc.stored, tc.password); got != tc.want {
+				t.Errorf("VerifierMatches = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

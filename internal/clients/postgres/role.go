@@ -260,6 +260,7 @@ const (
 	CodeObjectInUse                = "55006"
 	CodeDuplicateObject            = "42710"
 	CodeInsufficientPrivilege      = "42501"
+	CodeInvalidPassword            = "28P01"
 )
 
 // IsCode reports whether err is a server error with the given SQLSTATE.

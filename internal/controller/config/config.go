@@ -46,6 +46,10 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		managed.WithPollJitterHook(c.PollJitter),
 		// Every kind declares its own managementPolicies default.
 		managed.WithManagementPolicies(),
+		// The grace period exists for eventually consistent cloud APIs:
+		// PostgreSQL's catalog shows a created object at once, and waiting
+		// would only delay deleting a freshly created resource.
+		managed.WithCreationGracePeriod(0),
 	}
 	if c.MetricOptions != nil {
 		if c.MetricOptions.MRMetrics != nil {

@@ -1,0 +1,18 @@
+package v1alpha1
+
+// InstanceReference names the PostgreSQLInstance a resource lives on.
+type InstanceReference struct {
+	// Name of the cluster-scoped PostgreSQLInstance.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Reasons of conditions shared by the managed kinds.
+const (
+	// ReasonConflict: the provider will not act because what it would act
+	// on is not what it was bound to (another server, an object it did not
+	// create). The message says what is confirmed, what is uncertain and
+	// how to check by hand.
+	ReasonConflict = "Conflict"
+)

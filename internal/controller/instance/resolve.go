@@ -1,0 +1,61 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// ErrConflict marks errors after which the provider must not act: the
+// Instance a resource was bound to has been replaced, or an object exists
+// that the provider did not create.
+var ErrConflict = errors.New("conflict")
+
+// Resolve returns the Instance a namespaced resource refers to, refusing
+// one it may not use: a replaced Instance (its UID differs from boundUID,
+// the one recorded at first connect), one being deleted (when forCreate),
+// or one whose namespace selector does not select the resource's namespace.
+func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceReference, boundUID, namespace string) (*v1alpha1.PostgreSQLInstance, error) {
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, in); err != nil {
+		return nil, errors.Wrapf(err, "cannot get PostgreSQLInstance %q", ref.Name)
+	}
+	if boundUID != "" && string(in.GetUID()) != boundUID {
+		return nil, fmt.Errorf("%w: PostgreSQLInstance %q (UID %s) is not the Instance this resource was bound to (UID %s): it was deleted and created again. "+
+			"Confirmed: the name now refers to a new object. Uncertain: whether it points at the same server. "+
+			"Nothing is adopted or migrated; check the new Instance's endpoint and status.systemIdentifier by hand, then recreate this resource to bind it anew",
+			ErrConflict, ref.Name, in.GetUID(), boundUID)
+	}
+	if sel := in.Spec.NamespaceSelector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, errors.Wrapf(err, "PostgreSQLInstance %q has an invalid namespaceSelector", ref.Name)
+		}
+		ns := &corev1.Namespace{}
+		if err := kube.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+			return nil, errors.Wrapf(err, "cannot get namespace %q to check PostgreSQLInstance %q's namespaceSelector", namespace, ref.Name)
+		}
+		if !s.Matches(labels.Set(ns.GetLabels())) {
+			return nil, errors.Errorf("namespace %q may not use PostgreSQLInstance %q: its namespaceSelector does not select it; no SQL was run", namespace, ref.Name)
+		}
+	}
+	return in, nil
+}
+
+// CheckProvisioning refuses new provisioning on an Instance being deleted.
+func CheckProvisioning(in *v1alpha1.PostgreSQLInstance) error {
+	if meta.WasDeleted(in) {
+		return errors.Errorf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())
+	}
+	return nil
+}

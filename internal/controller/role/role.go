@@ -1,0 +1,496 @@
+// Package role manages PostgreSQLRoles: roles on a PostgreSQL server, their
+// attributes, memberships and settings, and for login roles a password
+// published with the connection details in a Secret.
+package role
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+// Keys of the connection Secret beyond host, hostaddr, port, database,
+// sslmode, uri, jdbc-url and ca.crt.
+const (
+	keyUsername = "username"
+	keyPassword = "password"
+)
+
+const (
+	errPool          = "cannot get a connection pool"
+	errObserve       = "cannot observe the role"
+	errCreate        = "cannot create the role"
+	errUpdate        = "cannot update the role"
+	errDelete        = "cannot drop the role"
+	errPassword      = "cannot determine the role's password"
+	errStagePassword = "cannot write the new password to the connection Secret before setting it"
+)
+
+// Setup adds the PostgreSQLRole controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
+	if err != nil {
+		return err
+	}
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLRole](&connector{
+			kube: kube, namespace: c.Namespace, pools: c.Pools,
+			publisher: managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme()),
+			verified:  &verifiedPasswords{m: map[types.UID][32]byte{}},
+		}),
+		managed.WithInitializers(externalName{kube: kube}),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLRole{}).
+		Complete(config.Reconciler(name, c, r))
+}
+
+// externalName records the role's PostgreSQL name as the external name,
+// from spec.forProvider.name or metadata.name (validated by the CRD), never
+// crossplane-runtime's default of metadata.name unvalidated.
+type externalName struct{ kube client.Client }
+
+func (e externalName) Initialize(ctx context.Context, mg resource.Managed) error {
+	r, ok := mg.(*v1alpha1.PostgreSQLRole)
+	if !ok || meta.GetExternalName(r) != "" {
+		return nil
+	}
+	meta.SetExternalName(r, r.RoleName())
+	return errors.Wrap(e.kube.Update(ctx, r), "cannot record the external name")
+}
+
+type connector struct {
+	kube      client.Client
+	namespace string
+	pools     *postgres.Registry
+	publisher *managed.APILocalSecretPublisher
+	verified  *verifiedPasswords
+}
+
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.TypedExternalClient[*v1alpha1.PostgreSQLRole], error) {
+	in, err := instance.Resolve(ctx, c.kube, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID, mg.GetNamespace())
+	if err != nil {
+		if errors.Is(err, instance.ErrConflict) {
+			mg.SetConditions(conflict(err.Error()))
+		}
+		return nil, err
+	}
+	t, err := instance.ConnectionTarget(ctx, c.kube, c.namespace, in, in.Spec.Endpoint.Database)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := c.pools.Pool(ctx, t)
+	if err != nil {
+		return nil, errors.Wrap(err, errPool)
+	}
+	return &external{kube: c.kube, pool: pool, instance: in, target: t, publisher: c.publisher, verified: c.verified}, nil
+}
+
+type external struct {
+	kube      client.Client
+	pool      *pgxpool.Pool
+	instance  *v1alpha1.PostgreSQLInstance
+	target    postgres.Target
+	publisher *managed.APILocalSecretPublisher
+	verified  *verifiedPasswords
+}
+
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	name := mg.RoleName()
+	if en := meta.GetExternalName(mg); en != "" && en != name {
+		msg := fmt.Sprintf("the external name %q differs from the role's name %q: a role is never re-pointed implicitly. "+
+			"Confirmed: this resource manages role %q. Uncertain: which role the annotation was meant to name. "+
+			"Restore the crossplane.io/external-name annotation to %q, or create a new PostgreSQLRole for the other role",
+			en, name, name, name)
+		mg.SetConditions(conflict(msg))
+		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+	got, err := postgres.ObserveRole(ctx, e.pool, name)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if got == nil {
+		if meta.WasDeleted(mg) {
+			return managed.ExternalObservation{}, nil
+		}
+		if err := instance.CheckProvisioning(e.instance); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+
+	uid := string(mg.GetUID())
+	if got.Owner != uid && !observeOnly(mg) {
+		msg := fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
+			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
+			"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
+			name, e.instance.GetName(), uid, name)
+		mg.SetConditions(conflict(msg))
+		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+
+	e.record(mg, got)
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+	mg.SetConditions(xpv2.Available())
+
+	if observeOnly(mg) {
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
+	}
+
+	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, uid)
+	pw, err := e.password(ctx, mg, false)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
+	}
+	pwOK := true
+	if pw != "" {
+		if pwOK, err = e.passwordWorks(ctx, mg, pw); err != nil {
+			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
+		}
+	} else if wantsGeneratedPassword(mg) {
+		// No password yet (or a rotation was asked for): Update makes one.
+		pwOK = false
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, pw)}, nil
+}
+
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
+	pw, err := e.password(ctx, mg, true)
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
+	}
+	verifier := ""
+	if pw != "" {
+		if verifier, err = postgres.SCRAMVerifier(pw); err != nil {
+			return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
+		}
+	}
+	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg), verifier, string(mg.GetUID()))
+	if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
+	}
+	e.verified.set(mg.GetUID(), pw)
+	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
+	return managed.ExternalCreation{ConnectionDetails: e.details(mg, pw)}, nil
+}
+
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+	name := mg.RoleName()
+	got, err := postgres.ObserveRole(ctx, e.pool, name)
+	if err != nil || got == nil {
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
+	}
+	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, string(mg.GetUID()))
+	pw, err := e.password(ctx, mg, true)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
+	}
+	if pw != "" {
+		ok, err := e.passwordWorks(ctx, mg, pw)
+		if err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
+		}
+		if !ok {
+			verifier, err := postgres.SCRAMVerifier(pw)
+			if err != nil {
+				return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
+			}
+			stmts = append(stmts, postgres.SetPasswordStatement(name, verifier))
+		}
+	}
+	if len(stmts) > 0 {
+		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
+		}
+	}
+	e.verified.set(mg.GetUID(), pw)
+	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
+	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, pw)}, nil
+}
+
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(mg.RoleName())}); err != nil {
+		if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
+			return managed.ExternalDelete{}, errors.Wrapf(err, "cannot drop role %q while it still owns objects or holds privileges; nothing was dropped. "+
+				"Reassign or drop what it owns (REASSIGN OWNED BY / DROP OWNED BY in each database), then the drop is retried", mg.RoleName())
+		}
+		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
+	}
+	e.verified.forget(mg.GetUID())
+	return managed.ExternalDelete{}, nil
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }
+
+// record writes what was observed into status.atProvider, binding the
+// resource to its Instance and server on first sight.
+func (e *external) record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) {
+	ap := &mg.Status.AtProvider
+	ap.Name = mg.RoleName()
+	if ap.InstanceUID == "" {
+		ap.InstanceUID = string(e.instance.GetUID())
+	}
+	if ap.SystemIdentifier == "" {
+		ap.SystemIdentifier = e.instance.Status.SystemIdentifier
+	}
+	ap.Login = got.Login
+	ap.MemberOf = got.MemberOf
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+}
+
+// desired returns the attributes the spec asks for, with CREATE ROLE's
+// defaults where it is silent.
+func desired(mg *v1alpha1.PostgreSQLRole) postgres.RoleAttributes {
+	p := mg.Spec.ForProvider
+	a := postgres.DefaultRoleAttributes()
+	setBool := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setBool(&a.Login, p.Login)
+	setBool(&a.Inherit, p.Inherit)
+	setBool(&a.CreateDB, p.CreateDB)
+	setBool(&a.CreateRole, p.CreateRole)
+	setBool(&a.Replication, p.Replication)
+	setBool(&a.BypassRLS, p.BypassRLS)
+	if p.ConnectionLimit != nil {
+		a.ConnectionLimit = *p.ConnectionLimit
+	}
+	if p.ValidUntil != nil {
+		t := p.ValidUntil.UTC()
+		a.ValidUntil = &t
+	}
+	a.Config = map[string]string{}
+	for _, c := range p.ConfigurationParameters {
+		a.Config[c.Name] = c.Value
+	}
+	a.MemberOf = slices.Sorted(slices.Values(p.MemberOf))
+	if a.MemberOf == nil {
+		a.MemberOf = []string{}
+	}
+	if p.Comment != nil {
+		a.Comment = *p.Comment
+	}
+	return a
+}
+
+func observeOnly(mg *v1alpha1.PostgreSQLRole) bool {
+	for _, p := range mg.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionUpdate {
+			return false
+		}
+	}
+	return true
+}
+
+func login(mg *v1alpha1.PostgreSQLRole) bool {
+	return mg.Spec.ForProvider.Login != nil && *mg.Spec.ForProvider.Login
+}
+
+// wantsGeneratedPassword: a login role without passwordSecretRef that
+// publishes a connection Secret gets a generated password.
+func wantsGeneratedPassword(mg *v1alpha1.PostgreSQLRole) bool {
+	return login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && mg.Spec.WriteConnectionSecretToReference != nil
+}
+
+// password returns the password the role should have, or "" when the
+// provider does not manage it (not a login role, or nowhere to publish a
+// generated one).
+//
+// With passwordSecretRef it is that Secret's value. Otherwise the connection
+// Secret is the source of truth: its password is kept, and a new one is
+// generated only when it has none or a rotation is requested. A new
+// password is written to the connection Secret before the server is
+// changed (when generate is true), so that a crash in between leaves a
+// Secret whose password the next reconcile sets on the server: Secret and
+// server never disagree for longer than one reconcile.
+func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool) (string, error) {
+	if !login(mg) {
+		return "", nil
+	}
+	if ref := mg.Spec.ForProvider.PasswordSecretRef; ref != nil {
+		s := &corev1.Secret{}
+		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
+			return "", errors.Wrapf(err, "cannot read passwordSecretRef Secret %s/%s", mg.GetNamespace(), ref.Name)
+		}
+		pw := string(s.Data[ref.Key])
+		if pw == "" {
+			return "", errors.Errorf("passwordSecretRef Secret %s/%s has no key %q, or it is empty", mg.GetNamespace(), ref.Name, ref.Key)
+		}
+		return pw, nil
+	}
+	if !wantsGeneratedPassword(mg) {
+		return "", nil
+	}
+	rotate := mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword] != mg.Status.AtProvider.PasswordRotation
+	s := &corev1.Secret{}
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
+	if resource.IgnoreNotFound(err) != nil {
+		return "", errors.Wrap(err, "cannot read the connection Secret")
+	}
+	if pw := string(s.Data[keyPassword]); pw != "" && !rotate {
+		return pw, nil
+	}
+	if !generate {
+		return "", nil
+	}
+	pw, err := postgres.GeneratePassword()
+	if err != nil {
+		return "", err
+	}
+	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, pw)); err != nil {
+		return "", errors.Wrap(err, errStagePassword)
+	}
+	return pw, nil
+}
+
+// passwordWorks reports whether the role's password on the server is pw.
+// A superuser admin reads the stored verifier and recomputes it (no login);
+// otherwise a password verified once is remembered by its digest, and a new
+// one is checked by logging in as the role.
+func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, pw string) (bool, error) {
+	if p := e.instance.Status.AdminPrivileges; p != nil && p.Superuser {
+		stored, err := postgres.StoredVerifier(ctx, e.pool, mg.RoleName())
+		if err != nil {
+			return false, err
+		}
+		return postgres.VerifierMatches(stored, pw), nil
+	}
+	if e.verified.is(mg.GetUID(), pw) {
+		return true, nil
+	}
+	t := e.target
+	t.Credentials = postgres.Credentials{Username: mg.RoleName(), Password: pw}
+	cfg, err := postgres.ConnConfig(t.Endpoint, t.Credentials)
+	if err != nil {
+		return false, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		if postgres.IsCode(err, postgres.CodeInvalidPassword) {
+			return false, nil
+		}
+		return false, errors.Wrap(err, "cannot log in as the role to check its password")
+	}
+	_ = conn.Close(ctx)
+	e.verified.set(mg.GetUID(), pw)
+	return true, nil
+}
+
+// details are the connection details of the role: everything a client
+// needs, in the forms clients take.
+func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.ConnectionDetails {
+	if mg.Spec.WriteConnectionSecretToReference == nil {
+		return nil
+	}
+	ep := e.target.Endpoint
+	db := mg.Spec.ConnectionDatabase
+	if db == "" {
+		db = ep.Database
+	}
+	user := mg.RoleName()
+	port := strconv.Itoa(ep.Port)
+	q := url.Values{}
+	q.Set("sslmode", ep.SSLMode)
+	q.Set("hostaddr", ep.Hostaddr)
+	u := url.URL{Scheme: "postgresql", Host: ep.Host + ":" + port, Path: "/" + db, RawQuery: q.Encode()}
+	if pw != "" {
+		u.User = url.UserPassword(user, pw)
+	} else {
+		u.User = url.User(user)
+	}
+	jq := url.Values{}
+	jq.Set("sslmode", ep.SSLMode)
+	jq.Set("user", user)
+	if pw != "" {
+		jq.Set("password", pw)
+	}
+	d := managed.ConnectionDetails{
+		keyUsername: []byte(user),
+		"host":      []byte(ep.Host),
+		"hostaddr":  []byte(ep.Hostaddr),
+		"port":      []byte(port),
+		"database":  []byte(db),
+		"sslmode":   []byte(ep.SSLMode),
+		"uri":       []byte(u.String()),
+		"jdbc-url":  []byte("jdbc:postgresql://" + ep.Host + ":" + port + "/" + db + "?" + jq.Encode()),
+	}
+	if pw != "" {
+		d[keyPassword] = []byte(pw)
+	}
+	if len(ep.CAPEM) > 0 {
+		d["ca.crt"] = ep.CAPEM
+	}
+	return d
+}
+
+func conflict(msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: v1alpha1.ReasonConflict, Message: msg,
+	}
+}
+
+// verifiedPasswords remembers, by digest, the password last verified for
+// each role, so a non-superuser admin does not log in as every role at
+// every poll.
+type verifiedPasswords struct {
+	mu sync.Mutex
+	m  map[types.UID][32]byte
+}
+
+func (v *verifiedPasswords) set(uid types.UID, pw string) {
+	if pw == "" {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.m[uid] = sha256.Sum256([]byte(pw))
+}
+
+func (v *verifiedPasswords) is(uid types.UID, pw string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	d, ok := v.m[uid]
+	return ok && d == sha256.Sum256([]byte(pw))
+}
+
+func (v *verifiedPasswords) forget(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, uid)
+}

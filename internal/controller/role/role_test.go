@@ -1,0 +1,513 @@
+package role_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const ns = "app"
+
+var (
+	env  *providertest.Env
+	main *v1alpha1.PostgreSQLInstance
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	// Poll every 2s so that drift repair and steady state can be observed.
+	if env, err = providertest.Start(ctx, providertest.Options{PollInterval: 2 * time.Second}); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the test environment: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	if main, err = env.Instance(ctx, "main"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := env.Namespace(ctx, ns); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func newRole(name string, mutate ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef:                      v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+			WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+		},
+	}
+	for _, m := range mutate {
+		m(r)
+	}
+	return r
+}
+
+func admin(ctx context.Context, t *testing.T) *pgx.Conn {
+	t.Helper()
+	c, err := env.Postgres.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
+	return c
+}
+
+func waitCondition(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole, status corev1.ConditionStatus, reason xpv2.ConditionReason) *v1alpha1.PostgreSQLRole {
+	t.Helper()
+	got := &v1alpha1.PostgreSQLRole{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			return false, err
+		}
+		c := got.GetCondition(xpv2.TypeReady)
+		if c.Status != status || c.Reason != reason {
+			return false, nil
+		}
+		return status != corev1.ConditionTrue || got.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(got.Status, "", "  ")
+		t.Fatalf("PostgreSQLRole %s: Ready never became %s/%s: %v\nstatus: %s", r.Name, status, reason, err, b)
+	}
+	return got
+}
+
+func ordersSecret(ctx context.Context, t *testing.T) map[string][]byte {
+	const name = "orders-conn"
+	t.Helper()
+	s := &corev1.Secret{}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)
+		return err == nil && len(s.Data["password"]) > 0, err
+	})
+	if err != nil {
+		t.Fatalf("connection Secret %s: %v", name, err)
+	}
+	return s.Data
+}
+
+// loginWith logs in with a connection Secret's values, verifying the server
+// against the Secret's ca.crt, and returns current_user.
+func loginWith(ctx context.Context, d map[string][]byte) (string, error) {
+	port := 0
+	fmt.Sscan(string(d["port"]), &port) //nolint:errcheck // Checked by the login.
+	cfg, err := postgres.ConnConfig(postgres.Endpoint{
+		Host: string(d["host"]), Hostaddr: string(d["hostaddr"]), Port: port, Database: string(d["database"]),
+		SSLMode: string(d["sslmode"]), CAPEM: d["ca.crt"],
+	}, postgres.Credentials{Username: string(d["username"]), Password: string(d["password"])})
+	if err != nil {
+		return "", err
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(ctx) //nolint:errcheck // Test.
+	var user string
+	err = c.QueryRow(ctx, "SELECT current_user").Scan(&user)
+	return user, err
+}
+
+func TestRoleLifecycle(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	if _, err := db.Exec(ctx, "CREATE ROLE readers NOLOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
+
+	r := newRole("orders", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](5)
+		r.Spec.ForProvider.MemberOf = []string{"readers"}
+		r.Spec.ForProvider.Comment = ptr.To("orders service")
+		r.Spec.ForProvider.ConfigurationParameters = []v1alpha1.ConfigurationParameter{{Name: "statement_timeout", Value: "5s"}}
+	})
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	d := ordersSecret(ctx, t)
+
+	t.Run("ConnectionSecret", func(t *testing.T) {
+		for _, k := range []string{"username", "password", "host", "hostaddr", "port", "database", "sslmode", "uri", "jdbc-url", "ca.crt"} {
+			if len(d[k]) == 0 {
+				t.Errorf("the connection Secret has no %s", k)
+			}
+		}
+		if len(d["password"]) < 32 {
+			t.Errorf("generated password of %d characters, want at least 32", len(d["password"]))
+		}
+		if string(d["username"]) != "orders" || string(d["database"]) != "postgres" || string(d["sslmode"]) != "verify-full" {
+			t.Errorf("username, database, sslmode = %s, %s, %s", d["username"], d["database"], d["sslmode"])
+		}
+		if user, err := loginWith(ctx, d); err != nil || user != "orders" {
+			t.Errorf("logging in with the Secret's values: user %q, err %v", user, err)
+		}
+	})
+
+	t.Run("URIWorksWithPsql", func(t *testing.T) {
+		ca := filepath.Join(t.TempDir(), "ca.crt")
+		if err := os.WriteFile(ca, d["ca.crt"], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, "psql", string(d["uri"]), "-Atc", "SELECT current_user")
+		cmd.Env = append(os.Environ(), "PGSSLROOTCERT="+ca)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "orders" {
+			t.Errorf("psql with the uri: %v: %s", err, out)
+		}
+	})
+
+	t.Run("Catalog", func(t *testing.T) {
+		var login bool
+		var limit int
+		var config []string
+		var comment string
+		var member bool
+		if err := db.QueryRow(ctx, `SELECT rolcanlogin, rolconnlimit, coalesce(rolconfig, '{}'), shobj_description(oid, 'pg_authid'),
+			pg_has_role('orders', 'readers', 'MEMBER') FROM pg_roles WHERE rolname = 'orders'`).Scan(&login, &limit, &config, &comment, &member); err != nil {
+			t.Fatal(err)
+		}
+		if !login || limit != 5 || strings.Join(config, ",") != "statement_timeout=5s" || !member {
+			t.Errorf("role in catalog: login %t, limit %d, config %v, member of readers %t", login, limit, config, member)
+		}
+		if want := "orders service\n[provider-postgresql uid=" + string(got.UID) + "]"; comment != want {
+			t.Errorf("comment = %q, want %q", comment, want)
+		}
+		if got.Status.AtProvider.InstanceUID != string(main.UID) || got.Status.AtProvider.SystemIdentifier == "" {
+			t.Errorf("binding not recorded: %+v", got.Status.AtProvider)
+		}
+		if meta := got.GetAnnotations()["crossplane.io/external-name"]; meta != "orders" {
+			t.Errorf("external name = %q, want orders", meta)
+		}
+	})
+
+	t.Run("NoDDLWhenUpToDate", func(t *testing.T) {
+		before := logLen(t)
+		time.Sleep(7 * time.Second) // About three polls.
+		log := newLog(t, before)
+		if n := strings.Count(log, "FROM pg_roles r"); n < 2 {
+			t.Fatalf("only %d observations in 7s; the poll is not running", n)
+		}
+		for _, ddl := range []string{"ALTER ROLE", "CREATE ROLE", "COMMENT ON", "GRANT ", "REVOKE "} {
+			if strings.Contains(log, ddl) {
+				t.Errorf("an up-to-date role issued %s:\n%s", ddl, log)
+			}
+		}
+	})
+
+	t.Run("DriftRepaired", func(t *testing.T) {
+		if _, err := db.Exec(ctx, `ALTER ROLE orders CONNECTION LIMIT 1 NOLOGIN; REVOKE readers FROM orders; ALTER ROLE orders RESET statement_timeout`); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			var login, member bool
+			var limit int
+			var config []string
+			err := db.QueryRow(ctx, `SELECT rolcanlogin, rolconnlimit, coalesce(rolconfig, '{}'), pg_has_role('orders', 'readers', 'MEMBER')
+				FROM pg_roles WHERE rolname = 'orders'`).Scan(&login, &limit, &config, &member)
+			return err == nil && login && limit == 5 && member && len(config) == 1, err
+		})
+		if err != nil {
+			t.Fatalf("drift was not repaired: %v", err)
+		}
+	})
+
+	t.Run("PasswordNeverLeaks", func(t *testing.T) {
+		pw := string(ordersSecret(ctx, t)["password"])
+		log, err := env.Postgres.Log()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(log), "CREATE ROLE \"orders\"") {
+			t.Fatal("the server log lacks the CREATE ROLE: log_statement=all was not in effect")
+		}
+		if strings.Contains(string(log), pw) {
+			t.Error("the password appears in the server log")
+		}
+		assertNotInObjects(ctx, t, r, pw)
+	})
+
+	t.Run("RotationOnDemand", func(t *testing.T) {
+		old := ordersSecret(ctx, t)
+		cur := &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		meta := cur.GetAnnotations()
+		meta[v1alpha1.AnnotationRotatePassword] = "2026-11-29T00:00:00Z"
+		cur.SetAnnotations(meta)
+		if err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		var fresh map[string][]byte
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			fresh = ordersSecret(ctx, t)
+			if string(fresh["password"]) == string(old["password"]) {
+				return false, nil
+			}
+			_, err := loginWith(ctx, fresh)
+			return err == nil, err
+		})
+		if err != nil {
+			t.Fatalf("rotation: %v", err)
+		}
+		if _, err := loginWith(ctx, old); err == nil {
+			t.Error("the old password still logs in after a rotation")
+		}
+	})
+
+	t.Run("DeleteDrops", func(t *testing.T) {
+		if err := env.Kube.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, r)
+		var n int
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = 'orders'").Scan(&n); err != nil || n != 0 {
+			t.Errorf("role still exists after deleting with the Delete policy (count %d, err %v)", n, err)
+		}
+	})
+}
+
+func TestRoleRetainedByDefault(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	r := newRole("kept")
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.Kube.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, r)
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = 'kept'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the role was dropped although the default policy retains it (count %d, err %v)", n, err)
+	}
+}
+
+func TestRoleDropBlockedByOwnedObjects(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	r := newRole("owner", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if _, err := db.Exec(ctx, "CREATE TABLE owned_by_owner (); ALTER TABLE owned_by_owner OWNER TO owner"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kube.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1alpha1.PostgreSQLRole{}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			return false, err
+		}
+		return strings.Contains(got.GetCondition(xpv2.TypeSynced).Message, "owner of table owned_by_owner"), nil
+	})
+	if err != nil {
+		t.Fatalf("the blocked drop does not say what blocks it: %v; Synced: %+v", err, got.GetCondition(xpv2.TypeSynced))
+	}
+	if _, err := db.Exec(ctx, "DROP TABLE owned_by_owner"); err != nil {
+		t.Fatal(err)
+	}
+	// The retry is backing off; any change to the object retries at once.
+	orig := got.DeepCopy()
+	got.SetAnnotations(map[string]string{"test/retry": "now"})
+	if err := env.Kube.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, r)
+}
+
+func TestRoleConflictWithUnmarkedRole(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	if _, err := db.Exec(ctx, "CREATE ROLE somebody_elses LOGIN CONNECTION LIMIT 3 PASSWORD 'theirs-123'"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("somebody-elses", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("somebody_elses") })
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	msg := got.GetCondition(xpv2.TypeReady).Message
+	for _, want := range []string{"was not created by this PostgreSQLRole", "Confirmed", "Uncertain", "Nothing was changed"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Conflict message %q does not say %q", msg, want)
+		}
+	}
+	var limit int
+	var comment *string
+	if err := db.QueryRow(ctx, "SELECT rolconnlimit, shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = 'somebody_elses'").Scan(&limit, &comment); err != nil {
+		t.Fatal(err)
+	}
+	if limit != 3 || comment != nil {
+		t.Errorf("the existing role was touched: limit %d, comment %v", limit, comment)
+	}
+	if _, err := loginWith(ctx, map[string][]byte{
+		"host": []byte(env.Postgres.Host), "hostaddr": []byte(env.Postgres.Hostaddr), "port": []byte(fmt.Sprint(env.Postgres.Port)),
+		"database": []byte("postgres"), "sslmode": []byte("verify-full"), "ca.crt": env.Postgres.CA.CertPEM,
+		"username": []byte("somebody_elses"), "password": []byte("theirs-123"),
+	}); err != nil {
+		t.Errorf("the existing role's password was changed: %v", err)
+	}
+}
+
+func TestRoleImportObserveOnly(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	if _, err := db.Exec(ctx, "CREATE ROLE imported LOGIN PASSWORD 'imported-pw-1'"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("imported", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](9)
+	})
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	time.Sleep(3 * time.Second) // At least one more poll.
+	var limit int
+	var comment *string
+	if err := db.QueryRow(ctx, "SELECT rolconnlimit, shobj_description(oid, 'pg_authid') FROM pg_roles WHERE rolname = 'imported'").Scan(&limit, &comment); err != nil {
+		t.Fatal(err)
+	}
+	if limit != -1 || comment != nil {
+		t.Errorf("an Observe-only import changed the role: limit %d, comment %v", limit, comment)
+	}
+	s := &corev1.Secret{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "imported-conn"}, s); err != nil {
+		t.Fatalf("the import published no connection Secret: %v", err)
+	}
+	if _, ok := s.Data["password"]; ok {
+		t.Error("the import published a password it cannot know")
+	}
+}
+
+func TestRoleValidation(t *testing.T) {
+	ctx := context.Background()
+	bad := newRole("not-an-identifier")
+	err := env.Kube.Create(ctx, bad)
+	if err == nil || !strings.Contains(err.Error(), "metadata.name is not a valid PostgreSQL identifier") {
+		t.Errorf("a Role named not-an-identifier without forProvider.name: got %v", err)
+	}
+	named := newRole("named-role", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("named_role") })
+	if err := env.Kube.Create(ctx, named); err != nil {
+		t.Fatalf("forProvider.name should make any metadata.name valid: %v", err)
+	}
+	orig := named.DeepCopy()
+	named.Spec.ForProvider.Name = ptr.To("renamed_role")
+	err = env.Kube.Patch(ctx, named, client.MergeFrom(orig))
+	if err == nil || !strings.Contains(err.Error(), "forProvider.name cannot be changed") {
+		t.Errorf("changing forProvider.name: got %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(named), named); err != nil {
+		t.Fatal(err)
+	}
+	orig = named.DeepCopy()
+	named.Spec.InstanceRef.Name = "elsewhere"
+	err = env.Kube.Patch(ctx, named, client.MergeFrom(orig))
+	if err == nil || !strings.Contains(err.Error(), "instanceRef cannot be changed") {
+		t.Errorf("changing instanceRef: got %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(named), named); err != nil {
+		t.Fatal(err)
+	}
+	if want := (xpv2.ManagementPolicies{"Observe", "Create", "Update", "LateInitialize"}); fmt.Sprint(named.Spec.ManagementPolicies) != fmt.Sprint(want) {
+		t.Errorf("default managementPolicies = %v, want %v (Delete left out)", named.Spec.ManagementPolicies, want)
+	}
+}
+
+func waitGone(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) {
+	t.Helper()
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), &v1alpha1.PostgreSQLRole{})
+		return kerrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("PostgreSQLRole %s was not deleted: %v", r.Name, err)
+	}
+}
+
+func logLen(t *testing.T) int {
+	t.Helper()
+	b, err := env.Postgres.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(b)
+}
+
+func newLog(t *testing.T, from int) string {
+	t.Helper()
+	b, err := env.Postgres.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b[from:])
+}
+
+// assertNotInObjects fails when secret appears in the resource, its status
+// or the events in its namespace.
+func assertNotInObjects(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole, secret string) {
+	t.Helper()
+	got := &v1alpha1.PostgreSQLRole{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	events := &corev1.EventList{}
+	if err := env.Kube.List(ctx, events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	eb, _ := json.Marshal(events)
+	if strings.Contains(string(b), secret) || strings.Contains(string(eb), secret) {
+		t.Error("the password appears in the PostgreSQLRole or in events")
+	}
+}
