@@ -176,3 +176,25 @@ func name(u *unstructured.Unstructured) string {
 	}
 	return u.GetNamespace() + "/" + u.GetName()
 }
+
+// roleHints tells how to log in with each example role's connection
+// Secret. The password is read from the Secret by the command, never
+// printed here.
+func roleHints(objs []*unstructured.Unstructured, caFile string) string {
+	var b strings.Builder
+	for _, u := range objs {
+		if u.GetKind() != v1alpha1.PostgreSQLRoleKind {
+			continue
+		}
+		secret, _, _ := unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
+		if secret == "" {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("\nLog in as an example role with its connection Secret:\n\n")
+		}
+		fmt.Fprintf(&b, "  PGSSLROOTCERT=%s psql \"$(kubectl -n %s get secret %s -o jsonpath='{.data.uri}' | base64 -d)\"\n",
+			caFile, u.GetNamespace(), secret)
+	}
+	return b.String()
+}

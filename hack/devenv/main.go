@@ -210,11 +210,11 @@ PostgreSQL (admin %s; password in %s and in Secret %s/%s):
   PGPASSFILE=%s psql "host=%s hostaddr=%s port=%d dbname=postgres user=%s sslmode=verify-full sslrootcert=%s"
 
   kubectl get managed
-
+%s
 Stop with Ctrl-C here, or `+"`make dev-down`"+` from another terminal.
 `, root, rel(kubeconfig), assets, providerNamespace, rel(providerLog),
 		pg.AdminUser, rel(pgpass), providerNamespace, adminSecretName,
-		rel(pgpass), pg.Host, pg.Hostaddr, pg.Port, pg.AdminUser, rel(caFile))
+		rel(pgpass), pg.Host, pg.Hostaddr, pg.Port, pg.AdminUser, rel(caFile), roleHints(applied, rel(caFile)))
 
 	if ready != nil {
 		ready()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis"
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -57,10 +59,33 @@ func TestDev(t *testing.T) {
 		t.Fatalf("make dev was not ready in time:\n%s", out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready", "make dev-down"} {
+	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready",
+		"PostgreSQLRole/shop/orders is Ready", "get secret orders-postgresql", "make dev-down"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the output does not say %q:\n%s", want, text)
 		}
+	}
+
+	// The printed psql command logs in as the example role, reading the
+	// password from its Secret.
+	var hint string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "PGSSLROOTCERT=") {
+			hint = strings.TrimSpace(line)
+		}
+	}
+	if hint == "" {
+		t.Fatalf("no psql hint for the example role:\n%s", text)
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-c", hint+" -Atc 'SELECT current_user'")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(state, "kubeconfig"), "PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "orders" {
+		t.Errorf("the printed psql command: %v: %s", err, out)
 	}
 
 	// The kubeconfig it wrote reaches the API server, where the example
