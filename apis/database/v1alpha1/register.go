@@ -40,6 +40,14 @@ var (
 	PostgreSQLRoleGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLRoleKind)
 )
 
+// PostgreSQLDatabase type metadata.
+var (
+	PostgreSQLDatabaseKind             = reflect.TypeOf(PostgreSQLDatabase{}).Name()
+	PostgreSQLDatabaseGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLDatabaseKind}.String()
+	PostgreSQLDatabaseKindAPIVersion   = PostgreSQLDatabaseKind + "." + SchemeGroupVersion.String()
+	PostgreSQLDatabaseGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLDatabaseKind)
+)
+
 // AnnotationRotatePassword requests a new generated password for a login
 // PostgreSQLRole: set it to any new value (a timestamp, say) to rotate.
 const AnnotationRotatePassword = Group + "/rotate-password"
@@ -47,4 +55,5 @@ const AnnotationRotatePassword = Group + "/rotate-password"
 func init() {
 	SchemeBuilder.Register(&PostgreSQLInstance{}, &PostgreSQLInstanceList{})
 	SchemeBuilder.Register(&PostgreSQLRole{}, &PostgreSQLRoleList{})
+	SchemeBuilder.Register(&PostgreSQLDatabase{}, &PostgreSQLDatabaseList{})
 }

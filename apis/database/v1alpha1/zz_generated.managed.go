@@ -9,6 +9,71 @@ import (
 )
 
 var (
+	_ resource.Managed                    = &PostgreSQLDatabase{}
+	_ resource.LocalConnectionSecretOwner = &PostgreSQLDatabase{}
+	_ resource.ManagedList                = &PostgreSQLDatabaseList{}
+)
+
+// GetCondition of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) GetCondition(ct xpv2.ConditionType) xpv2.Condition {
+	return mg.Status.GetCondition(ct)
+}
+
+// SetConditions of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) SetConditions(c ...xpv2.Condition) {
+	mg.Status.SetConditions(c...)
+}
+
+// GetManagementPolicies of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) GetManagementPolicies() xpv2.ManagementPolicies {
+	return mg.Spec.ManagementPolicies
+}
+
+// SetManagementPolicies of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) SetManagementPolicies(r xpv2.ManagementPolicies) {
+	mg.Spec.ManagementPolicies = r
+}
+
+// GetObservedGeneration of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) GetObservedGeneration() int64 {
+	return mg.Status.GetObservedGeneration()
+}
+
+// SetObservedGeneration of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) SetObservedGeneration(generation int64) {
+	mg.Status.SetObservedGeneration(generation)
+}
+
+// GetLastHandledReconcileAt of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) GetLastHandledReconcileAt() string {
+	return mg.Status.GetLastHandledReconcileAt()
+}
+
+// SetLastHandledReconcileAt of this PostgreSQLDatabase.
+func (mg *PostgreSQLDatabase) SetLastHandledReconcileAt(token string) {
+	mg.Status.SetLastHandledReconcileAt(token)
+}
+
+// GetWriteConnectionSecretToReference of this PostgreSQLDatabase is always nil: it
+// publishes no connection details.
+func (mg *PostgreSQLDatabase) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return nil
+}
+
+// SetWriteConnectionSecretToReference of this PostgreSQLDatabase does nothing: it
+// publishes no connection details.
+func (mg *PostgreSQLDatabase) SetWriteConnectionSecretToReference(_ *xpv2.LocalSecretReference) {}
+
+// GetItems of this PostgreSQLDatabaseList.
+func (l *PostgreSQLDatabaseList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
+var (
 	_ resource.Managed                    = &PostgreSQLInstance{}
 	_ resource.LocalConnectionSecretOwner = &PostgreSQLInstance{}
 	_ resource.ManagedList                = &PostgreSQLInstanceList{}

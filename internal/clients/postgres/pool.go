@@ -178,6 +178,23 @@ func (r *Registry) CloseInstance(uid string) {
 	}
 }
 
+// CloseDatabase closes an Instance's pools for one database and waits for
+// their connections to close, so that they do not block DROP DATABASE.
+func (r *Registry) CloseDatabase(uid, database string) {
+	r.mu.Lock()
+	var closing []*pooled
+	for k, p := range r.pools {
+		if k.instanceUID == uid && k.database == database {
+			delete(r.pools, k)
+			closing = append(closing, p)
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range closing {
+		p.pool.Close()
+	}
+}
+
 // Close closes every pool and waits for their connections to close.
 func (r *Registry) Close() {
 	r.mu.Lock()

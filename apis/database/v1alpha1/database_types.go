@@ -1,0 +1,260 @@
+package v1alpha1
+
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LocaleProvider is the provider of a database's default collation.
+// +kubebuilder:validation:Enum=libc;icu
+type LocaleProvider string
+
+// Locale providers.
+const (
+	LocaleProviderLibc LocaleProvider = "libc"
+	LocaleProviderICU  LocaleProvider = "icu"
+)
+
+// CreateStrategy is how CREATE DATABASE copies its template.
+// +kubebuilder:validation:Enum=wal_log;file_copy
+type CreateStrategy string
+
+// Extension is an extension ensured present in a database.
+type Extension struct {
+	// Name of the extension, as pg_available_extensions lists it.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9_][a-z0-9_-]{0,62}$`
+	Name string `json:"name"`
+	// Version to install, or update to (ALTER EXTENSION … UPDATE TO).
+	// Absent means the server's default version at creation; an installed
+	// extension is then left at its version.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Version *string `json:"version,omitempty"`
+	// Schema to install the extension's objects in, or move them to (ALTER
+	// EXTENSION … SET SCHEMA). The schema must exist.
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Schema *string `json:"schema,omitempty"`
+}
+
+// PostgreSQLDatabaseParameters are the database's settings in PostgreSQL.
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="name cannot be changed: a database is never re-pointed; create a new PostgreSQLDatabase instead"
+// +kubebuilder:validation:XValidation:rule="has(self.template) == has(oldSelf.template) && (!has(self.template) || self.template == oldSelf.template)",message="template is fixed at creation (CREATE DATABASE … TEMPLATE) and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.encoding) == has(oldSelf.encoding) && (!has(self.encoding) || self.encoding == oldSelf.encoding)",message="encoding is fixed at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.lcCollate) == has(oldSelf.lcCollate) && (!has(self.lcCollate) || self.lcCollate == oldSelf.lcCollate)",message="lcCollate is fixed at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.lcCtype) == has(oldSelf.lcCtype) && (!has(self.lcCtype) || self.lcCtype == oldSelf.lcCtype)",message="lcCtype is fixed at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.localeProvider) == has(oldSelf.localeProvider) && (!has(self.localeProvider) || self.localeProvider == oldSelf.localeProvider)",message="localeProvider is fixed at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.icuLocale) == has(oldSelf.icuLocale) && (!has(self.icuLocale) || self.icuLocale == oldSelf.icuLocale)",message="icuLocale is fixed at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.strategy) == has(oldSelf.strategy) && (!has(self.strategy) || self.strategy == oldSelf.strategy)",message="strategy only applies at creation and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="has(self.tablespace) == has(oldSelf.tablespace) && (!has(self.tablespace) || self.tablespace == oldSelf.tablespace)",message="tablespace is fixed at creation by this provider and cannot be changed"
+// +kubebuilder:validation:XValidation:rule="!has(self.icuLocale) || (has(self.localeProvider) && self.localeProvider == 'icu')",message="icuLocale needs localeProvider: icu"
+// +kubebuilder:validation:XValidation:rule="!(has(self.owner) && has(self.ownerRef))",message="set owner or ownerRef, not both"
+type PostgreSQLDatabaseParameters struct {
+	// Name of the database in PostgreSQL. Defaults to metadata.name, which
+	// must then be a valid identifier. It cannot change once set.
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,62}$`
+	// +optional
+	Name *string `json:"name,omitempty"`
+
+	// Owner is the role that owns the database (OWNER). Defaults to the
+	// Instance's admin role. Can change later (ALTER DATABASE … OWNER TO).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Owner *string `json:"owner,omitempty"`
+
+	// OwnerRef names a PostgreSQLRole in this namespace whose role owns the
+	// database; the database waits until that role exists.
+	// +optional
+	OwnerRef *LocalReference `json:"ownerRef,omitempty"`
+
+	// Template to copy (TEMPLATE). Set at creation only.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Template *string `json:"template,omitempty"`
+
+	// Encoding of the database, such as UTF8 (ENCODING). Set at creation
+	// only.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_]{1,32}$`
+	// +optional
+	Encoding *string `json:"encoding,omitempty"`
+
+	// LCCollate is the collation order (LC_COLLATE). Set at creation only.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	LCCollate *string `json:"lcCollate,omitempty"`
+
+	// LCCtype is the character classification (LC_CTYPE). Set at creation
+	// only.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	LCCtype *string `json:"lcCtype,omitempty"`
+
+	// LocaleProvider of the default collation: libc or icu
+	// (LOCALE_PROVIDER, PostgreSQL 15+). Set at creation only.
+	// +optional
+	LocaleProvider *LocaleProvider `json:"localeProvider,omitempty"`
+
+	// ICULocale is the ICU locale, with localeProvider icu (ICU_LOCALE,
+	// PostgreSQL 15+). Set at creation only.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ICULocale *string `json:"icuLocale,omitempty"`
+
+	// Strategy of copying the template: wal_log or file_copy (STRATEGY,
+	// PostgreSQL 15+). Applies at creation only.
+	// +optional
+	Strategy *CreateStrategy `json:"strategy,omitempty"`
+
+	// Tablespace of the database (TABLESPACE). Set at creation only.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Tablespace *string `json:"tablespace,omitempty"`
+
+	// ConnectionLimit caps concurrent sessions; -1 is no limit.
+	// +kubebuilder:default=-1
+	// +kubebuilder:validation:Minimum=-1
+	// +optional
+	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
+
+	// AllowConnections lets sessions connect (ALLOW_CONNECTIONS).
+	// +kubebuilder:default=true
+	// +optional
+	AllowConnections *bool `json:"allowConnections,omitempty"`
+
+	// IsTemplate lets users with CREATEDB clone the database (IS_TEMPLATE).
+	// +kubebuilder:default=false
+	// +optional
+	IsTemplate *bool `json:"isTemplate,omitempty"`
+
+	// Comment on the database (COMMENT ON DATABASE). The provider appends
+	// its ownership marker to it.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Comment *string `json:"comment,omitempty"`
+
+	// Extensions ensured present in the database: created, updated to the
+	// version asked for, moved to the schema asked for. An extension removed
+	// from this list is not dropped.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Extensions []Extension `json:"extensions,omitempty"`
+
+	// TerminateConnectionsOnDelete, when the Delete management policy drops
+	// the database, terminates open sessions (DROP DATABASE … WITH (FORCE)).
+	// Otherwise the drop waits, and the condition says how many sessions
+	// block it.
+	// +optional
+	TerminateConnectionsOnDelete bool `json:"terminateConnectionsOnDelete,omitempty"`
+}
+
+// LocalReference names an object in the same namespace.
+type LocalReference struct {
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// A PostgreSQLDatabaseSpec defines the desired state of a PostgreSQLDatabase.
+type PostgreSQLDatabaseSpec struct {
+	// ManagementPolicies say what the provider may do. The default leaves
+	// out Delete: deleting the PostgreSQLDatabase (or its CRD) keeps the
+	// database and its data. Dropping is an explicit choice: add Delete (or
+	// use ["*"]). Use ["Observe"] to import an existing database read-only.
+	// +kubebuilder:default={"Observe","Create","Update","LateInitialize"}
+	// +optional
+	ManagementPolicies xpv2.ManagementPolicies `json:"managementPolicies,omitempty"`
+
+	// InstanceRef names the PostgreSQLInstance the database lives on. It
+	// cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="instanceRef cannot be changed: a database cannot move between servers"
+	InstanceRef InstanceReference `json:"instanceRef"`
+
+	// ForProvider holds the database's settings in PostgreSQL.
+	// +kubebuilder:default={}
+	// +optional
+	ForProvider PostgreSQLDatabaseParameters `json:"forProvider"`
+}
+
+// ObservedExtension is an extension installed in the database.
+type ObservedExtension struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	Schema  string `json:"schema,omitempty"`
+}
+
+// PostgreSQLDatabaseObservation is the database as last observed.
+type PostgreSQLDatabaseObservation struct {
+	// Name of the database in PostgreSQL.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// InstanceUID is the UID of the PostgreSQLInstance the database was bound
+	// to on first connect.
+	// +optional
+	InstanceUID string `json:"instanceUID,omitempty"`
+	// SystemIdentifier of the server the database was bound to.
+	// +optional
+	SystemIdentifier string `json:"systemIdentifier,omitempty"`
+	// Owner, as observed.
+	// +optional
+	Owner string `json:"owner,omitempty"`
+	// Encoding, LCCollate and LCCtype, as observed.
+	// +optional
+	Encoding string `json:"encoding,omitempty"`
+	// +optional
+	LCCollate string `json:"lcCollate,omitempty"`
+	// +optional
+	LCCtype string `json:"lcCtype,omitempty"`
+	// Extensions that the spec lists, as installed.
+	// +optional
+	Extensions []ObservedExtension `json:"extensions,omitempty"`
+}
+
+// A PostgreSQLDatabaseStatus represents the observed state of a
+// PostgreSQLDatabase.
+type PostgreSQLDatabaseStatus struct {
+	xpv2.ManagedResourceStatus `json:",inline"`
+	// +optional
+	AtProvider PostgreSQLDatabaseObservation `json:"atProvider,omitempty"`
+}
+
+// A PostgreSQLDatabase is a database on a PostgreSQL server. Its data is
+// retained when the resource is deleted unless the Delete management policy
+// is chosen.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,postgresql},shortName=pgdatabase
+// +kubebuilder:validation:XValidation:rule="has(self.spec.forProvider.name) || self.metadata.name.matches('^[a-z][a-z0-9_]{0,62}$')",message="metadata.name is not a valid PostgreSQL identifier (^[a-z][a-z0-9_]{0,62}$): set spec.forProvider.name"
+// +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
+// +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="INSTANCE",type="string",JSONPath=".spec.instanceRef.name"
+// +kubebuilder:printcolumn:name="EXTERNAL-NAME",type="string",JSONPath=".metadata.annotations.crossplane\\.io/external-name"
+// +kubebuilder:printcolumn:name="OWNER",type="string",JSONPath=".status.atProvider.owner",priority=1
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+// +mrgen:managed
+type PostgreSQLDatabase struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PostgreSQLDatabaseSpec   `json:"spec"`
+	Status PostgreSQLDatabaseStatus `json:"status,omitempty"`
+}
+
+// PostgreSQLDatabaseList contains a list of PostgreSQLDatabase.
+// +kubebuilder:object:root=true
+type PostgreSQLDatabaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PostgreSQLDatabase `json:"items"`
+}
+
+// DatabaseName is the database's name in PostgreSQL: spec.forProvider.name,
+// else metadata.name.
+func (d *PostgreSQLDatabase) DatabaseName() string {
+	if d.Spec.ForProvider.Name != nil {
+		return *d.Spec.ForProvider.Name
+	}
+	return d.GetName()
+}

@@ -1,0 +1,281 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// DatabaseSettings are what the provider manages of a database.
+type DatabaseSettings struct {
+	// Owner role. Empty means "leave as created" when desired.
+	Owner string
+	// ConnectionLimit is -1 for no limit.
+	ConnectionLimit  int32
+	AllowConnections bool
+	IsTemplate       bool
+	// Comment without the provider's marker.
+	Comment string
+}
+
+// DatabaseCreateOptions are the settings CREATE DATABASE takes once. Empty
+// fields are left to the server's defaults (those of the template).
+type DatabaseCreateOptions struct {
+	Template       string
+	Encoding       string
+	LCCollate      string
+	LCCtype        string
+	LocaleProvider string
+	ICULocale      string
+	Strategy       string
+	Tablespace     string
+}
+
+// ObservedDatabase is a database as the catalog shows it.
+type ObservedDatabase struct {
+	DatabaseSettings
+	Encoding  string
+	LCCollate string
+	LCCtype   string
+	// Owner UID from the provider's marker, "" when there is none.
+	MarkerOwner string
+	// Sessions is the number of sessions connected to the database, the
+	// observer's own excluded.
+	Sessions int
+}
+
+// observeDatabaseSQL reads a database and its open sessions in one round
+// trip.
+const observeDatabaseSQL = `SELECT pg_get_userbyid(d.datdba), pg_encoding_to_char(d.encoding), d.datcollate, d.datctype,
+       d.datconnlimit, d.datallowconn, d.datistemplate,
+       coalesce(shobj_description(d.oid, 'pg_database'), ''),
+       (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int
+  FROM pg_database d
+ WHERE d.datname = $1`
+
+// ObserveDatabase reads a database. It returns nil, nil when the database
+// does not exist.
+func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedDatabase, error) {
+	o := &ObservedDatabase{}
+	var comment string
+	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
+		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
+	}
+	o.Comment, o.MarkerOwner = ParseMarker(comment)
+	return o, nil
+}
+
+// CreateDatabaseStatements returns CREATE DATABASE and the COMMENT that
+// marks it. CREATE DATABASE cannot run in a transaction block, so the two
+// run one after the other: a crash between them leaves a database without
+// the marker, which the next observation reports as Conflict for a person
+// to resolve rather than adopting it.
+func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateOptions, uid string) []string {
+	id := QuoteIdentifier(name)
+	var opts []string
+	add := func(kw, v string, quote func(string) string) {
+		if v != "" {
+			opts = append(opts, kw+" "+quote(v))
+		}
+	}
+	add("OWNER", s.Owner, QuoteIdentifier)
+	add("TEMPLATE", o.Template, QuoteIdentifier)
+	add("ENCODING", o.Encoding, QuoteLiteral)
+	add("LC_COLLATE", o.LCCollate, QuoteLiteral)
+	add("LC_CTYPE", o.LCCtype, QuoteLiteral)
+	add("LOCALE_PROVIDER", o.LocaleProvider, QuoteIdentifier)
+	add("ICU_LOCALE", o.ICULocale, QuoteLiteral)
+	add("STRATEGY", o.Strategy, QuoteIdentifier)
+	add("TABLESPACE", o.Tablespace, QuoteIdentifier)
+	if s.ConnectionLimit != -1 {
+		opts = append(opts, "CONNECTION LIMIT "+strconv.Itoa(int(s.ConnectionLimit)))
+	}
+	if !s.AllowConnections {
+		opts = append(opts, "ALLOW_CONNECTIONS false")
+	}
+	if s.IsTemplate {
+		opts = append(opts, "IS_TEMPLATE true")
+	}
+	create := "CREATE DATABASE " + id
+	if len(opts) > 0 {
+		create += " WITH " + strings.Join(opts, " ")
+	}
+	return []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+}
+
+// UpdateDatabaseStatements returns the statements that bring an observed
+// database to the desired settings: none when it is up to date. An empty
+// desired owner leaves the owner alone.
+func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDatabase, uid string) []string {
+	id := QuoteIdentifier(name)
+	var stmts []string
+	if want.Owner != "" && want.Owner != got.Owner {
+		stmts = append(stmts, "ALTER DATABASE "+id+" OWNER TO "+QuoteIdentifier(want.Owner))
+	}
+	var opts []string
+	if want.ConnectionLimit != got.ConnectionLimit {
+		opts = append(opts, "CONNECTION LIMIT "+strconv.Itoa(int(want.ConnectionLimit)))
+	}
+	if want.AllowConnections != got.AllowConnections {
+		opts = append(opts, "ALLOW_CONNECTIONS "+strconv.FormatBool(want.AllowConnections))
+	}
+	if want.IsTemplate != got.IsTemplate {
+		opts = append(opts, "IS_TEMPLATE "+strconv.FormatBool(want.IsTemplate))
+	}
+	if len(opts) > 0 {
+		stmts = append(stmts, "ALTER DATABASE "+id+" WITH "+strings.Join(opts, " "))
+	}
+	if want.Comment != got.Comment || got.MarkerOwner != uid {
+		stmts = append(stmts, "COMMENT ON DATABASE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	}
+	return stmts
+}
+
+// DropDatabaseStatement returns the statement that drops a database,
+// terminating its sessions when force is true.
+func DropDatabaseStatement(name string, force bool) string {
+	s := "DROP DATABASE IF EXISTS " + QuoteIdentifier(name)
+	if force {
+		s += " WITH (FORCE)"
+	}
+	return s
+}
+
+// ExecEach runs statements one by one, outside a transaction, for those
+// (CREATE/DROP DATABASE) that cannot run in one.
+func ExecEach(ctx context.Context, db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}, stmts []string) error {
+	for i, s := range stmts {
+		if _, err := db.Exec(ctx, s); err != nil {
+			return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
+		}
+	}
+	return nil
+}
+
+// ExtensionSpec is an extension wanted in a database. Empty Version and
+// Schema mean "as the server chooses at creation, then left alone".
+type ExtensionSpec struct {
+	Name    string
+	Version string
+	Schema  string
+}
+
+// InstalledExtension is an extension installed in a database.
+type InstalledExtension struct {
+	Name    string
+	Version string
+	Schema  string
+}
+
+// ObserveExtensions reads the named extensions installed in the database q
+// is connected to.
+func ObserveExtensions(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, names []string) (map[string]InstalledExtension, error) {
+	rows, err := q.Query(ctx, `SELECT e.extname::text, e.extversion, n.nspname::text
+  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+ WHERE e.extname = ANY($1)`, names)
+	if err != nil {
+		return nil, xperrors.Wrap(ClassifyConnectError(err), "cannot read extensions")
+	}
+	got := map[string]InstalledExtension{}
+	for rows.Next() {
+		var e InstalledExtension
+		if err := rows.Scan(&e.Name, &e.Version, &e.Schema); err != nil {
+			return nil, xperrors.Wrap(err, "cannot read extensions")
+		}
+		got[e.Name] = e
+	}
+	return got, xperrors.Wrap(rows.Err(), "cannot read extensions")
+}
+
+// ExtensionStatements returns the statements that make the wanted
+// extensions present at the wanted version and schema: none when they
+// already are. Nothing is ever dropped.
+func ExtensionStatements(want []ExtensionSpec, got map[string]InstalledExtension) []string {
+	var stmts []string
+	for _, w := range want {
+		id := QuoteIdentifier(w.Name)
+		g, ok := got[w.Name]
+		if !ok {
+			s := "CREATE EXTENSION IF NOT EXISTS " + id
+			if w.Schema != "" {
+				s += " SCHEMA " + QuoteIdentifier(w.Schema)
+			}
+			if w.Version != "" {
+				s += " VERSION " + QuoteLiteral(w.Version)
+			}
+			stmts = append(stmts, s)
+			continue
+		}
+		if w.Version != "" && w.Version != g.Version {
+			stmts = append(stmts, "ALTER EXTENSION "+id+" UPDATE TO "+QuoteLiteral(w.Version))
+		}
+		if w.Schema != "" && w.Schema != g.Schema {
+			stmts = append(stmts, "ALTER EXTENSION "+id+" SET SCHEMA "+QuoteIdentifier(w.Schema))
+		}
+	}
+	return stmts
+}
+
+// NearMatches returns up to five of the available names closest to name: those
+// containing it or contained in it, and those within two edits, closest
+// first.
+func NearMatches(name string, available []string) []string {
+	type scored struct {
+		n string
+		d int
+	}
+	var c []scored
+	for _, a := range available {
+		d := editDistance(name, a)
+		if d <= 2 || strings.Contains(a, name) || strings.Contains(name, a) {
+			c = append(c, scored{a, d})
+		}
+	}
+	sort.Slice(c, func(i, j int) bool {
+		if c[i].d != c[j].d {
+			return c[i].d < c[j].d
+		}
+		return c[i].n < c[j].n
+	})
+	var out []string
+	for i := 0; i < len(c) && i < 5; i++ {
+		out = append(out, c[i].n)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCreateDatabaseStatements(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		s      DatabaseSettings
+		o      DatabaseCreateOptions
+		want   []string
+	}{
+		"Defaults": {
+			reason: "A database with the server's defaults gets no options, then its marker.",
+			s:      DatabaseSettings{ConnectionLimit: -1, AllowConnections: true},
+			want: []string{
+				`CREATE DATABASE "orders"`,
+				`COMMENT ON DATABASE "orders" IS '[provider-postgresql uid=u-1]'`,
+			},
+		},
+		"Everything": {
+			reason: "Every option is spelled out, identifiers and literals quoted.",
+			s:      DatabaseSettings{Owner: "app", ConnectionLimit: 10, AllowConnections: false, IsTemplate: true, Comment: "it's"},
+			o: DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C.UTF-8", LCCtype: "C.UTF-8",
+				LocaleProvider: "icu", ICULocale: "und", Strategy: "file_copy", Tablespace: "pg_default"},
+			want: []string{
+				`CREATE DATABASE "orders" WITH OWNER "app" TEMPLATE "template0" ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' ` +
+					`LOCALE_PROVIDER "icu" ICU_LOCALE 'und' STRATEGY "file_copy" TABLESPACE "pg_default" CONNECTION LIMIT 10 ALLOW_CONNECTIONS false IS_TEMPLATE true`,
+				`COMMENT ON DATABASE "orders" IS 'it''s` + "\n" + `[provider-postgresql uid=u-1]'`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, CreateDatabaseStatements("orders", tc.s, tc.o, "u-1")); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestUpdateDatabaseStatements(t *testing.T) {
+	got := ObservedDatabase{DatabaseSettings: DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true}, MarkerOwner: "u-1"}
+	cases := map[string]struct {
+		reason string
+		want   DatabaseSettings
+		stmts  []string
+	}{
+		"UpToDate": {
+			reason: "No statement for an up-to-date database.",
+			want:   DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true},
+		},
+		"OwnerUnset": {
+			reason: "An empty desired owner leaves the owner alone.",
+			want:   DatabaseSettings{ConnectionLimit: -1, AllowConnections: true},
+		},
+		"Changed": {
+			reason: "Owner, limits and flags that differ are altered.",
+			want:   DatabaseSettings{Owner: "other", ConnectionLimit: 5, AllowConnections: false, IsTemplate: true},
+			stmts: []string{
+				`ALTER DATABASE "orders" OWNER TO "other"`,
+				`ALTER DATABASE "orders" WITH CONNECTION LIMIT 5 ALLOW_CONNECTIONS false IS_TEMPLATE true`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.stmts, UpdateDatabaseStatements("orders", tc.want, got, "u-1")); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestExtensionStatements(t *testing.T) {
+	got := map[string]InstalledExtension{"citext": {Name: "citext", Version: "1.5", Schema: "public"}}
+	want := []ExtensionSpec{
+		{Name: "pgcrypto", Schema: "ext"},
+		{Name: "citext", Version: "1.6", Schema: "ext"},
+		{Name: "hstore"},
+	}
+	stmts := ExtensionStatements(want, got)
+	wantStmts := []string{
+		`CREATE EXTENSION IF NOT EXISTS "pgcrypto" SCHEMA "ext"`,
+		`ALTER EXTENSION "citext" UPDATE TO '1.6'`,
+		`ALTER EXTENSION "citext" SET SCHEMA "ext"`,
+		`CREATE EXTENSION IF NOT EXISTS "hstore"`,
+	}
+	if diff := cmp.Diff(wantStmts, stmts); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if s := ExtensionStatements([]ExtensionSpec{{Name: "citext"}}, got); len(s) != 0 {
+		t.Errorf("an installed extension without version or schema asked for needs %v", s)
+	}
+}
+
+func TestNearMatches(t *testing.T) {
+	available := []string{"pgcrypto", "pg_trgm", "citext", "hstore", "uuid-ossp", "postgis_raster"}
+	cases := map[string][]string{
+		"pgcrpyto": {"pgcrypto"},
+		"uuid":     {"uuid-ossp"},
+		"postgis":  {"postgis_raster"},
+		"zzz":      nil,
+	}
+	for in, want := range cases {
+		if diff := cmp.Diff(want, NearMatches(in, available)); diff != "" {
+			t.Errorf("NearMatches(%q) (-want +got):\n%s", in, diff)
+		}
+	}
+}
+
+// TestDatabaseRoundTrip creates a database from statements and observes it:
+// the observation needs no further statement.
+func TestDatabaseRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := server.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	if _, err := conn.Exec(ctx, "CREATE ROLE rt_db_owner"); err != nil {
+		t.Fatal(err)
+	}
+	s := DatabaseSettings{Owner: "rt_db_owner", ConnectionLimit: 4, AllowConnections: true, Comment: "round trip"}
+	o := DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Strategy: "wal_log"}
+	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_db", s, o, "uid-db")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ObserveDatabase(ctx, conn, "rt_db")
+	if err != nil || got == nil {
+		t.Fatalf("ObserveDatabase = %v, %v", got, err)
+	}
+	if diff := cmp.Diff(s, got.DatabaseSettings); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got.Encoding != "UTF8" || got.LCCollate != "C" || got.MarkerOwner != "uid-db" {
+		t.Errorf("observed %+v", got)
+	}
+	if stmts := UpdateDatabaseStatements("rt_db", s, *got, "uid-db"); len(stmts) != 0 {
+		t.Errorf("a freshly created database needs %v", stmts)
+	}
+	if missing, err := ObserveDatabase(ctx, conn, "rt_missing"); err != nil || missing != nil {
+		t.Errorf("a missing database observed as %v, %v", missing, err)
+	}
+}
