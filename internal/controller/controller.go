@@ -9,6 +9,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/role"
 )
@@ -24,6 +25,7 @@ type kind struct {
 // kinds lists every controller of the provider.
 var kinds = []kind{
 	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
+	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
 	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
 }
 

@@ -150,6 +150,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	uid := string(mg.GetUID())
+	if got.Owner != uid && !observeOnly(mg) && meta.WasDeleted(mg) {
+		// This resource never owned the object: letting go of the resource
+		// touches nothing on the server.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
 	if got.Owner != uid && !observeOnly(mg) {
 		msg := fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
 			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+

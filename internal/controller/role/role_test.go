@@ -396,6 +396,21 @@ func TestRoleConflictWithUnmarkedRole(t *testing.T) {
 	}); err != nil {
 		t.Errorf("the existing role's password was changed: %v", err)
 	}
+	// Deleting the Conflicted resource releases it and drops nothing, even
+	// with the Delete policy.
+	orig := got.DeepCopy()
+	got.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	if err := env.Kube.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kube.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, r)
+	var n int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = 'somebody_elses'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("deleting a Conflicted PostgreSQLRole dropped the role it did not create (count %d, err %v)", n, err)
+	}
 }
 
 func TestRoleImportObserveOnly(t *testing.T) {

@@ -1,0 +1,422 @@
+// Package database manages PostgreSQLDatabases: databases on a PostgreSQL
+// server, their owner, settings and extensions. Data is retained unless the
+// Delete management policy asks for a drop.
+package database
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+const (
+	errPool       = "cannot get a connection pool"
+	errObserve    = "cannot observe the database"
+	errCreate     = "cannot create the database"
+	errUpdate     = "cannot update the database"
+	errDelete     = "cannot drop the database"
+	errExtensions = "cannot ensure the database's extensions"
+)
+
+// ReasonExtensionUnavailable: an extension the spec asks for is not
+// available on the server.
+const ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
+
+// Setup adds the PostgreSQLDatabase controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDatabaseList{})
+	if err != nil {
+		return err
+	}
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDatabase](&connector{kube: kube, namespace: c.Namespace, pools: c.Pools}),
+		managed.WithInitializers(externalName{kube: kube}),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLDatabase{}).
+		Complete(config.Reconciler(name, c, r))
+}
+
+// externalName records the database's PostgreSQL name as the external name.
+type externalName struct{ kube client.Client }
+
+func (e externalName) Initialize(ctx context.Context, mg resource.Managed) error {
+	d, ok := mg.(*v1alpha1.PostgreSQLDatabase)
+	if !ok || meta.GetExternalName(d) != "" {
+		return nil
+	}
+	meta.SetExternalName(d, d.DatabaseName())
+	return errors.Wrap(e.kube.Update(ctx, d), "cannot record the external name")
+}
+
+type connector struct {
+	kube      client.Client
+	namespace string
+	pools     *postgres.Registry
+}
+
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase], error) {
+	in, err := instance.Resolve(ctx, c.kube, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID, mg.GetNamespace())
+	if err != nil {
+		if errors.Is(err, instance.ErrConflict) {
+			mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
+		}
+		return nil, err
+	}
+	t, err := instance.ConnectionTarget(ctx, c.kube, c.namespace, in, in.Spec.Endpoint.Database)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := c.pools.Pool(ctx, t)
+	if err != nil {
+		return nil, errors.Wrap(err, errPool)
+	}
+	return &external{kube: c.kube, pools: c.pools, pool: pool, instance: in, target: t}, nil
+}
+
+type external struct {
+	kube     client.Client
+	pools    *postgres.Registry
+	pool     *pgxpool.Pool
+	instance *v1alpha1.PostgreSQLInstance
+	target   postgres.Target
+}
+
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
+	name := mg.DatabaseName()
+	if en := meta.GetExternalName(mg); en != "" && en != name {
+		msg := fmt.Sprintf("the external name %q differs from the database's name %q: a database is never re-pointed implicitly. "+
+			"Confirmed: this resource manages database %q. Uncertain: which database the annotation was meant to name. "+
+			"Restore the crossplane.io/external-name annotation to %q, or create a new PostgreSQLDatabase for the other database",
+			en, name, name, name)
+		mg.SetConditions(condition(v1alpha1.ReasonConflict, msg))
+		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+	got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if got == nil {
+		if meta.WasDeleted(mg) {
+			return managed.ExternalObservation{}, nil
+		}
+		if err := instance.CheckProvisioning(e.instance); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		// Refuse before creating anything, and here rather than in Create,
+		// where the reconciler would replace the condition with Creating.
+		if err := e.checkExtensionsAvailable(mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+
+	uid := string(mg.GetUID())
+	if got.MarkerOwner != uid && !observeOnly(mg) && meta.WasDeleted(mg) {
+		// This resource never owned the object: letting go of the resource
+		// touches nothing on the server.
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if got.MarkerOwner != uid && !observeOnly(mg) {
+		msg := fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
+			"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
+			"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
+			name, e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+		mg.SetConditions(condition(v1alpha1.ReasonConflict, msg))
+		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+
+	ap := &mg.Status.AtProvider
+	ap.Name = name
+	if ap.InstanceUID == "" {
+		ap.InstanceUID = string(e.instance.GetUID())
+	}
+	if ap.SystemIdentifier == "" {
+		ap.SystemIdentifier = e.instance.Status.SystemIdentifier
+	}
+	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+
+	owner, err := e.owner(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, uid)
+	extStmts, err := e.extensions(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if observeOnly(mg) {
+		mg.SetConditions(xpv2.Available())
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	mg.SetConditions(xpv2.Available())
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(extStmts) == 0}, nil
+}
+
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalCreation, error) {
+	owner, err := e.owner(ctx, mg)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	if err := e.checkExtensionsAvailable(mg); err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
+	if err := postgres.ExecEach(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
+	}
+	return managed.ExternalCreation{}, errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+}
+
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalUpdate, error) {
+	name := mg.DatabaseName()
+	got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	if err != nil || got == nil {
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the database disappeared")), errObserve)
+	}
+	owner, err := e.owner(ctx, mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, string(mg.GetUID())); len(stmts) > 0 {
+		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
+		}
+	}
+	return managed.ExternalUpdate{}, errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+}
+
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	name := mg.DatabaseName()
+	// The provider's own sessions on the database would block the drop.
+	e.pools.CloseDatabase(e.target.InstanceUID, name)
+	force := mg.Spec.ForProvider.TerminateConnectionsOnDelete
+	if !force {
+		got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+		if err != nil {
+			return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
+		}
+		if got != nil && got.Sessions > 0 {
+			return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+
+				"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, got.Sessions)
+		}
+	}
+	if err := postgres.ExecEach(ctx, e.pool, []string{postgres.DropDatabaseStatement(name, force)}); err != nil {
+		if postgres.IsCode(err, postgres.CodeObjectInUse) {
+			return managed.ExternalDelete{}, errors.Wrapf(err, "database %q is in use; the drop is retried with back-off. "+
+				"Disconnect its sessions, or set spec.forProvider.terminateConnectionsOnDelete: true", name)
+		}
+		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }
+
+// owner returns the owner the spec asks for: owner, the role of ownerRef,
+// or "" for "leave it to the server".
+func (e *external) owner(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (string, error) {
+	p := mg.Spec.ForProvider
+	if p.Owner != nil {
+		return *p.Owner, nil
+	}
+	if p.OwnerRef == nil {
+		return "", nil
+	}
+	r := &v1alpha1.PostgreSQLRole{}
+	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: p.OwnerRef.Name}, r); err != nil {
+		return "", errors.Wrapf(err, "cannot get the owner PostgreSQLRole %s/%s", mg.GetNamespace(), p.OwnerRef.Name)
+	}
+	if r.Spec.InstanceRef.Name != mg.Spec.InstanceRef.Name {
+		return "", errors.Errorf("the owner PostgreSQLRole %s/%s is on PostgreSQLInstance %q, not %q", r.GetNamespace(), r.GetName(), r.Spec.InstanceRef.Name, mg.Spec.InstanceRef.Name)
+	}
+	if r.Status.AtProvider.Name == "" {
+		return "", errors.Errorf("waiting for the owner PostgreSQLRole %s/%s to exist", r.GetNamespace(), r.GetName())
+	}
+	return r.Status.AtProvider.Name, nil
+}
+
+// extensions returns the statements the spec's extensions still need, and
+// records them as observed. It connects to the database itself.
+func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) ([]string, error) {
+	want := wantedExtensions(mg)
+	if len(want) == 0 {
+		mg.Status.AtProvider.Extensions = nil
+		return nil, nil
+	}
+	if err := e.checkExtensionsAvailable(mg); err != nil {
+		return nil, err
+	}
+	p, err := e.databasePool(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(want))
+	for i, w := range want {
+		names[i] = w.Name
+	}
+	got, err := postgres.ObserveExtensions(ctx, p, names)
+	if err != nil {
+		return nil, err
+	}
+	mg.Status.AtProvider.Extensions = nil
+	for _, n := range names {
+		if g, ok := got[n]; ok {
+			mg.Status.AtProvider.Extensions = append(mg.Status.AtProvider.Extensions, v1alpha1.ObservedExtension{Name: g.Name, Version: g.Version, Schema: g.Schema})
+		}
+	}
+	return postgres.ExtensionStatements(want, got), nil
+}
+
+func (e *external) applyExtensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
+	stmts, err := e.extensions(ctx, mg)
+	if err != nil || len(stmts) == 0 {
+		return err
+	}
+	p, err := e.databasePool(ctx, mg)
+	if err != nil {
+		return err
+	}
+	return postgres.Exec(ctx, p, stmts)
+}
+
+func (e *external) databasePool(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (*pgxpool.Pool, error) {
+	t := e.target
+	t.Endpoint.Database = mg.DatabaseName()
+	p, err := e.pools.Pool(ctx, t)
+	return p, errors.Wrap(err, errPool)
+}
+
+// checkExtensionsAvailable refuses extensions the server cannot install,
+// naming them and the closest available names.
+func (e *external) checkExtensionsAvailable(mg *v1alpha1.PostgreSQLDatabase) error {
+	avail := make([]string, 0, len(e.instance.Status.AvailableExtensions))
+	for _, x := range e.instance.Status.AvailableExtensions {
+		avail = append(avail, x.Name)
+	}
+	if len(avail) == 0 {
+		// The Instance has not listed them yet; the server decides.
+		return nil
+	}
+	var missing []string
+	for _, w := range mg.Spec.ForProvider.Extensions {
+		if slices.Contains(avail, w.Name) {
+			continue
+		}
+		m := fmt.Sprintf("%q", w.Name)
+		if near := postgres.NearMatches(w.Name, avail); len(near) > 0 {
+			m += " (did you mean " + strings.Join(near, ", ") + "?)"
+		}
+		missing = append(missing, m)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("PostgreSQLInstance %q cannot install extension(s) %s: they are not in its status.availableExtensions; install them on the server or fix the names",
+		e.instance.GetName(), strings.Join(missing, ", "))
+	mg.SetConditions(condition(ReasonExtensionUnavailable, msg))
+	return errors.New(msg)
+}
+
+func wantedExtensions(mg *v1alpha1.PostgreSQLDatabase) []postgres.ExtensionSpec {
+	var out []postgres.ExtensionSpec
+	for _, x := range mg.Spec.ForProvider.Extensions {
+		s := postgres.ExtensionSpec{Name: x.Name}
+		if x.Version != nil {
+			s.Version = *x.Version
+		}
+		if x.Schema != nil {
+			s.Schema = *x.Schema
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// desired returns the settings the spec asks for, with the defaults of
+// CREATE DATABASE where it is silent.
+func desired(mg *v1alpha1.PostgreSQLDatabase, owner string) postgres.DatabaseSettings {
+	p := mg.Spec.ForProvider
+	s := postgres.DatabaseSettings{Owner: owner, ConnectionLimit: -1, AllowConnections: true}
+	if p.ConnectionLimit != nil {
+		s.ConnectionLimit = *p.ConnectionLimit
+	}
+	if p.AllowConnections != nil {
+		s.AllowConnections = *p.AllowConnections
+	}
+	if p.IsTemplate != nil {
+		s.IsTemplate = *p.IsTemplate
+	}
+	if p.Comment != nil {
+		s.Comment = *p.Comment
+	}
+	return s
+}
+
+func createOptions(mg *v1alpha1.PostgreSQLDatabase) postgres.DatabaseCreateOptions {
+	p := mg.Spec.ForProvider
+	str := func(v *string) string {
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	o := postgres.DatabaseCreateOptions{
+		Template: str(p.Template), Encoding: str(p.Encoding), LCCollate: str(p.LCCollate), LCCtype: str(p.LCCtype),
+		ICULocale: str(p.ICULocale), Tablespace: str(p.Tablespace),
+	}
+	if p.LocaleProvider != nil {
+		o.LocaleProvider = string(*p.LocaleProvider)
+	}
+	if p.Strategy != nil {
+		o.Strategy = string(*p.Strategy)
+	}
+	return o
+}
+
+func observeOnly(mg *v1alpha1.PostgreSQLDatabase) bool {
+	for _, p := range mg.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionUpdate {
+			return false
+		}
+	}
+	return true
+}
+
+func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: reason, Message: msg,
+	}
+}

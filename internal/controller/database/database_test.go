@@ -1,0 +1,407 @@
+package database_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/database"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const ns = "shop"
+
+var (
+	env  *providertest.Env
+	main *v1alpha1.PostgreSQLInstance
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	if env, err = providertest.Start(ctx, providertest.Options{PollInterval: 2 * time.Second}); err != nil {
+		fmt.Fprintf(os.Stderr, "cannot start the test environment: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+	if main, err = env.Instance(ctx, "main"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := env.Namespace(ctx, ns); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func newDatabase(name string, mutate ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
+	d := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func connect(ctx context.Context, t *testing.T, db string) *pgx.Conn {
+	t.Helper()
+	c, err := env.Postgres.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
+	return c
+}
+
+func waitReady(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase, status corev1.ConditionStatus, reason xpv2.ConditionReason) *v1alpha1.PostgreSQLDatabase {
+	t.Helper()
+	got := &v1alpha1.PostgreSQLDatabase{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			return false, err
+		}
+		c := got.GetCondition(xpv2.TypeReady)
+		if c.Status != status || c.Reason != reason {
+			return false, nil
+		}
+		return status != corev1.ConditionTrue || got.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(got.Status, "", "  ")
+		t.Fatalf("PostgreSQLDatabase %s: Ready never became %s/%s: %v\nstatus: %s", d.Name, status, reason, err, b)
+	}
+	return got
+}
+
+func waitGone(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase) {
+	t.Helper()
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), &v1alpha1.PostgreSQLDatabase{})
+		return kerrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("PostgreSQLDatabase %s was not deleted: %v", d.Name, err)
+	}
+}
+
+func exists(ctx context.Context, t *testing.T, name string) bool {
+	t.Helper()
+	var n int
+	if err := connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+func poke(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase) {
+	t.Helper()
+	cur := &v1alpha1.PostgreSQLDatabase{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+		t.Fatal(err)
+	}
+	orig := cur.DeepCopy()
+	a := cur.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a["test/poke"] = time.Now().String()
+	cur.SetAnnotations(a)
+	if err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDatabaseLifecycle(t *testing.T) {
+	ctx := context.Background()
+	owner := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-owner", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("orders_owner")},
+		},
+	}
+	if err := env.Kube.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	d := newDatabase("orders", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: "orders-owner"}
+		d.Spec.ForProvider.Template = ptr.To("template0")
+		d.Spec.ForProvider.Encoding = ptr.To("UTF8")
+		d.Spec.ForProvider.LCCollate = ptr.To("C")
+		d.Spec.ForProvider.LCCtype = ptr.To("C")
+		d.Spec.ForProvider.ConnectionLimit = ptr.To[int32](20)
+		d.Spec.ForProvider.Comment = ptr.To("orders data")
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrypto"}, {Name: "citext"}}
+	})
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	t.Run("Catalog", func(t *testing.T) {
+		var dbOwner, enc, collate, comment string
+		var limit int
+		if err := connect(ctx, t, "postgres").QueryRow(ctx, `SELECT pg_get_userbyid(datdba), pg_encoding_to_char(encoding), datcollate, datconnlimit,
+			shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'orders'`).Scan(&dbOwner, &enc, &collate, &limit, &comment); err != nil {
+			t.Fatal(err)
+		}
+		if dbOwner != "orders_owner" || enc != "UTF8" || collate != "C" || limit != 20 {
+			t.Errorf("owner %s, encoding %s, collate %s, limit %d", dbOwner, enc, collate, limit)
+		}
+		if want := "orders data\n[provider-postgresql uid=" + string(got.UID) + "]"; comment != want {
+			t.Errorf("comment %q, want %q", comment, want)
+		}
+		rows, err := connect(ctx, t, "orders").Query(ctx, "SELECT extname FROM pg_extension WHERE extname IN ('pgcrypto', 'citext') ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || strings.Join(names, ",") != "citext,pgcrypto" {
+			t.Errorf("extensions in orders: %v (%v)", names, err)
+		}
+		if len(got.Status.AtProvider.Extensions) != 2 || got.Status.AtProvider.Owner != "orders_owner" {
+			t.Errorf("atProvider = %+v", got.Status.AtProvider)
+		}
+	})
+
+	t.Run("NoDDLWhenUpToDate", func(t *testing.T) {
+		if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+			t.Fatal(err)
+		}
+		defer env.Postgres.SetLogStatement(ctx, "none") //nolint:errcheck // Test cleanup.
+		before, _ := env.Postgres.Log()
+		time.Sleep(7 * time.Second)
+		after, _ := env.Postgres.Log()
+		log := string(after[len(before):])
+		if n := strings.Count(log, "FROM pg_database d"); n < 2 {
+			t.Fatalf("only %d observations in 7s", n)
+		}
+		for _, ddl := range []string{"ALTER DATABASE", "CREATE DATABASE", "COMMENT ON", "CREATE EXTENSION", "ALTER EXTENSION"} {
+			if strings.Contains(log, ddl) {
+				t.Errorf("an up-to-date database issued %s", ddl)
+			}
+		}
+	})
+
+	t.Run("DriftRepaired", func(t *testing.T) {
+		if _, err := connect(ctx, t, "postgres").Exec(ctx, "ALTER DATABASE orders CONNECTION LIMIT 1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := connect(ctx, t, "orders").Exec(ctx, "DROP EXTENSION citext"); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			var limit, ext int
+			if err := connect(ctx, t, "postgres").QueryRow(ctx, "SELECT datconnlimit FROM pg_database WHERE datname = 'orders'").Scan(&limit); err != nil {
+				return false, err
+			}
+			if err := connect(ctx, t, "orders").QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'citext'").Scan(&ext); err != nil {
+				return false, err
+			}
+			return limit == 20 && ext == 1, nil
+		})
+		if err != nil {
+			t.Fatalf("drift not repaired: %v", err)
+		}
+	})
+
+	t.Run("ImmutableSettings", func(t *testing.T) {
+		cur := &v1alpha1.PostgreSQLDatabase{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		cur.Spec.ForProvider.Encoding = ptr.To("LATIN1")
+		err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig))
+		if err == nil || !strings.Contains(err.Error(), "encoding is fixed at creation") {
+			t.Errorf("changing encoding: got %v", err)
+		}
+	})
+
+	t.Run("DropWaitsForSessions", func(t *testing.T) {
+		session := connect(ctx, t, "orders")
+		if err := env.Kube.Delete(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		cur := &v1alpha1.PostgreSQLDatabase{}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+				return false, err
+			}
+			return strings.Contains(cur.GetCondition(xpv2.TypeSynced).Message, "1 session(s) are connected"), nil
+		})
+		if err != nil {
+			t.Fatalf("the blocked drop does not say why: %v; Synced %+v", err, cur.GetCondition(xpv2.TypeSynced))
+		}
+		if !exists(ctx, t, "orders") {
+			t.Fatal("the database was dropped under an open session")
+		}
+		_ = session.Close(ctx)
+		poke(ctx, t, d)
+		waitGone(ctx, t, d)
+		if exists(ctx, t, "orders") {
+			t.Error("the database survived a delete with the Delete policy")
+		}
+	})
+}
+
+func TestDatabaseDropTerminatesSessionsWhenAsked(t *testing.T) {
+	ctx := context.Background()
+	d := newDatabase("forced", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		d.Spec.ForProvider.TerminateConnectionsOnDelete = true
+	})
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	connect(ctx, t, "forced")
+	if err := env.Kube.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, d)
+	if exists(ctx, t, "forced") {
+		t.Error("the database survived")
+	}
+}
+
+func TestDatabaseRetainedByDefault(t *testing.T) {
+	ctx := context.Background()
+	d := newDatabase("kept")
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.Kube.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, d)
+	if !exists(ctx, t, "kept") {
+		t.Error("the database was dropped although the default policy retains it")
+	}
+}
+
+func TestDatabaseConflictWithUnmarkedDatabase(t *testing.T) {
+	ctx := context.Background()
+	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE legacy CONNECTION LIMIT 3"); err != nil {
+		t.Fatal(err)
+	}
+	d := newDatabase("legacy", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReady(ctx, t, d, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "was not created by this PostgreSQLDatabase") || !strings.Contains(msg, "Nothing was changed") {
+		t.Errorf("Conflict message: %s", msg)
+	}
+	var limit int
+	var comment *string
+	if err := connect(ctx, t, "postgres").QueryRow(ctx, "SELECT datconnlimit, shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'legacy'").Scan(&limit, &comment); err != nil {
+		t.Fatal(err)
+	}
+	if limit != 3 || comment != nil {
+		t.Errorf("the existing database was touched: limit %d, comment %v", limit, comment)
+	}
+	// Deleting the Conflicted resource must not drop someone else's data.
+	if err := env.Kube.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, d)
+	if !exists(ctx, t, "legacy") {
+		t.Fatal("deleting a Conflicted PostgreSQLDatabase dropped the database it did not create")
+	}
+}
+
+func TestDatabaseImportObserveOnly(t *testing.T) {
+	ctx := context.Background()
+	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE imported CONNECTION LIMIT 4"); err != nil {
+		t.Fatal(err)
+	}
+	d := newDatabase("imported", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		d.Spec.ForProvider.ConnectionLimit = ptr.To[int32](50)
+	})
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	time.Sleep(3 * time.Second)
+	var limit int
+	var comment *string
+	if err := connect(ctx, t, "postgres").QueryRow(ctx, "SELECT datconnlimit, shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'imported'").Scan(&limit, &comment); err != nil {
+		t.Fatal(err)
+	}
+	if limit != 4 || comment != nil {
+		t.Errorf("an Observe-only import changed the database: limit %d, comment %v", limit, comment)
+	}
+	if got.Status.AtProvider.Owner == "" {
+		t.Error("the import did not record what it observed")
+	}
+}
+
+func TestDatabaseUnknownExtension(t *testing.T) {
+	ctx := context.Background()
+	d := newDatabase("extless", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrpyto"}}
+	})
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	got := waitReady(ctx, t, d, corev1.ConditionFalse, database.ReasonExtensionUnavailable)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, `"pgcrpyto" (did you mean pgcrypto?)`) {
+		t.Errorf("message %q does not name the extension and its near match", msg)
+	}
+	if exists(ctx, t, "extless") {
+		t.Error("the database was created although an extension cannot be installed")
+	}
+}
+
+func TestDatabaseValidation(t *testing.T) {
+	ctx := context.Background()
+	err := env.Kube.Create(ctx, newDatabase("bad-name"))
+	if err == nil || !strings.Contains(err.Error(), "metadata.name is not a valid PostgreSQL identifier") {
+		t.Errorf("a Database named bad-name: got %v", err)
+	}
+	err = env.Kube.Create(ctx, newDatabase("icu", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.ICULocale = ptr.To("und")
+	}))
+	if err == nil || !strings.Contains(err.Error(), "icuLocale needs localeProvider: icu") {
+		t.Errorf("icuLocale without localeProvider: got %v", err)
+	}
+	err = env.Kube.Create(ctx, newDatabase("both", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.Owner = ptr.To("x")
+		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: "x"}
+	}))
+	if err == nil || !strings.Contains(err.Error(), "set owner or ownerRef, not both") {
+		t.Errorf("owner and ownerRef: got %v", err)
+	}
+}
