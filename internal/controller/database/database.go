@@ -39,7 +39,7 @@ const (
 	errExtensions = "cannot ensure the database's extensions"
 )
 
-// ReasonExtensionUnavailable: an extension the spec asks for is not
+// ReasonExtensionUnavailable says that an extension the spec asks for is not
 // available on the server.
 const ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
 
