@@ -6,6 +6,8 @@ package instance
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +79,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		For(&v1alpha1.PostgreSQLInstance{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace).
+		// A held deletion proceeds as soon as the last user goes.
+		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(referencedInstance)).
+		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(referencedInstance)).
 		Complete(config.Reconciler(name, c, r))
 }
 
@@ -101,6 +106,21 @@ func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
 	}
 }
 
+// referencedInstance maps a Database or Role to the Instance it refers to.
+func referencedInstance(_ context.Context, obj client.Object) []reconcile.Request {
+	var name string
+	switch o := obj.(type) {
+	case *v1alpha1.PostgreSQLDatabase:
+		name = o.Spec.InstanceRef.Name
+	case *v1alpha1.PostgreSQLRole:
+		name = o.Spec.InstanceRef.Name
+	}
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
 func caKind(ref *v1alpha1.CABundleReference) v1alpha1.CABundleKind {
 	if ref.Kind == "" {
 		return v1alpha1.CABundleKindSecret
@@ -116,7 +136,7 @@ type connector struct {
 }
 
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.TypedExternalClient[*v1alpha1.PostgreSQLInstance], error) {
-	e := &external{pools: c.pools, record: c.record}
+	e := &external{kube: c.kube, pools: c.pools, record: c.record}
 	if meta.WasDeleted(mg) {
 		// Letting go of an Instance needs neither its server nor its
 		// credentials: an unreachable server or a deleted Secret must not
@@ -136,6 +156,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 }
 
 type external struct {
+	kube   client.Reader
 	pools  *postgres.Registry
 	pool   postgres.Querier
 	record event.Recorder
@@ -144,10 +165,23 @@ type external struct {
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		mg.Status.Phase = v1alpha1.InstancePhaseDeleting
+		// Deletion waits while anything refers to the Instance; a failed
+		// look-up is not "no references". Nothing is cascaded, and nothing
+		// exists on the server for an Instance, so nothing is deleted there.
+		users, err := References(ctx, e.kube, mg)
+		if err != nil {
+			mg.SetConditions(xpv2.Deleting().WithMessage("deletion held: " + err.Error()))
+			return managed.ExternalObservation{}, err
+		}
+		if len(users) > 0 {
+			msg := heldMessage(users)
+			mg.SetConditions(xpv2.Deleting().WithMessage(msg))
+			// Reported as existing so that Delete is called and refuses,
+			// keeping the finalizer with back-off.
+			return managed.ExternalObservation{ResourceExists: true}, nil
+		}
 		mg.SetConditions(xpv2.Deleting())
 		e.pools.CloseInstance(string(mg.GetUID()))
-		// Nothing exists on the server for an Instance, so nothing is
-		// deleted there.
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 
@@ -202,9 +236,63 @@ func (e *external) Update(context.Context, *v1alpha1.PostgreSQLInstance) (manage
 	return managed.ExternalUpdate{}, nil
 }
 
-func (e *external) Delete(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalDelete, error) {
-	// Deleting an Instance never touches its server.
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalDelete, error) {
+	// Deleting an Instance never touches its server; it only waits for
+	// what refers to it to go first.
+	users, err := References(ctx, e.kube, mg)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	if len(users) > 0 {
+		return managed.ExternalDelete{}, errors.New(heldMessage(users))
+	}
 	return managed.ExternalDelete{}, nil
+}
+
+// References lists the Databases and Roles, in every namespace, that refer
+// to the Instance, as "Kind namespace/name".
+func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
+	var users []string
+	dbs := &v1alpha1.PostgreSQLDatabaseList{}
+	if err := kube.List(ctx, dbs); err != nil {
+		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases that may refer to this Instance")
+	}
+	for _, d := range dbs.Items {
+		if d.Spec.InstanceRef.Name == in.GetName() && boundTo(d.Status.AtProvider.InstanceUID, in) {
+			users = append(users, "PostgreSQLDatabase "+d.GetNamespace()+"/"+d.GetName())
+		}
+	}
+	roles := &v1alpha1.PostgreSQLRoleList{}
+	if err := kube.List(ctx, roles); err != nil {
+		return nil, errors.Wrap(err, "cannot list the PostgreSQLRoles that may refer to this Instance")
+	}
+	for _, r := range roles.Items {
+		if r.Spec.InstanceRef.Name == in.GetName() && boundTo(r.Status.AtProvider.InstanceUID, in) {
+			users = append(users, "PostgreSQLRole "+r.GetNamespace()+"/"+r.GetName())
+		}
+	}
+	sort.Strings(users)
+	return users, nil
+}
+
+// boundTo: a resource not yet bound to any Instance counts as referring to
+// whichever carries the name.
+func boundTo(uid string, in *v1alpha1.PostgreSQLInstance) bool {
+	return uid == "" || uid == string(in.GetUID())
+}
+
+func heldMessage(users []string) string {
+	const shown = 5
+	list := users
+	if len(list) > shown {
+		list = list[:shown]
+	}
+	more := ""
+	if len(users) > shown {
+		more = fmt.Sprintf(" and %d more", len(users)-shown)
+	}
+	return fmt.Sprintf("deletion held: %d resource(s) still refer to this Instance: %s%s. Delete them first; nothing is cascaded",
+		len(users), strings.Join(list, ", "), more)
 }
 
 func (e *external) Disconnect(context.Context) error {
