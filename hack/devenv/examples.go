@@ -61,6 +61,10 @@ func readExamples(dir string) ([]*unstructured.Unstructured, error) {
 			objs = append(objs, u)
 		}
 	}
+	// Namespaces first, whatever the file order.
+	sort.SliceStable(objs, func(i, j int) bool {
+		return objs[i].GetKind() == "Namespace" && objs[j].GetKind() != "Namespace"
+	})
 	return objs, nil
 }
 

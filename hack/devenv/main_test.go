@@ -60,7 +60,7 @@ func TestDev(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready",
-		"PostgreSQLRole/shop/orders is Ready", "get secret orders-postgresql", "make dev-down"} {
+		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "get secret orders-postgresql", "make dev-down"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the output does not say %q:\n%s", want, text)
 		}
