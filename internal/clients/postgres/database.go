@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,30 +50,35 @@ type ObservedDatabase struct {
 	Sessions int
 }
 
-// observeDatabaseSQL reads a database and its open sessions in one round
-// trip.
-const observeDatabaseSQL = `SELECT pg_get_userbyid(d.datdba), pg_encoding_to_char(d.encoding), d.datcollate, d.datctype,
-       d.datconnlimit, d.datallowconn, d.datistemplate,
+// observeDatabaseSQL reads a database, its open sessions and the identity
+// of the server in one round trip. It always returns a row: the database's
+// columns are NULL when it does not exist.
+const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       d.oid IS NOT NULL,
+       coalesce(pg_get_userbyid(d.datdba)::text, ''), coalesce(pg_encoding_to_char(d.encoding)::text, ''),
+       coalesce(d.datcollate, ''), coalesce(d.datctype, ''),
+       coalesce(d.datconnlimit, -1), coalesce(d.datallowconn, false), coalesce(d.datistemplate, false),
        coalesce(shobj_description(d.oid, 'pg_database'), ''),
        (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int
-  FROM pg_database d
- WHERE d.datname = $1`
+  FROM (SELECT 1) AS one
+  LEFT JOIN pg_database d ON d.datname = $1`
 
-// ObserveDatabase reads a database. It returns nil, nil when the database
-// does not exist.
-func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedDatabase, error) {
+// ObserveDatabase reads a database, and the system identifier of the
+// server it asked. The database is nil when it does not exist.
+func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedDatabase, string, error) {
 	o := &ObservedDatabase{}
-	var comment string
-	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
+	var system, comment string
+	var exists bool
+	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&system, &exists, &o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
 		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
+		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
+	}
+	if !exists {
+		return nil, system, nil
 	}
 	o.Comment, o.MarkerOwner = ParseMarker(comment)
-	return o, nil
+	return o, system, nil
 }
 
 // CreateDatabaseStatements returns CREATE DATABASE and the COMMENT that

@@ -132,12 +132,15 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_db", s, o, "uid-db")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ObserveDatabase(ctx, conn, "rt_db")
+	got, system, err := ObserveDatabase(ctx, conn, "rt_db")
 	if err != nil || got == nil {
 		t.Fatalf("ObserveDatabase = %v, %v", got, err)
 	}
 	if diff := cmp.Diff(s, got.DatabaseSettings); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if system == "" {
+		t.Error("no system identifier observed")
 	}
 	if got.Encoding != "UTF8" || got.LCCollate != "C" || got.MarkerOwner != "uid-db" {
 		t.Errorf("observed %+v", got)
@@ -145,7 +148,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	if stmts := UpdateDatabaseStatements("rt_db", s, *got, "uid-db"); len(stmts) != 0 {
 		t.Errorf("a freshly created database needs %v", stmts)
 	}
-	if missing, err := ObserveDatabase(ctx, conn, "rt_missing"); err != nil || missing != nil {
+	if missing, _, err := ObserveDatabase(ctx, conn, "rt_missing"); err != nil || missing != nil {
 		t.Errorf("a missing database observed as %v, %v", missing, err)
 	}
 }

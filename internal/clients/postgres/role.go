@@ -51,31 +51,37 @@ type ObservedRole struct {
 	Owner string
 }
 
-// observeRoleSQL reads a role, its settings, memberships and comment in one
-// round trip.
-const observeRoleSQL = `SELECT r.rolcanlogin, r.rolinherit, r.rolcreatedb, r.rolcreaterole, r.rolreplication,
-       r.rolbypassrls, r.rolsuper, r.rolconnlimit, r.rolvaliduntil,
+// observeRoleSQL reads a role, its settings, memberships and comment, and
+// the identity of the server, in one round trip. It always returns a row:
+// the role's columns are NULL when it does not exist.
+const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       r.oid IS NOT NULL,
+       coalesce(r.rolcanlogin, false), coalesce(r.rolinherit, false), coalesce(r.rolcreatedb, false),
+       coalesce(r.rolcreaterole, false), coalesce(r.rolreplication, false), coalesce(r.rolbypassrls, false),
+       coalesce(r.rolsuper, false), coalesce(r.rolconnlimit, -1), r.rolvaliduntil,
        coalesce(r.rolconfig, '{}'),
        coalesce(shobj_description(r.oid, 'pg_authid'), ''),
        ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
               WHERE m.member = r.oid ORDER BY 1)
-  FROM pg_roles r
- WHERE r.rolname = $1`
+  FROM (SELECT 1) AS one
+  LEFT JOIN pg_roles r ON r.rolname = $1`
 
-// ObserveRole reads a role. It returns nil, nil when the role does not
-// exist.
-func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, error) {
+// ObserveRole reads a role, and the system identifier of the server it
+// asked. The role is nil when it does not exist.
+func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, string, error) {
 	o := &ObservedRole{}
+	var system string
+	var exists bool
 	var validUntil pgtype.Timestamptz
 	var config []string
 	var comment string
-	err := q.QueryRow(ctx, observeRoleSQL, name).Scan(&o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
+	err := q.QueryRow(ctx, observeRoleSQL, name).Scan(&system, &exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
 		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &validUntil, &config, &comment, &o.MemberOf)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read role %s", QuoteIdentifier(name))
+		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read role %s", QuoteIdentifier(name))
+	}
+	if !exists {
+		return nil, system, nil
 	}
 	if validUntil.Valid && validUntil.InfinityModifier == pgtype.Finite {
 		t := validUntil.Time.UTC()
@@ -87,7 +93,7 @@ func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, er
 		o.Config[k] = v
 	}
 	o.Comment, o.Owner = ParseMarker(comment)
-	return o, nil
+	return o, system, nil
 }
 
 // The ownership marker ends the comment of every object the provider

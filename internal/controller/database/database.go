@@ -118,9 +118,18 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		mg.SetConditions(condition(v1alpha1.ReasonConflict, msg))
 		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
-	got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	got, system, err := postgres.ObserveDatabase(ctx, e.pool, name)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := instance.CheckSameServer(e.instance.GetName(), system, mg.Status.AtProvider.SystemIdentifier); err != nil {
+		mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
+		return managed.ExternalObservation{}, err
+	}
+	// Bind to the Instance and server on first sight, before anything is
+	// created, so that a create can never land on another server later.
+	if ap := &mg.Status.AtProvider; ap.InstanceUID == "" || ap.SystemIdentifier == "" {
+		ap.InstanceUID, ap.SystemIdentifier = string(e.instance.GetUID()), system
 	}
 	if got == nil {
 		if meta.WasDeleted(mg) {
@@ -154,12 +163,6 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 
 	ap := &mg.Status.AtProvider
 	ap.Name = name
-	if ap.InstanceUID == "" {
-		ap.InstanceUID = string(e.instance.GetUID())
-	}
-	if ap.SystemIdentifier == "" {
-		ap.SystemIdentifier = e.instance.Status.SystemIdentifier
-	}
 	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
@@ -200,7 +203,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalUpdate, error) {
 	name := mg.DatabaseName()
-	got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the database disappeared")), errObserve)
 	}
@@ -223,7 +226,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	e.pools.CloseDatabase(e.target.InstanceUID, name)
 	force := mg.Spec.ForProvider.TerminateConnectionsOnDelete
 	if !force {
-		got, err := postgres.ObserveDatabase(ctx, e.pool, name)
+		got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
 		if err != nil {
 			return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
 		}

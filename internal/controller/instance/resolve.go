@@ -59,3 +59,17 @@ func CheckProvisioning(in *v1alpha1.PostgreSQLInstance) error {
 	}
 	return nil
 }
+
+// CheckSameServer refuses to act when the server a resource's Instance now
+// reaches (system identifier now, read in the same round trip as the
+// observation) is not the one the resource was bound to: the endpoint
+// moved, and nothing is adopted or migrated.
+func CheckSameServer(instanceName, now, bound string) error {
+	if bound == "" || now == bound {
+		return nil
+	}
+	return fmt.Errorf("%w: PostgreSQLInstance %q now reaches a server with system identifier %s, but this resource was bound to the server with system identifier %s. "+
+		"Confirmed: the Instance's endpoint leads to a different server. Uncertain: whether the object exists there, and what became of it on the old server. "+
+		"Nothing is adopted or migrated and nothing was changed; check both servers by hand (SELECT system_identifier FROM pg_control_system()), then point the Instance back or recreate this resource",
+		ErrConflict, instanceName, now, bound)
+}

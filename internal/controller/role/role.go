@@ -135,9 +135,18 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		mg.SetConditions(conflict(msg))
 		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
-	got, err := postgres.ObserveRole(ctx, e.pool, name)
+	got, system, err := postgres.ObserveRole(ctx, e.pool, name)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := instance.CheckSameServer(e.instance.GetName(), system, mg.Status.AtProvider.SystemIdentifier); err != nil {
+		mg.SetConditions(conflict(err.Error()))
+		return managed.ExternalObservation{}, err
+	}
+	// Bind to the Instance and server on first sight, before anything is
+	// created, so that a create can never land on another server later.
+	if ap := &mg.Status.AtProvider; ap.InstanceUID == "" || ap.SystemIdentifier == "" {
+		ap.InstanceUID, ap.SystemIdentifier = string(e.instance.GetUID()), system
 	}
 	if got == nil {
 		if meta.WasDeleted(mg) {
@@ -213,7 +222,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
 	name := mg.RoleName()
-	got, err := postgres.ObserveRole(ctx, e.pool, name)
+	got, _, err := postgres.ObserveRole(ctx, e.pool, name)
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
 	}
@@ -265,12 +274,6 @@ func (e *external) Disconnect(context.Context) error { return nil }
 func (e *external) record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) {
 	ap := &mg.Status.AtProvider
 	ap.Name = mg.RoleName()
-	if ap.InstanceUID == "" {
-		ap.InstanceUID = string(e.instance.GetUID())
-	}
-	if ap.SystemIdentifier == "" {
-		ap.SystemIdentifier = e.instance.Status.SystemIdentifier
-	}
 	ap.Login = got.Login
 	ap.MemberOf = got.MemberOf
 	mg.Status.ObservedGeneration = mg.GetGeneration()

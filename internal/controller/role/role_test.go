@@ -22,6 +22,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -224,7 +225,7 @@ func TestRoleLifecycle(t *testing.T) {
 		before := logLen(t)
 		time.Sleep(7 * time.Second) // About three polls.
 		log := newLog(t, before)
-		if n := strings.Count(log, "FROM pg_roles r"); n < 2 {
+		if n := strings.Count(log, "LEFT JOIN pg_roles r ON r.rolname"); n < 2 {
 			t.Fatalf("only %d observations in 7s; the poll is not running", n)
 		}
 		for _, ddl := range []string{"ALTER ROLE", "CREATE ROLE", "COMMENT ON", "GRANT ", "REVOKE "} {
@@ -524,5 +525,105 @@ func assertNotInObjects(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQ
 	eb, _ := json.Marshal(events)
 	if strings.Contains(string(b), secret) || strings.Contains(string(eb), secret) {
 		t.Error("the password appears in the PostgreSQLRole or in events")
+	}
+}
+
+// TestRoleConflictWhenInstanceReplaced: an Instance deleted (its finalizer
+// forced off) and created again under the same name is not the Instance
+// the role was bound to.
+func TestRoleConflictWhenInstanceReplaced(t *testing.T) {
+	ctx := context.Background()
+	in, err := env.Instance(ctx, "replaced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("bound", func(r *v1alpha1.PostgreSQLRole) { r.Spec.InstanceRef.Name = "replaced" })
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	// Force the Instance away, as an admin stripping its finalizer would.
+	if err := env.Kube.Delete(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), in); err != nil {
+		t.Fatal(err)
+	}
+	orig := in.DeepCopy()
+	in.SetFinalizers(nil)
+	if err := env.Kube.Patch(ctx, in, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	again := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "replaced"}, Spec: orig.Spec}
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Create(ctx, again)
+		return err == nil, client.IgnoreAlreadyExists(err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "is not the Instance this resource was bound to") {
+		t.Errorf("Conflict message: %s", msg)
+	}
+}
+
+// TestRoleConflictWhenServerChanges: pointing an Instance at a different
+// server makes the roles bound to the old one report Conflict, and nothing
+// is created on the new one.
+func TestRoleConflictWhenServerChanges(t *testing.T) {
+	ctx := context.Background()
+	in, err := env.Instance(ctx, "moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("mover", func(r *v1alpha1.PostgreSQLRole) { r.Spec.InstanceRef.Name = "moving" })
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	bound := waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if bound.Status.AtProvider.SystemIdentifier == "" {
+		t.Fatal("no system identifier recorded")
+	}
+
+	other, err := pgserver.Start(ctx, pgserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop() //nolint:errcheck // Test cleanup.
+	for name, data := range map[string]map[string][]byte{
+		"moving-admin": {"username": []byte(other.AdminUser), "password": []byte(other.AdminPassword)},
+		"moving-ca":    {"ca.crt": other.CA.CertPEM},
+	} {
+		s := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: providertest.Namespace, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data = data
+		if err := env.Kube.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), in); err != nil {
+		t.Fatal(err)
+	}
+	orig := in.DeepCopy()
+	in.Spec.Endpoint.Port = int32(other.Port)
+	if err := env.Kube.Patch(ctx, in, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "reaches a server with system identifier") {
+		t.Errorf("Conflict message: %s", msg)
+	}
+	conn, err := other.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = 'mover'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the role was created on the new server (count %d, err %v)", n, err)
 	}
 }
