@@ -110,13 +110,9 @@ type external struct {
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
 	name := mg.DatabaseName()
-	if en := meta.GetExternalName(mg); en != "" && en != name {
-		msg := fmt.Sprintf("the external name %q differs from the database's name %q: a database is never re-pointed implicitly. "+
-			"Confirmed: this resource manages database %q. Uncertain: which database the annotation was meant to name. "+
-			"Restore the crossplane.io/external-name annotation to %q, or create a new PostgreSQLDatabase for the other database",
-			en, name, name, name)
-		mg.SetConditions(condition(v1alpha1.ReasonConflict, msg))
-		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	if err := instance.CheckExternalName(mg, "database", name); err != nil {
+		mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
+		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveDatabase(ctx, e.pool, name)
 	if err != nil {

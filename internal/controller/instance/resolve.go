@@ -73,3 +73,17 @@ func CheckSameServer(instanceName, now, bound string) error {
 		"Nothing is adopted or migrated and nothing was changed; check both servers by hand (SELECT system_identifier FROM pg_control_system()), then point the Instance back or recreate this resource",
 		ErrConflict, instanceName, now, bound)
 }
+
+// CheckExternalName refuses a crossplane.io/external-name annotation that
+// differs from the name the resource manages (kind is "role" or
+// "database"): an object is never re-pointed implicitly.
+func CheckExternalName(mg metav1.Object, kind, name string) error {
+	en := meta.GetExternalName(mg)
+	if en == "" || en == name {
+		return nil
+	}
+	return fmt.Errorf("%w: the external name %q differs from the %s's name %q: a %s is never re-pointed implicitly. "+
+		"Confirmed: this resource manages %s %q. Uncertain: which %s the annotation was meant to name. "+
+		"Restore the crossplane.io/external-name annotation to %q, or create a new resource for the other %s",
+		ErrConflict, en, kind, name, kind, kind, name, kind, name, kind)
+}

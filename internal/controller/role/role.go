@@ -127,13 +127,9 @@ type external struct {
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	name := mg.RoleName()
-	if en := meta.GetExternalName(mg); en != "" && en != name {
-		msg := fmt.Sprintf("the external name %q differs from the role's name %q: a role is never re-pointed implicitly. "+
-			"Confirmed: this resource manages role %q. Uncertain: which role the annotation was meant to name. "+
-			"Restore the crossplane.io/external-name annotation to %q, or create a new PostgreSQLRole for the other role",
-			en, name, name, name)
-		mg.SetConditions(conflict(msg))
-		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	if err := instance.CheckExternalName(mg, "role", name); err != nil {
+		mg.SetConditions(conflict(err.Error()))
+		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveRole(ctx, e.pool, name)
 	if err != nil {
@@ -184,18 +180,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, uid)
-	pw, err := e.password(ctx, mg, false)
+	pw, pwOK, err := e.passwordUpToDate(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
-	}
-	pwOK := true
-	if pw != "" {
-		if pwOK, err = e.passwordWorks(ctx, mg, pw); err != nil {
-			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
-		}
-	} else if wantsGeneratedPassword(mg) {
-		// No password yet (or a rotation was asked for): Update makes one.
-		pwOK = false
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, pw)}, nil
 }
@@ -384,6 +371,22 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", errors.Wrap(err, errStagePassword)
 	}
 	return pw, nil
+}
+
+// passwordUpToDate returns the password the role should have (without
+// generating one) and whether the server has it.
+func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (string, bool, error) {
+	pw, err := e.password(ctx, mg, false)
+	if err != nil {
+		return "", false, err
+	}
+	if pw == "" {
+		// No password yet, or a rotation was asked for: Update makes one
+		// for a role that wants a generated password.
+		return "", !wantsGeneratedPassword(mg), nil
+	}
+	ok, err := e.passwordWorks(ctx, mg, pw)
+	return pw, ok, err
 }
 
 // passwordWorks reports whether the role's password on the server is pw.
