@@ -52,8 +52,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDatabase](&connector{kube: kube, namespace: c.Namespace, pools: c.Pools}),
-		managed.WithInitializers(externalName{kube: kube}),
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDatabase](&connector{kube: kube, pools: c.Pools, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -63,41 +63,18 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Complete(config.Reconciler(name, c, r))
 }
 
-// externalName records the database's PostgreSQL name as the external name.
-type externalName struct{ kube client.Client }
-
-func (e externalName) Initialize(ctx context.Context, mg resource.Managed) error {
-	d, ok := mg.(*v1alpha1.PostgreSQLDatabase)
-	if !ok || meta.GetExternalName(d) != "" {
-		return nil
-	}
-	meta.SetExternalName(d, d.DatabaseName())
-	return errors.Wrap(e.kube.Update(ctx, d), "cannot record the external name")
-}
-
 type connector struct {
 	kube      client.Client
-	namespace string
 	pools     *postgres.Registry
+	instances instance.Connector
 }
 
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase], error) {
-	in, err := instance.Resolve(ctx, c.kube, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID, mg.GetNamespace())
-	if err != nil {
-		if errors.Is(err, instance.ErrConflict) {
-			mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
-		}
-		return nil, err
-	}
-	t, err := instance.ConnectionTarget(ctx, c.kube, c.namespace, in, in.Spec.Endpoint.Database)
+	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := c.pools.Pool(ctx, t)
-	if err != nil {
-		return nil, errors.Wrap(err, errPool)
-	}
-	return &external{kube: c.kube, pools: c.pools, pool: pool, instance: in, target: t}, nil
+	return &external{kube: c.kube, pools: c.pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target}, nil
 }
 
 type external struct {
@@ -111,7 +88,7 @@ type external struct {
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
 	name := mg.DatabaseName()
 	if err := instance.CheckExternalName(mg, "database", name); err != nil {
-		mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveDatabase(ctx, e.pool, name)
@@ -119,7 +96,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 	if err := instance.CheckSameServer(e.instance.GetName(), system, mg.Status.AtProvider.SystemIdentifier); err != nil {
-		mg.SetConditions(condition(v1alpha1.ReasonConflict, err.Error()))
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	// Bind to the Instance and server on first sight, before anything is
@@ -153,7 +130,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 			"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
 			"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
 			name, e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
-		mg.SetConditions(condition(v1alpha1.ReasonConflict, msg))
+		mg.SetConditions(instance.ConflictCondition(msg))
 		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
 

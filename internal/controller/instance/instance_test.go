@@ -3,7 +3,6 @@ package instance_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -25,23 +24,7 @@ import (
 var env *providertest.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
-	if env, err = providertest.Start(ctx, providertest.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot start the test environment: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	return m.Run()
+	os.Exit(providertest.Run(m, providertest.Options{}, func(e *providertest.Env) { env = e }))
 }
 
 // newInstance returns an Instance pointing at the test server, reading the

@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,11 +60,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	o = append(o,
 		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLRole](&connector{
-			kube: kube, namespace: c.Namespace, pools: c.Pools,
+			kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
 			publisher: managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme()),
 			verified:  &verifiedPasswords{m: map[types.UID][32]byte{}},
 		}),
-		managed.WithInitializers(externalName{kube: kube}),
+		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -75,45 +74,19 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Complete(config.Reconciler(name, c, r))
 }
 
-// externalName records the role's PostgreSQL name as the external name,
-// from spec.forProvider.name or metadata.name (validated by the CRD), never
-// crossplane-runtime's default of metadata.name unvalidated.
-type externalName struct{ kube client.Client }
-
-func (e externalName) Initialize(ctx context.Context, mg resource.Managed) error {
-	r, ok := mg.(*v1alpha1.PostgreSQLRole)
-	if !ok || meta.GetExternalName(r) != "" {
-		return nil
-	}
-	meta.SetExternalName(r, r.RoleName())
-	return errors.Wrap(e.kube.Update(ctx, r), "cannot record the external name")
-}
-
 type connector struct {
 	kube      client.Client
-	namespace string
-	pools     *postgres.Registry
+	instances instance.Connector
 	publisher *managed.APILocalSecretPublisher
 	verified  *verifiedPasswords
 }
 
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.TypedExternalClient[*v1alpha1.PostgreSQLRole], error) {
-	in, err := instance.Resolve(ctx, c.kube, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID, mg.GetNamespace())
-	if err != nil {
-		if errors.Is(err, instance.ErrConflict) {
-			mg.SetConditions(conflict(err.Error()))
-		}
-		return nil, err
-	}
-	t, err := instance.ConnectionTarget(ctx, c.kube, c.namespace, in, in.Spec.Endpoint.Database)
+	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := c.pools.Pool(ctx, t)
-	if err != nil {
-		return nil, errors.Wrap(err, errPool)
-	}
-	return &external{kube: c.kube, pool: pool, instance: in, target: t, publisher: c.publisher, verified: c.verified}, nil
+	return &external{kube: c.kube, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: c.publisher, verified: c.verified}, nil
 }
 
 type external struct {
@@ -128,7 +101,7 @@ type external struct {
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	name := mg.RoleName()
 	if err := instance.CheckExternalName(mg, "role", name); err != nil {
-		mg.SetConditions(conflict(err.Error()))
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveRole(ctx, e.pool, name)
@@ -136,7 +109,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 	if err := instance.CheckSameServer(e.instance.GetName(), system, mg.Status.AtProvider.SystemIdentifier); err != nil {
-		mg.SetConditions(conflict(err.Error()))
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	// Bind to the Instance and server on first sight, before anything is
@@ -165,7 +138,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
 			"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
 			name, e.instance.GetName(), uid, name)
-		mg.SetConditions(conflict(msg))
+		mg.SetConditions(instance.ConflictCondition(msg))
 		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
 
@@ -467,13 +440,6 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.Conne
 		d["ca.crt"] = ep.CAPEM
 	}
 	return d
-}
-
-func conflict(msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: v1alpha1.ReasonConflict, Message: msg,
-	}
 }
 
 // verifiedPasswords remembers, by digest, the password last verified for

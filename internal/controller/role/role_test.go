@@ -34,32 +34,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var err error
 	// Poll every 2s so that drift repair and steady state can be observed.
-	if env, err = providertest.Start(ctx, providertest.Options{PollInterval: 2 * time.Second}); err != nil {
-		fmt.Fprintf(os.Stderr, "cannot start the test environment: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}()
-	if main, err = env.Instance(ctx, "main"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := env.Namespace(ctx, ns); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+		env, main = e, e.Main
+	}))
 }
 
 func newRole(name string, mutate ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {

@@ -1,0 +1,84 @@
+package instance
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+)
+
+// A Connection is what the external client of a resource living on an
+// Instance needs: the Instance, how to reach its server as its admin, and
+// the shared pool for its maintenance database.
+type Connection struct {
+	Instance *v1alpha1.PostgreSQLInstance
+	Target   postgres.Target
+	Pool     *pgxpool.Pool
+}
+
+// A Connector resolves the Instance of a namespaced resource and borrows a
+// pool for it.
+type Connector struct {
+	Kube client.Client
+	// Namespace is the provider's, where admin Secrets live.
+	Namespace string
+	Pools     *postgres.Registry
+}
+
+// Connect resolves ref for mg (bound to boundUID once it has connected) and
+// returns a Connection. A replaced Instance sets mg's Ready condition to
+// Conflict.
+func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha1.InstanceReference, boundUID string) (*Connection, error) {
+	in, err := Resolve(ctx, c.Kube, ref, boundUID, mg.GetNamespace())
+	if err != nil {
+		if errors.Is(err, ErrConflict) {
+			mg.SetConditions(ConflictCondition(err.Error()))
+		}
+		return nil, err
+	}
+	t, err := ConnectionTarget(ctx, c.Kube, c.Namespace, in, in.Spec.Endpoint.Database)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := c.Pools.Pool(ctx, t)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot get a connection pool")
+	}
+	return &Connection{Instance: in, Target: t, Pool: pool}, nil
+}
+
+// ConflictCondition is the Ready condition of a resource the provider will
+// not act on; msg says what is confirmed, what is uncertain and how to check.
+func ConflictCondition(msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: v1alpha1.ReasonConflict, Message: msg,
+	}
+}
+
+// ExternalNameInitializer records name(mg) as the external name of a
+// resource that has none: the PostgreSQL name (spec.forProvider.name or a
+// metadata.name the CRD validated), never crossplane-runtime's default of
+// an unvalidated metadata.name.
+func ExternalNameInitializer[T resource.Managed](kube client.Client, name func(T) string) managed.Initializer {
+	return managed.InitializerFn(func(ctx context.Context, mg resource.Managed) error {
+		t, ok := mg.(T)
+		if !ok || meta.GetExternalName(mg) != "" {
+			return nil
+		}
+		meta.SetExternalName(mg, name(t))
+		return errors.Wrap(kube.Update(ctx, mg), "cannot record the external name")
+	})
+}
