@@ -37,6 +37,18 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// adminConn opens an admin connection to the test server's postgres
+// database for the test, closed when it ends.
+func adminConn(ctx context.Context, t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := server.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.WithoutCancel(ctx)) })
+	return conn
+}
+
 func endpointOf(s *pgserver.Server) Endpoint {
 	return Endpoint{Host: s.Host, Hostaddr: s.Hostaddr, Port: s.Port, Database: "postgres", SSLMode: SSLModeVerifyFull, CAPEM: s.CA.CertPEM}
 }

@@ -119,11 +119,7 @@ func TestNearMatches(t *testing.T) {
 func TestDatabaseRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	if _, err := conn.Exec(ctx, "CREATE ROLE rt_db_owner"); err != nil {
 		t.Fatal(err)
 	}

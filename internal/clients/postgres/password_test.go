@@ -16,11 +16,7 @@ import (
 func TestSCRAMVerifierKnownAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	// Let the server hash a password, then recompute its verifier from the
 	// salt and iterations it chose.
 	if _, err := conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'"); err != nil {
@@ -69,11 +65,7 @@ func TestSCRAMVerifierLogsIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	if _, err := conn.Exec(ctx, "CREATE ROLE scram_login LOGIN PASSWORD "+QuoteLiteral(verifier)); err != nil {
 		t.Fatal(err)
 	}

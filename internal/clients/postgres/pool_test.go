@@ -23,11 +23,7 @@ func target(uid, database string) Target {
 // providerConnections counts the provider's sessions on the server.
 func providerConnections(ctx context.Context, t *testing.T) int {
 	t.Helper()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", ApplicationName).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -37,11 +33,7 @@ func providerConnections(ctx context.Context, t *testing.T) int {
 
 func createDatabases(ctx context.Context, t *testing.T, prefix string, n int) []string {
 	t.Helper()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s_%d", prefix, i)

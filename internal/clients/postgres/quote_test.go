@@ -11,11 +11,7 @@ import (
 func TestQuoteLiteralRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	for _, in := range []string{
 		"plain", "it's", `back\slash`, `'; DROP ROLE postgres; --`, `\'`, "$$dollar$$", "ünïcödé", "new\nline", "",
 	} {

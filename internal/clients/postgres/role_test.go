@@ -163,11 +163,7 @@ func TestParseMarker(t *testing.T) {
 func TestRoleRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx) //nolint:errcheck // Test.
+	conn := adminConn(ctx, t)
 	if _, err := conn.Exec(ctx, "CREATE ROLE rt_group"); err != nil {
 		t.Fatal(err)
 	}

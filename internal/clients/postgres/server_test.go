@@ -11,11 +11,7 @@ import (
 func TestObserveServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	admin, err := server.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx) //nolint:errcheck // Test.
+	admin := adminConn(ctx, t)
 	if _, err := admin.Exec(ctx, "CREATE ROLE observer_creator LOGIN CREATEDB CREATEROLE PASSWORD 'pw-observer'"); err != nil {
 		t.Fatal(err)
 	}
