@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -260,17 +261,32 @@ func (r *Registry) releaseIdle(except poolKey) {
 	}
 }
 
-// A slotConn frees its slot once, when it is closed.
+// A slotConn frees its slot once, when it is closed and the server has let
+// go of the session.
 type slotConn struct {
 	net.Conn
 	once sync.Once
 	free func()
+	err  error
 }
 
+// serverGoneTimeout bounds how long Close waits for the server to close its
+// side of a session.
+const serverGoneTimeout = time.Second
+
+// Close waits briefly for the server to close its end before freeing the
+// slot. pgx has sent Terminate by now; the backend leaves pg_stat_activity
+// before its socket closes, so waiting for end-of-stream makes the cap hold
+// on the server too, not only in this process. A session the server does
+// not end is closed after serverGoneTimeout.
 func (c *slotConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.free)
-	return err
+	c.once.Do(func() {
+		_ = c.SetReadDeadline(time.Now().Add(serverGoneTimeout))
+		_, _ = io.Copy(io.Discard, c.Conn)
+		c.err = c.Conn.Close()
+		c.free()
+	})
+	return c.err
 }
 
 var (

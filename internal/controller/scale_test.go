@@ -1,0 +1,273 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+// The pool settings every scale run uses: far fewer connections than
+// resources.
+var scalePools = postgres.RegistryOptions{MaxConnsPerPool: 2, MaxConns: 4}
+
+// scalePoll is the poll interval of the scale environment, short enough to
+// measure the steady state in seconds.
+const scalePoll = 5 * time.Second
+
+var env *providertest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: scalePoll, Pools: scalePools, Instance: "main", Namespaces: []string{"scale"},
+	}, func(e *providertest.Env) { env = e }))
+}
+
+// peakSampler records the largest number of provider sessions seen on the
+// server until stopped.
+type peakSampler struct {
+	peak atomic.Int64
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func samplePeak(ctx context.Context, tb testing.TB) *peakSampler {
+	tb.Helper()
+	conn, err := env.Postgres.Connect(ctx, "postgres")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &peakSampler{stop: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Sampler.
+		for {
+			var n int64
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", postgres.ApplicationName).Scan(&n); err == nil && n > s.peak.Load() {
+				s.peak.Store(n)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+		}
+	}()
+	return s
+}
+
+func (s *peakSampler) done() int64 {
+	close(s.stop)
+	s.wg.Wait()
+	return s.peak.Load()
+}
+
+// provision creates n login roles (each with a connection Secret) and n
+// databases with the pgcrypto extension, and waits until all are Ready.
+func provision(ctx context.Context, tb testing.TB, prefix string, n int) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	for i := range n {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		r := &v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
+			Spec: v1alpha1.PostgreSQLRoleSpec{
+				InstanceRef:                      v1alpha1.InstanceReference{Name: "main"},
+				ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+			},
+		}
+		// An extension makes the provider connect to each database too:
+		// one pool per database, so the global cap is what bounds them.
+		d := &v1alpha1.PostgreSQLDatabase{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
+			Spec: v1alpha1.PostgreSQLDatabaseSpec{
+				InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+				ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Extensions: []v1alpha1.Extension{{Name: "pgcrypto"}}},
+			},
+		}
+		if err := env.Kube.Create(ctx, r); err != nil {
+			tb.Fatal(err)
+		}
+		if err := env.Kube.Create(ctx, d); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	err := providertest.Wait(ctx, 15*time.Minute, func(ctx context.Context) (bool, error) {
+		roles := &v1alpha1.PostgreSQLRoleList{}
+		dbs := &v1alpha1.PostgreSQLDatabaseList{}
+		if err := env.Kube.List(ctx, roles, client.InNamespace("scale")); err != nil {
+			return false, err
+		}
+		if err := env.Kube.List(ctx, dbs, client.InNamespace("scale")); err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range roles.Items {
+			if roles.Items[i].GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && len(roles.Items[i].Name) > len(prefix) && roles.Items[i].Name[:len(prefix)] == prefix {
+				ready++
+			}
+		}
+		for i := range dbs.Items {
+			if dbs.Items[i].GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && len(dbs.Items[i].Name) > len(prefix) && dbs.Items[i].Name[:len(prefix)] == prefix {
+				ready++
+			}
+		}
+		return ready == 2*n, nil
+	})
+	if err != nil {
+		tb.Fatalf("%d roles and %d databases did not all become Ready: %v", n, n, err)
+	}
+	return time.Since(start)
+}
+
+// floor runs the statements the provider runs for n pairs, verifiers
+// included, over one connection (and one to each new database for its
+// extension): the time no provider can beat.
+func floor(ctx context.Context, tb testing.TB, prefix string, n int) time.Duration {
+	tb.Helper()
+	conn, err := env.Postgres.Connect(ctx, "postgres")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Benchmark.
+	start := time.Now()
+	for i := range n {
+		name := fmt.Sprintf("%s%d", prefix, i)
+		pw, err := postgres.GeneratePassword()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		v, err := postgres.SCRAMVerifier(pw)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		a := postgres.DefaultRoleAttributes()
+		a.Login = true
+		if err := postgres.Exec(ctx, conn, postgres.CreateRoleStatements(name, a, v, "floor")); err != nil {
+			tb.Fatal(err)
+		}
+		s := postgres.DatabaseSettings{ConnectionLimit: -1, AllowConnections: true}
+		if err := postgres.ExecEach(ctx, conn, postgres.CreateDatabaseStatements(name, s, postgres.DatabaseCreateOptions{}, "floor")); err != nil {
+			tb.Fatal(err)
+		}
+		dbConn, err := env.Postgres.Connect(ctx, name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		err = postgres.Exec(ctx, dbConn, postgres.ExtensionStatements([]postgres.ExtensionSpec{{Name: "pgcrypto"}}, nil))
+		_ = dbConn.Close(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// observationsPerResourcePerPoll counts the catalog observations of the
+// scale resources over a window of steady state.
+func observationsPerResourcePerPoll(ctx context.Context, tb testing.TB, resources int) float64 {
+	tb.Helper()
+	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+		tb.Fatal(err)
+	}
+	defer env.Postgres.SetLogStatement(ctx, "none") //nolint:errcheck // Benchmark cleanup.
+	before, err := env.Postgres.Log()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	window := 3 * scalePoll
+	time.Sleep(window)
+	after, err := env.Postgres.Log()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := string(after[len(before):])
+	statements := countStatements(log)
+	return float64(statements) / float64(resources) / (float64(window) / float64(scalePoll))
+}
+
+// countStatements counts the statements logged by the provider's sessions.
+func countStatements(log string) int {
+	n := 0
+	for _, line := range splitLines(log) {
+		if containsAll(line, postgres.ApplicationName, "statement: ") || containsAll(line, postgres.ApplicationName, "execute ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestConnectionCapUnderLoad provisions many more resources than the
+// connection cap and checks that the provider's sessions on the server
+// never exceed it.
+func TestConnectionCapUnderLoad(t *testing.T) {
+	ctx := context.Background()
+	sampler := samplePeak(ctx, t)
+	took := provision(ctx, t, "capt", 30)
+	peak := sampler.done()
+	t.Logf("30 roles + 30 databases Ready in %s; peak provider sessions %d (cap %d)", took.Round(time.Millisecond), peak, scalePools.MaxConns)
+	if peak > int64(scalePools.MaxConns) {
+		t.Errorf("peak provider sessions %d exceed the cap %d", peak, scalePools.MaxConns)
+	}
+	if peak == 0 {
+		t.Error("no provider session was ever seen: the sampler is broken")
+	}
+}
+
+// BenchmarkProvision reports, for n role+database pairs on one Instance:
+// the time to Ready as a ratio of the floor (the same SQL over one
+// connection), the peak provider sessions against the cap, and the
+// statements per resource per poll in steady state. Run with
+// `make bench` (-benchtime 1x).
+func BenchmarkProvision(b *testing.B) {
+	for i, n := range []int{100, 300} {
+		b.Run(fmt.Sprintf("pairs=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			for range b.N {
+				prefix := fmt.Sprintf("b%dr", i)
+				sampler := samplePeak(ctx, b)
+				took := provision(ctx, b, prefix, n)
+				peak := sampler.done()
+				base := floor(ctx, b, fmt.Sprintf("f%dr", i), n)
+				perPoll := observationsPerResourcePerPoll(ctx, b, 2*n)
+				b.ReportMetric(float64(took)/float64(base), "x-floor")
+				b.ReportMetric(took.Seconds(), "s-to-ready")
+				b.ReportMetric(base.Seconds(), "s-floor")
+				b.ReportMetric(float64(peak), "peak-conns")
+				b.ReportMetric(float64(scalePools.MaxConns), "conn-cap")
+				b.ReportMetric(perPoll, "stmts/resource/poll")
+				if peak > int64(scalePools.MaxConns) {
+					b.Errorf("peak provider sessions %d exceed the cap %d", peak, scalePools.MaxConns)
+				}
+			}
+		})
+	}
+}
+
+func splitLines(s string) []string { return strings.Split(s, "\n") }
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
