@@ -85,7 +85,7 @@ test: tools ## Unit and integration tests against a real API server and PostgreS
 .PHONY: bench
 bench: tools ## Benchmarks (report ratios; see docs/performance.md).
 	KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
-		go test -run '^$$' -bench . -benchtime 1x ./...
+		go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache outside the repo is kept).

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -71,7 +73,47 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLRole{}).
+		// A changed passwordSecretRef Secret is applied at once, and a
+		// changed Instance (endpoint, CA) rewrites connection Secrets at
+		// once, not at the next poll.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube))).
+		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
 		Complete(config.Reconciler(name, c, r))
+}
+
+// rolesUsingSecret maps a Secret to the roles of its namespace whose
+// passwordSecretRef names it.
+func rolesUsingSecret(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := &v1alpha1.PostgreSQLRoleList{}
+		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, r := range l.Items {
+			if ref := r.Spec.ForProvider.PasswordSecretRef; ref != nil && ref.Name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
+			}
+		}
+		return reqs
+	}
+}
+
+// rolesOnInstance maps an Instance to the roles that live on it.
+func rolesOnInstance(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := &v1alpha1.PostgreSQLRoleList{}
+		if err := kube.List(ctx, l); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, r := range l.Items {
+			if r.Spec.InstanceRef.Name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
+			}
+		}
+		return reqs
+	}
 }
 
 type connector struct {

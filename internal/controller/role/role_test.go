@@ -605,3 +605,61 @@ func TestRoleConflictWhenServerChanges(t *testing.T) {
 		t.Errorf("the role was created on the new server (count %d, err %v)", n, err)
 	}
 }
+
+// TestRolePasswordFromSecret: a role takes its password from
+// passwordSecretRef, publishes it, and follows changes of that Secret.
+func TestRolePasswordFromSecret(t *testing.T) {
+	ctx := context.Background()
+	given := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "given-pw", Namespace: ns},
+		Data:       map[string][]byte{"pw": []byte("first-Given-password-1")},
+	}
+	if err := env.Kube.Create(ctx, given); err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("given", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.PasswordSecretRef = &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "given-pw"}, Key: "pw"}
+	})
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	secretOf := func() map[string][]byte {
+		s := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "given-conn"}, s); err != nil {
+			return nil
+		}
+		return s.Data
+	}
+	err := providertest.Wait(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		d := secretOf()
+		if string(d["password"]) != "first-Given-password-1" {
+			return false, nil
+		}
+		_, err := loginWith(ctx, d)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("the given password was not set and published: %v", err)
+	}
+	old := secretOf()
+
+	given.Data["pw"] = []byte("second-Given-password-2")
+	if err := env.Kube.Update(ctx, given); err != nil {
+		t.Fatal(err)
+	}
+	err = providertest.Wait(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+		d := secretOf()
+		if string(d["password"]) != "second-Given-password-2" {
+			return false, nil
+		}
+		_, err := loginWith(ctx, d)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("the changed password was not applied: %v", err)
+	}
+	if _, err := loginWith(ctx, old); err == nil {
+		t.Error("the old password still logs in")
+	}
+}
