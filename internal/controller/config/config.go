@@ -50,6 +50,12 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		// PostgreSQL's catalog shows a created object at once, and waiting
 		// would only delay deleting a freshly created resource.
 		managed.WithCreationGracePeriod(0),
+		// Names are chosen in the spec, never by the server, so after a
+		// create interrupted by a crash the next Observe can look the
+		// object up; its ownership marker then decides whether it is
+		// ours (otherwise: Conflict), instead of crossplane-runtime
+		// refusing to proceed until someone removes an annotation.
+		managed.WithDeterministicExternalName(true),
 	}
 	if c.MetricOptions != nil {
 		if c.MetricOptions.MRMetrics != nil {
