@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/rand"
@@ -110,17 +109,4 @@ func VerifierMatches(stored, password string) bool {
 	}
 	got, err := scramVerifier(password, salt, iterations)
 	return err == nil && hmac.Equal([]byte(got), []byte(stored))
-}
-
-// StoredVerifier reads a role's stored password verifier from pg_authid,
-// which only superusers may read. It returns "" for a role without one.
-func StoredVerifier(ctx context.Context, q Querier, role string) (string, error) {
-	var v *string
-	if err := q.QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", role).Scan(&v); err != nil {
-		return "", errors.Wrap(ClassifyConnectError(err), "cannot read the role's password verifier")
-	}
-	if v == nil {
-		return "", nil
-	}
-	return *v, nil
 }

@@ -49,11 +49,16 @@ type ObservedRole struct {
 	// Owner is the UID in the provider's ownership marker, or "" when the
 	// role carries none.
 	Owner string
+	// Verifier is the stored password verifier ("" for none), when
+	// VerifierRead.
+	Verifier     string
+	VerifierRead bool
 }
 
 // observeRoleSQL reads a role, its settings, memberships and comment, and
 // the identity of the server, in one round trip. It always returns a row:
-// the role's columns are NULL when it does not exist.
+// the role's columns are NULL when it does not exist. %s is the password
+// verifier column: pg_authid can only be read by superusers.
 const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
        r.oid IS NOT NULL,
        coalesce(r.rolcanlogin, false), coalesce(r.rolinherit, false), coalesce(r.rolcreatedb, false),
@@ -62,21 +67,34 @@ const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_s
        coalesce(r.rolconfig, '{}'),
        coalesce(shobj_description(r.oid, 'pg_authid'), ''),
        ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
-              WHERE m.member = r.oid ORDER BY 1)
+              WHERE m.member = r.oid ORDER BY 1),
+       %s
   FROM (SELECT 1) AS one
   LEFT JOIN pg_roles r ON r.rolname = $1`
 
+var (
+	observeRoleQuery             = fmt.Sprintf(observeRoleSQL, "NULL::text")
+	observeRoleWithVerifierQuery = fmt.Sprintf(observeRoleSQL, "(SELECT a.rolpassword FROM pg_authid a WHERE a.oid = r.oid)")
+)
+
 // ObserveRole reads a role, and the system identifier of the server it
-// asked. The role is nil when it does not exist.
-func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, string, error) {
+// asked. The role is nil when it does not exist. With withVerifier (only
+// for a superuser login) the same round trip reads the role's stored
+// password verifier.
+func ObserveRole(ctx context.Context, q Querier, name string, withVerifier bool) (*ObservedRole, string, error) {
+	query := observeRoleQuery
+	if withVerifier {
+		query = observeRoleWithVerifierQuery
+	}
 	o := &ObservedRole{}
 	var system string
 	var exists bool
 	var validUntil pgtype.Timestamptz
 	var config []string
 	var comment string
-	err := q.QueryRow(ctx, observeRoleSQL, name).Scan(&system, &exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
-		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &validUntil, &config, &comment, &o.MemberOf)
+	var verifier *string
+	err := q.QueryRow(ctx, query, name).Scan(&system, &exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
+		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &validUntil, &config, &comment, &o.MemberOf, &verifier)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read role %s", QuoteIdentifier(name))
 	}
@@ -93,6 +111,13 @@ func ObserveRole(ctx context.Context, q Querier, name string) (*ObservedRole, st
 		o.Config[k] = v
 	}
 	o.Comment, o.Owner = ParseMarker(comment)
+	if withVerifier {
+		o.Verifier = ""
+		if verifier != nil {
+			o.Verifier = *verifier
+		}
+		o.VerifierRead = true
+	}
 	return o, system, nil
 }
 

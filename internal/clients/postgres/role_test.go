@@ -172,13 +172,13 @@ func TestRoleRoundTrip(t *testing.T) {
 		Login: true, Inherit: false, CreateDB: true, ConnectionLimit: 7, ValidUntil: &until,
 		Config: map[string]string{"statement_timeout": "5s"}, MemberOf: []string{"rt_group"}, Comment: "it's mine",
 	}
-	if got, system, err := ObserveRole(ctx, conn, "rt-role"); err != nil || got != nil || system == "" {
+	if got, system, err := ObserveRole(ctx, conn, "rt-role", false); err != nil || got != nil || system == "" {
 		t.Fatalf("ObserveRole before create = %v, %q, %v; want nil, a system identifier, nil", got, system, err)
 	}
 	if err := Exec(ctx, conn, CreateRoleStatements("rt-role", want, "", "uid-rt")); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := ObserveRole(ctx, conn, "rt-role")
+	got, _, err := ObserveRole(ctx, conn, "rt-role", false)
 	if err != nil || got == nil {
 		t.Fatalf("ObserveRole = %v, %v", got, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,7 +65,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLRole](&connector{
 			kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
 			publisher: managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme()),
-			verified:  &verifiedPasswords{m: map[types.UID][32]byte{}},
+			verified:  &verifiedPasswords{m: map[types.UID]verified{}},
 		}),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 	)
@@ -146,7 +147,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
 	}
-	got, system, err := postgres.ObserveRole(ctx, e.pool, name)
+	got, system, err := postgres.ObserveRole(ctx, e.pool, name, e.readsVerifier(mg))
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
@@ -195,7 +196,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, uid)
-	pw, pwOK, err := e.passwordUpToDate(ctx, mg)
+	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
@@ -224,7 +225,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
 	name := mg.RoleName()
-	got, _, err := postgres.ObserveRole(ctx, e.pool, name)
+	got, _, err := postgres.ObserveRole(ctx, e.pool, name, e.readsVerifier(mg))
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
 	}
@@ -234,7 +235,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
 	}
 	if pw != "" {
-		ok, err := e.passwordWorks(ctx, mg, pw)
+		ok, err := e.passwordWorks(ctx, mg, got, pw)
 		if err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
 		}
@@ -390,7 +391,7 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 
 // passwordUpToDate returns the password the role should have (without
 // generating one) and whether the server has it.
-func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (string, bool, error) {
+func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (string, bool, error) {
 	pw, err := e.password(ctx, mg, false)
 	if err != nil {
 		return "", false, err
@@ -400,21 +401,24 @@ func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQL
 		// for a role that wants a generated password.
 		return "", !wantsGeneratedPassword(mg), nil
 	}
-	ok, err := e.passwordWorks(ctx, mg, pw)
+	ok, err := e.passwordWorks(ctx, mg, got, pw)
 	return pw, ok, err
 }
 
+// readsVerifier: a superuser admin reads the role's stored verifier in the
+// observation's round trip, for a role whose password the provider manages.
+func (e *external) readsVerifier(mg *v1alpha1.PostgreSQLRole) bool {
+	p := e.instance.Status.AdminPrivileges
+	return p != nil && p.Superuser && login(mg)
+}
+
 // passwordWorks reports whether the role's password on the server is pw.
-// A superuser admin reads the stored verifier and recomputes it (no login);
-// otherwise a password verified once is remembered by its digest, and a new
-// one is checked by logging in as the role.
-func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, pw string) (bool, error) {
-	if p := e.instance.Status.AdminPrivileges; p != nil && p.Superuser {
-		stored, err := postgres.StoredVerifier(ctx, e.pool, mg.RoleName())
-		if err != nil {
-			return false, err
-		}
-		return postgres.VerifierMatches(stored, pw), nil
+// With the stored verifier at hand (superuser admin) it is recomputed, no
+// login needed; otherwise a password verified once is remembered by its
+// digest, and a new one is checked by logging in as the role.
+func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, pw string) (bool, error) {
+	if got.VerifierRead {
+		return postgres.VerifierMatches(got.Verifier, pw), nil
 	}
 	if e.verified.is(mg.GetUID(), pw) {
 		return true, nil
@@ -486,11 +490,20 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.Conne
 
 // verifiedPasswords remembers, by digest, the password last verified for
 // each role, so a non-superuser admin does not log in as every role at
-// every poll.
+// every poll. An entry expires after verifiedFor, so a password changed on
+// the server by hand is found and set back within that time.
 type verifiedPasswords struct {
 	mu sync.Mutex
-	m  map[types.UID][32]byte
+	m  map[types.UID]verified
 }
+
+type verified struct {
+	digest [32]byte
+	at     time.Time
+}
+
+// verifiedFor is how long a password verified by logging in is trusted.
+const verifiedFor = 10 * time.Minute
 
 func (v *verifiedPasswords) set(uid types.UID, pw string) {
 	if pw == "" {
@@ -498,14 +511,14 @@ func (v *verifiedPasswords) set(uid types.UID, pw string) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.m[uid] = sha256.Sum256([]byte(pw))
+	v.m[uid] = verified{digest: sha256.Sum256([]byte(pw)), at: time.Now()}
 }
 
 func (v *verifiedPasswords) is(uid types.UID, pw string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	d, ok := v.m[uid]
-	return ok && d == sha256.Sum256([]byte(pw))
+	return ok && time.Since(d.at) < verifiedFor && d.digest == sha256.Sum256([]byte(pw))
 }
 
 func (v *verifiedPasswords) forget(uid types.UID) {

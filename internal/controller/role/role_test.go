@@ -663,3 +663,47 @@ func TestRolePasswordFromSecret(t *testing.T) {
 		t.Error("the old password still logs in")
 	}
 }
+
+// TestRolePasswordCheckedByLoginWithoutSuperuser: with an admin that is not
+// a superuser (CREATEDB CREATEROLE), pg_authid cannot be read; the role is
+// still created, its password verified by logging in as the role, and the
+// role stays Ready and Synced across polls.
+func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	if _, err := db.Exec(ctx, "CREATE ROLE creator_admin LOGIN CREATEDB CREATEROLE PASSWORD 'creator-pw-1'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "creator-admin", "creator_admin", "creator-pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	in := main.DeepCopy()
+	in.ObjectMeta = metav1.ObjectMeta{Name: "creator"}
+	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
+	in.Spec.AdminCredentialRef.Name = "creator-admin"
+	if err := env.Kube.Create(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	r := newRole("viacreator", func(r *v1alpha1.PostgreSQLRole) { r.Spec.InstanceRef.Name = "creator" })
+	if err := env.Kube.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	d := func() map[string][]byte {
+		s := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "viacreator-conn"}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Data
+	}
+	if _, err := loginWith(ctx, d()); err != nil {
+		t.Fatalf("the published password does not log in: %v", err)
+	}
+	got := &v1alpha1.PostgreSQLRole{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetCondition(xpv2.TypeSynced).Status != corev1.ConditionTrue {
+		t.Errorf("Synced = %+v", got.GetCondition(xpv2.TypeSynced))
+	}
+}
