@@ -2,7 +2,6 @@ package database_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -59,20 +58,9 @@ func connect(ctx context.Context, t *testing.T, db string) *pgx.Conn {
 
 func waitReady(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase, status corev1.ConditionStatus, reason xpv2.ConditionReason) *v1alpha1.PostgreSQLDatabase {
 	t.Helper()
-	got := &v1alpha1.PostgreSQLDatabase{}
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
-			return false, err
-		}
-		c := got.GetCondition(xpv2.TypeReady)
-		if c.Status != status || c.Reason != reason {
-			return false, nil
-		}
-		return status != corev1.ConditionTrue || got.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
-	})
-	if err != nil {
-		b, _ := json.MarshalIndent(got.Status, "", "  ")
-		t.Fatalf("PostgreSQLDatabase %s: Ready never became %s/%s: %v\nstatus: %s", d.Name, status, reason, err, b)
+	got := d.DeepCopy()
+	if err := env.WaitForReady(ctx, got, status, reason, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	return got
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -86,4 +87,20 @@ func CheckExternalName(mg metav1.Object, kind, name string) error {
 		"Confirmed: this resource manages %s %q. Uncertain: which %s the annotation was meant to name. "+
 		"Restore the crossplane.io/external-name annotation to %q, or create a new resource for the other %s",
 		ErrConflict, en, kind, name, kind, kind, name, kind, name, kind)
+}
+
+// Bind checks that the server an observation reached (its system
+// identifier) is the one a resource is bound to, setting a Conflict
+// condition when it is not, and binds the resource to the Instance and the
+// server on first sight, before anything is created, so that a create can
+// never land on another server later.
+func Bind(mg resource.Managed, in *v1alpha1.PostgreSQLInstance, system string, instanceUID, systemIdentifier *string) error {
+	if err := CheckSameServer(in.GetName(), system, *systemIdentifier); err != nil {
+		mg.SetConditions(ConflictCondition(err.Error()))
+		return err
+	}
+	if *instanceUID == "" || *systemIdentifier == "" {
+		*instanceUID, *systemIdentifier = string(in.GetUID()), system
+	}
+	return nil
 }

@@ -151,14 +151,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
-	if err := instance.CheckSameServer(e.instance.GetName(), system, mg.Status.AtProvider.SystemIdentifier); err != nil {
-		mg.SetConditions(instance.ConflictCondition(err.Error()))
+	if err := instance.Bind(mg, e.instance, system, &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
-	}
-	// Bind to the Instance and server on first sight, before anything is
-	// created, so that a create can never land on another server later.
-	if ap := &mg.Status.AtProvider; ap.InstanceUID == "" || ap.SystemIdentifier == "" {
-		ap.InstanceUID, ap.SystemIdentifier = string(e.instance.GetUID()), system
 	}
 	if got == nil {
 		if meta.WasDeleted(mg) {

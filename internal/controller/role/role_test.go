@@ -67,20 +67,9 @@ func admin(ctx context.Context, t *testing.T) *pgx.Conn {
 
 func waitCondition(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole, status corev1.ConditionStatus, reason xpv2.ConditionReason) *v1alpha1.PostgreSQLRole {
 	t.Helper()
-	got := &v1alpha1.PostgreSQLRole{}
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
-			return false, err
-		}
-		c := got.GetCondition(xpv2.TypeReady)
-		if c.Status != status || c.Reason != reason {
-			return false, nil
-		}
-		return status != corev1.ConditionTrue || got.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
-	})
-	if err != nil {
-		b, _ := json.MarshalIndent(got.Status, "", "  ")
-		t.Fatalf("PostgreSQLRole %s: Ready never became %s/%s: %v\nstatus: %s", r.Name, status, reason, err, b)
+	got := r.DeepCopy()
+	if err := env.WaitForReady(ctx, got, status, reason, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	return got
 }
