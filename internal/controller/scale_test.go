@@ -142,7 +142,7 @@ func provisionErr(ctx context.Context, prefix string, n int) (time.Duration, err
 		return ready == 2*n, nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("%d roles and %d databases did not all become Ready: %w", n, n, err)
+		return 0, fmt.Errorf("%d roles and %d databases did not all become Ready: %w%s", n, n, err, notReady(ctx, prefix))
 	}
 	return time.Since(start), nil
 }
@@ -375,4 +375,27 @@ func TestRestartMidwayConverges(t *testing.T) {
 	if unmarked != 0 {
 		t.Errorf("%d objects were left without their ownership marker", unmarked)
 	}
+}
+
+// notReady describes the scale resources with prefix that are not Ready.
+func notReady(ctx context.Context, prefix string) string {
+	var b strings.Builder
+	roles := &v1alpha1.PostgreSQLRoleList{}
+	dbs := &v1alpha1.PostgreSQLDatabaseList{}
+	_ = env.Kube.List(ctx, roles, client.InNamespace("scale"))
+	_ = env.Kube.List(ctx, dbs, client.InNamespace("scale"))
+	report := func(kind, name string, c, s xpv2.Condition) {
+		if strings.HasPrefix(name, prefix) && c.Status != corev1.ConditionTrue {
+			fmt.Fprintf(&b, "\n  %s %s: Ready %s/%s %q; Synced %s %q", kind, name, c.Status, c.Reason, c.Message, s.Status, s.Message)
+		}
+	}
+	for i := range roles.Items {
+		r := &roles.Items[i]
+		report("PostgreSQLRole", r.Name, r.GetCondition(xpv2.TypeReady), r.GetCondition(xpv2.TypeSynced))
+	}
+	for i := range dbs.Items {
+		d := &dbs.Items[i]
+		report("PostgreSQLDatabase", d.Name, d.GetCondition(xpv2.TypeReady), d.GetCondition(xpv2.TypeSynced))
+	}
+	return b.String()
 }

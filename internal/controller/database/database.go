@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,9 @@ const (
 	errDelete     = "cannot drop the database"
 	errExtensions = "cannot ensure the database's extensions"
 )
+
+// createTimeout bounds CREATE DATABASE and its marker together.
+const createTimeout = 2 * time.Minute
 
 // ReasonExtensionUnavailable says that an extension the spec asks for is not
 // available on the server.
@@ -161,8 +165,16 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if err := e.checkExtensionsAvailable(mg); err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	// CREATE DATABASE cannot share a transaction with its marker, and a
+	// cancelled statement may still complete on the server. So both run
+	// detached from this reconcile's cancellation (a provider shutting
+	// down lets them finish), bounded by createTimeout; only a hard kill in
+	// between leaves a database without its marker, which then shows as a
+	// Conflict for a person to resolve.
 	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
-	if err := postgres.ExecEach(ctx, e.pool, stmts); err != nil {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	if err := postgres.ExecEach(cctx, e.pool, stmts); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
 	return managed.ExternalCreation{}, errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
