@@ -6,6 +6,7 @@ package config
 import (
 	"time"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -76,4 +77,15 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 // requeued silently.
 func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
 	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), c.GlobalRateLimiter)
+}
+
+// ObserveOnly reports whether mg's management policies let the provider
+// only read (an import): neither "*", Create nor Update.
+func ObserveOnly(mg resource.Managed) bool {
+	for _, p := range mg.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionUpdate {
+			return false
+		}
+	}
+	return true
 }

@@ -118,12 +118,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	}
 
 	uid := string(mg.GetUID())
-	if got.MarkerOwner != uid && !observeOnly(mg) && meta.WasDeleted(mg) {
+	if got.MarkerOwner != uid && !config.ObserveOnly(mg) && meta.WasDeleted(mg) {
 		// This resource never owned the object: letting go of the resource
 		// touches nothing on the server.
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
-	if got.MarkerOwner != uid && !observeOnly(mg) {
+	if got.MarkerOwner != uid && !config.ObserveOnly(mg) {
 		msg := fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
 			"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
 			"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
@@ -149,7 +149,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if observeOnly(mg) {
+	if config.ObserveOnly(mg) {
 		mg.SetConditions(xpv2.Available())
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
@@ -385,15 +385,6 @@ func createOptions(mg *v1alpha1.PostgreSQLDatabase) postgres.DatabaseCreateOptio
 		o.Strategy = string(*p.Strategy)
 	}
 	return o
-}
-
-func observeOnly(mg *v1alpha1.PostgreSQLDatabase) bool {
-	for _, p := range mg.GetManagementPolicies() {
-		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionUpdate {
-			return false
-		}
-	}
-	return true
 }
 
 func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {

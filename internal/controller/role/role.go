@@ -165,12 +165,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	uid := string(mg.GetUID())
-	if got.Owner != uid && !observeOnly(mg) && meta.WasDeleted(mg) {
+	if got.Owner != uid && !config.ObserveOnly(mg) && meta.WasDeleted(mg) {
 		// This resource never owned the object: letting go of the resource
 		// touches nothing on the server.
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
-	if got.Owner != uid && !observeOnly(mg) {
+	if got.Owner != uid && !config.ObserveOnly(mg) {
 		msg := fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
 			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
 			"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
@@ -185,7 +185,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 	mg.SetConditions(xpv2.Available())
 
-	if observeOnly(mg) {
+	if config.ObserveOnly(mg) {
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
 	}
 
@@ -311,15 +311,6 @@ func desired(mg *v1alpha1.PostgreSQLRole) postgres.RoleAttributes {
 		a.Comment = *p.Comment
 	}
 	return a
-}
-
-func observeOnly(mg *v1alpha1.PostgreSQLRole) bool {
-	for _, p := range mg.GetManagementPolicies() {
-		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionCreate || p == xpv2.ManagementActionUpdate {
-			return false
-		}
-	}
-	return true
 }
 
 func login(mg *v1alpha1.PostgreSQLRole) bool {
