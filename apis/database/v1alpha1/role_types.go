@@ -101,7 +101,26 @@ type PostgreSQLRoleParameters struct {
 	PasswordSecretRef *xpv2.LocalSecretKeySelector `json:"passwordSecretRef,omitempty"`
 }
 
+// OwnedObjectsPolicy says what happens to what a role still owns when the
+// Delete management policy drops it.
+// +kubebuilder:validation:Enum=Refuse;Reassign;Drop
+type OwnedObjectsPolicy string
+
+// Owned objects policies.
+const (
+	// OwnedObjectsRefuse leaves everything in place: the drop fails and the
+	// condition lists what the role owns.
+	OwnedObjectsRefuse OwnedObjectsPolicy = "Refuse"
+	// OwnedObjectsReassign runs REASSIGN OWNED BY role TO reassignOwnedTo,
+	// then DROP OWNED BY role (which now only revokes its privileges).
+	OwnedObjectsReassign OwnedObjectsPolicy = "Reassign"
+	// OwnedObjectsDrop runs DROP OWNED BY role: its objects and their data
+	// are destroyed.
+	OwnedObjectsDrop OwnedObjectsPolicy = "Drop"
+)
+
 // A PostgreSQLRoleSpec defines the desired state of a PostgreSQLRole.
+// +kubebuilder:validation:XValidation:rule="!has(self.ownedObjectsOnDelete) || self.ownedObjectsOnDelete != 'Reassign' || has(self.reassignOwnedTo)",message="ownedObjectsOnDelete Reassign needs reassignOwnedTo"
 // +kubebuilder:validation:XValidation:rule="has(self.forProvider.name) == has(oldSelf.forProvider.name) && (!has(self.forProvider.name) || self.forProvider.name == oldSelf.forProvider.name)",message="forProvider.name cannot be changed: create a new PostgreSQLRole instead"
 type PostgreSQLRoleSpec struct {
 	// ManagementPolicies say what the provider may do. The default leaves
@@ -129,6 +148,25 @@ type PostgreSQLRoleSpec struct {
 	// bundle) ca.crt.
 	// +optional
 	WriteConnectionSecretToReference *xpv2.LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
+
+	// OwnedObjectsOnDelete says what happens, when the Delete management
+	// policy drops the role, to what it still owns and the privileges it
+	// holds, in the Instance's maintenance database and in every database
+	// a PostgreSQLDatabase manages on the same Instance: Refuse (the drop
+	// fails and says what blocks it), Reassign (REASSIGN OWNED to
+	// reassignOwnedTo, then DROP OWNED for the privileges) or Drop (DROP
+	// OWNED: the objects and their data are destroyed). Databases the role
+	// owns are never dropped.
+	// +kubebuilder:default=Refuse
+	// +optional
+	OwnedObjectsOnDelete OwnedObjectsPolicy `json:"ownedObjectsOnDelete,omitempty"`
+
+	// ReassignOwnedTo is the role that receives what this role owns, with
+	// ownedObjectsOnDelete Reassign.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ReassignOwnedTo string `json:"reassignOwnedTo,omitempty"`
 
 	// ConnectionDatabase is the database the connection Secret's database,
 	// uri and jdbc-url name. Defaults to the Instance's maintenance database.

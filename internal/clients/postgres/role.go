@@ -229,6 +229,21 @@ func SetPasswordStatement(name, verifier string) string {
 	return "ALTER ROLE " + QuoteIdentifier(name) + " PASSWORD " + QuoteLiteral(verifier)
 }
 
+// ReassignOwnedStatements returns the statements that hand what role owns in
+// the current database to heir, then revoke its remaining privileges.
+func ReassignOwnedStatements(role, heir string) []string {
+	return []string{
+		"REASSIGN OWNED BY " + QuoteIdentifier(role) + " TO " + QuoteIdentifier(heir),
+		"DROP OWNED BY " + QuoteIdentifier(role),
+	}
+}
+
+// DropOwnedStatements returns the statement that drops what role owns in
+// the current database and revokes its privileges there.
+func DropOwnedStatements(role string) []string {
+	return []string{"DROP OWNED BY " + QuoteIdentifier(role)}
+}
+
 // DropRoleStatement returns the statement that drops a role.
 func DropRoleStatement(name string) string {
 	return "DROP ROLE IF EXISTS " + QuoteIdentifier(name)

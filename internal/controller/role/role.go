@@ -129,11 +129,12 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (m
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: c.publisher, verified: c.verified}, nil
+	return &external{kube: c.kube, pools: c.instances.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: c.publisher, verified: c.verified}, nil
 }
 
 type external struct {
 	kube      client.Client
+	pools     *postgres.Registry
 	pool      *pgxpool.Pool
 	instance  *v1alpha1.PostgreSQLInstance
 	target    postgres.Target
@@ -253,10 +254,13 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
+	if err := e.releaseOwned(ctx, mg); err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(mg.RoleName())}); err != nil {
 		if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 			return managed.ExternalDelete{}, errors.Wrapf(err, "cannot drop role %q while it still owns objects or holds privileges; nothing was dropped. "+
-				"Reassign or drop what it owns (REASSIGN OWNED BY / DROP OWNED BY in each database), then the drop is retried", mg.RoleName())
+				"Reassign or drop what it owns (REASSIGN OWNED BY / DROP OWNED BY in each database, or set spec.ownedObjectsOnDelete to Reassign or Drop), then the drop is retried", mg.RoleName())
 		}
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
 	}
@@ -265,6 +269,54 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 }
 
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// releaseOwned applies ownedObjectsOnDelete before a drop: in the
+// maintenance database and in every database a PostgreSQLDatabase manages
+// on the same Instance, it reassigns or drops what the role owns there.
+func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	var stmts []string
+	switch mg.Spec.OwnedObjectsOnDelete {
+	case v1alpha1.OwnedObjectsReassign:
+		stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
+	case v1alpha1.OwnedObjectsDrop:
+		stmts = postgres.DropOwnedStatements(mg.RoleName())
+	default:
+		return nil
+	}
+	dbs, err := e.managedDatabases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		t := e.target
+		t.Endpoint.Database = db
+		p, err := e.pools.Pool(ctx, t)
+		if err != nil {
+			return errors.Wrapf(err, "cannot connect to database %q", db)
+		}
+		if err := postgres.Exec(ctx, p, stmts); err != nil {
+			return errors.Wrapf(err, "cannot release what role %q owns in database %q (ownedObjectsOnDelete %s)", mg.RoleName(), db, mg.Spec.OwnedObjectsOnDelete)
+		}
+	}
+	return nil
+}
+
+// managedDatabases lists the Instance's maintenance database and the
+// databases PostgreSQLDatabases (any namespace) manage on it.
+func (e *external) managedDatabases(ctx context.Context) ([]string, error) {
+	l := &v1alpha1.PostgreSQLDatabaseList{}
+	if err := e.kube.List(ctx, l); err != nil {
+		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases on the Instance")
+	}
+	dbs := []string{e.target.Endpoint.Database}
+	for _, d := range l.Items {
+		ap := d.Status.AtProvider
+		if ap.InstanceUID == string(e.instance.GetUID()) && ap.Name != "" && !slices.Contains(dbs, ap.Name) {
+			dbs = append(dbs, ap.Name)
+		}
+	}
+	return dbs, nil
+}
 
 // record writes what was observed into status.atProvider, binding the
 // resource to its Instance and server on first sight.

@@ -696,3 +696,77 @@ func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
 		t.Errorf("Synced = %+v", got.GetCondition(xpv2.TypeSynced))
 	}
 }
+
+// TestRoleOwnedObjectsOnDelete: with Reassign, what the dropped role owned
+// in a managed database goes to the heir; with Drop, it is dropped; the
+// role goes either way. Without reassignOwnedTo, Reassign is refused.
+func TestRoleOwnedObjectsOnDelete(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	d := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "inherited", Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	if err := env.Kube.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitForReady(ctx, d, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "CREATE ROLE heir"); err != nil {
+		t.Fatal(err)
+	}
+	all := xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	leaver := newRole("leaver", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = all
+		r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign
+		r.Spec.ReassignOwnedTo = "heir"
+	})
+	dropper := newRole("dropper", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = all
+		r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsDrop
+	})
+	for _, r := range []*v1alpha1.PostgreSQLRole{leaver, dropper} {
+		if err := env.Kube.Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+	inherited, err := env.Postgres.Connect(ctx, "inherited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inherited.Close(ctx) //nolint:errcheck // Test.
+	for _, stmt := range []string{
+		"CREATE TABLE kept_data (id int)", "ALTER TABLE kept_data OWNER TO leaver",
+		"CREATE TABLE shared (id int)", "GRANT SELECT ON shared TO leaver, dropper",
+		"CREATE TABLE doomed (id int)", "ALTER TABLE doomed OWNER TO dropper",
+	} {
+		if _, err := inherited.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, r := range []*v1alpha1.PostgreSQLRole{leaver, dropper} {
+		if err := env.Kube.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, r)
+	}
+	var roles int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname IN ('leaver', 'dropper')").Scan(&roles); err != nil || roles != 0 {
+		t.Errorf("roles left: %d (err %v)", roles, err)
+	}
+	var owner string
+	if err := inherited.QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = 'kept_data'").Scan(&owner); err != nil || owner != "heir" {
+		t.Errorf("kept_data is owned by %q (err %v), want heir", owner, err)
+	}
+	var doomed int
+	if err := inherited.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'doomed'").Scan(&doomed); err != nil || doomed != 0 {
+		t.Errorf("the Drop policy left doomed in place (count %d, err %v)", doomed, err)
+	}
+
+	bad := newRole("noheir", func(r *v1alpha1.PostgreSQLRole) { r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign })
+	if err := env.Kube.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "ownedObjectsOnDelete Reassign needs reassignOwnedTo") {
+		t.Errorf("Reassign without reassignOwnedTo: got %v", err)
+	}
+}
