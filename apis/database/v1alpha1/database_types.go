@@ -180,9 +180,12 @@ type PostgreSQLDatabaseSpec struct {
 
 // ObservedExtension is an extension installed in the database.
 type ObservedExtension struct {
-	Name    string `json:"name"`
+	// Name of the extension.
+	Name string `json:"name"`
+	// Version installed (pg_extension.extversion).
 	Version string `json:"version,omitempty"`
-	Schema  string `json:"schema,omitempty"`
+	// Schema holding the extension's objects.
+	Schema string `json:"schema,omitempty"`
 }
 
 // PostgreSQLDatabaseObservation is the database as last observed.
@@ -200,11 +203,13 @@ type PostgreSQLDatabaseObservation struct {
 	// Owner, as observed.
 	// +optional
 	Owner string `json:"owner,omitempty"`
-	// Encoding, LCCollate and LCCtype, as observed.
+	// Encoding of the database, as observed.
 	// +optional
 	Encoding string `json:"encoding,omitempty"`
+	// LCCollate of the database, as observed.
 	// +optional
 	LCCollate string `json:"lcCollate,omitempty"`
+	// LCCtype of the database, as observed.
 	// +optional
 	LCCtype string `json:"lcCtype,omitempty"`
 	// Extensions that the spec lists, as installed.
@@ -216,6 +221,7 @@ type PostgreSQLDatabaseObservation struct {
 // PostgreSQLDatabase.
 type PostgreSQLDatabaseStatus struct {
 	xpv2.ManagedResourceStatus `json:",inline"`
+	// AtProvider is the database as last observed.
 	// +optional
 	AtProvider PostgreSQLDatabaseObservation `json:"atProvider,omitempty"`
 }

@@ -98,7 +98,19 @@ type PostgreSQLRoleParameters struct {
 	// password of 40 random letters and digits is generated. A change of
 	// the Secret is applied at the next reconcile.
 	// +optional
-	PasswordSecretRef *xpv2.LocalSecretKeySelector `json:"passwordSecretRef,omitempty"`
+	PasswordSecretRef *SecretKeyReference `json:"passwordSecretRef,omitempty"`
+}
+
+// SecretKeyReference names a key of a Secret in the resource's namespace.
+type SecretKeyReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key of the Secret holding the value.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
 }
 
 // OwnedObjectsPolicy says what happens to what a role still owns when the
@@ -202,6 +214,7 @@ type PostgreSQLRoleObservation struct {
 // A PostgreSQLRoleStatus represents the observed state of a PostgreSQLRole.
 type PostgreSQLRoleStatus struct {
 	xpv2.ManagedResourceStatus `json:",inline"`
+	// AtProvider is the role as last observed.
 	// +optional
 	AtProvider PostgreSQLRoleObservation `json:"atProvider,omitempty"`
 }

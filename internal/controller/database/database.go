@@ -118,12 +118,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	}
 
 	uid := string(mg.GetUID())
-	if got.MarkerOwner != uid && !config.ObserveOnly(mg) && meta.WasDeleted(mg) {
-		// This resource never owned the object: letting go of the resource
-		// touches nothing on the server.
+	switch instance.OwnershipOf(mg, got.MarkerOwner) {
+	case instance.Owned:
+	case instance.Release:
 		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-	if got.MarkerOwner != uid && !config.ObserveOnly(mg) {
+	case instance.Foreign:
 		msg := fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
 			"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
 			"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",

@@ -15,6 +15,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
 // ErrConflict marks errors after which the provider must not act: the
@@ -103,4 +104,33 @@ func Bind(mg resource.Managed, in *v1alpha1.PostgreSQLInstance, system string, i
 		*instanceUID, *systemIdentifier = string(in.GetUID()), system
 	}
 	return nil
+}
+
+// Ownership is what an observed object means to the resource observing it.
+type Ownership int
+
+// Ownerships.
+const (
+	// Owned: the object carries the resource's marker, or the resource only
+	// observes (an import).
+	Owned Ownership = iota
+	// Release: the resource is being deleted and never owned the object:
+	// letting go of the resource touches nothing on the server.
+	Release
+	// Foreign: the object was not created by the resource, which must not
+	// act on it (Conflict).
+	Foreign
+)
+
+// OwnershipOf decides what an observed object whose ownership marker names
+// markerUID ("" for none) means to mg.
+func OwnershipOf(mg resource.Managed, markerUID string) Ownership {
+	switch {
+	case markerUID == string(mg.GetUID()) || config.ObserveOnly(mg):
+		return Owned
+	case meta.WasDeleted(mg):
+		return Release
+	default:
+		return Foreign
+	}
 }

@@ -44,7 +44,6 @@ const (
 )
 
 const (
-	errPool          = "cannot get a connection pool"
 	errObserve       = "cannot observe the role"
 	errCreate        = "cannot create the role"
 	errUpdate        = "cannot update the role"
@@ -166,12 +165,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	uid := string(mg.GetUID())
-	if got.Owner != uid && !config.ObserveOnly(mg) && meta.WasDeleted(mg) {
-		// This resource never owned the object: letting go of the resource
-		// touches nothing on the server.
+	switch instance.OwnershipOf(mg, got.Owner) {
+	case instance.Owned:
+	case instance.Release:
 		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-	if got.Owner != uid && !config.ObserveOnly(mg) {
+	case instance.Foreign:
 		msg := fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
 			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
 			"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",

@@ -607,7 +607,7 @@ func TestRolePasswordFromSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRole("given", func(r *v1alpha1.PostgreSQLRole) {
-		r.Spec.ForProvider.PasswordSecretRef = &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "given-pw"}, Key: "pw"}
+		r.Spec.ForProvider.PasswordSecretRef = &v1alpha1.SecretKeyReference{Name: "given-pw", Key: "pw"}
 	})
 	if err := env.Kube.Create(ctx, r); err != nil {
 		t.Fatal(err)
