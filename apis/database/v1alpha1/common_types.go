@@ -15,4 +15,9 @@ const (
 	// create). The message says what is confirmed, what is uncertain and
 	// how to check by hand.
 	ReasonConflict = "Conflict"
+
+	// ReasonObserveOnly: the object exists and is observed read-only (an
+	// import). Existence alone is not Ready: the provider changes nothing
+	// and nothing may be delivered from it.
+	ReasonObserveOnly = "ObserveOnly"
 )

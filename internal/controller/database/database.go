@@ -149,7 +149,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, err
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(xpv2.Available())
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("database %q", name)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	mg.SetConditions(xpv2.Available())

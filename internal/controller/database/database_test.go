@@ -319,7 +319,8 @@ func TestDatabaseImportObserveOnly(t *testing.T) {
 	if err := env.Kube.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	got := waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	// Existence is not Ready: an import is observed, never delivered.
+	got := waitReady(ctx, t, d, corev1.ConditionFalse, v1alpha1.ReasonObserveOnly)
 	time.Sleep(3 * time.Second)
 	var limit int
 	var comment *string

@@ -68,6 +68,19 @@ func ConflictCondition(msg string) xpv2.Condition {
 	}
 }
 
+// ObserveOnlyCondition is the Ready condition of an imported object that
+// exists: False, because the contract says existence is not Ready for
+// delivery, and an import never authorises changes.
+func ObserveOnlyCondition(what string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: v1alpha1.ReasonObserveOnly,
+		Message: what + " exists and is observed read-only (managementPolicies: [Observe]); status.atProvider shows what was read. " +
+			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; " +
+			"an object the provider did not create then reports a Conflict that says how an admin hands it over.",
+	}
+}
+
 // ExternalNameInitializer records name(mg) as the external name of a
 // resource that has none: the PostgreSQL name (spec.forProvider.name or a
 // metadata.name the CRD validated), never crossplane-runtime's default of

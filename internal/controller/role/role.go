@@ -182,12 +182,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
-	mg.SetConditions(xpv2.Available())
-
 	if config.ObserveOnly(mg) {
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("role %q", name)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
 	}
 
+	mg.SetConditions(xpv2.Available())
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, uid)
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {

@@ -394,7 +394,8 @@ func TestRoleImportObserveOnly(t *testing.T) {
 	if err := env.Kube.Create(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	// Existence is not Ready: an import is observed, never delivered.
+	waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonObserveOnly)
 	time.Sleep(3 * time.Second) // At least one more poll.
 	var limit int
 	var comment *string
