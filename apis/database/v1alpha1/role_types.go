@@ -73,7 +73,8 @@ type PostgreSQLRoleParameters struct {
 	ValidUntil *metav1.Time `json:"validUntil,omitempty"`
 
 	// MemberOf lists roles this role is a member of (GRANT … TO role).
-	// Memberships not listed are revoked.
+	// A role removed from this list is revoked; memberships granted by
+	// other means (a PostgreSQLGrant, a person) are left alone.
 	// +listType=set
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=63
@@ -205,6 +206,10 @@ type PostgreSQLRoleObservation struct {
 	// MemberOf, as observed.
 	// +optional
 	MemberOf []string `json:"memberOf,omitempty"`
+	// AppliedMemberOf are the memberships this resource granted: those it
+	// revokes when they leave spec.forProvider.memberOf.
+	// +optional
+	AppliedMemberOf []string `json:"appliedMemberOf,omitempty"`
 	// PasswordRotation is the last rotation request handled: the value of
 	// the database.ayatori.ddupan.top/rotate-password annotation.
 	// +optional

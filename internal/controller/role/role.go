@@ -188,7 +188,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 
 	mg.SetConditions(xpv2.Available())
-	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, uid)
+	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), uid)
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
@@ -211,6 +211,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
+	applied(mg)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalCreation{ConnectionDetails: e.details(mg, pw)}, nil
@@ -222,7 +223,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
 	}
-	stmts := postgres.UpdateRoleStatements(name, desired(mg), *got, string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
@@ -245,6 +246,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
 		}
 	}
+	applied(mg)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, pw)}, nil
@@ -323,7 +325,34 @@ func (e *external) record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRol
 	ap.Name = mg.RoleName()
 	ap.Login = got.Login
 	ap.MemberOf = got.MemberOf
+	// Listed memberships seen held count as applied even when the status
+	// write after granting them was lost.
+	for _, g := range mg.Spec.ForProvider.MemberOf {
+		if slices.Contains(got.MemberOf, g) && !slices.Contains(ap.AppliedMemberOf, g) {
+			ap.AppliedMemberOf = append(ap.AppliedMemberOf, g)
+		}
+	}
+	slices.Sort(ap.AppliedMemberOf)
 	mg.Status.ObservedGeneration = mg.GetGeneration()
+}
+
+// scoped returns got with only the memberships mg manages: those it lists
+// or granted before. Others (granted by a PostgreSQLGrant or a person) are
+// not its to revoke.
+func scoped(mg *v1alpha1.PostgreSQLRole, got postgres.ObservedRole) postgres.ObservedRole {
+	var mine []string
+	for _, g := range got.MemberOf {
+		if slices.Contains(mg.Spec.ForProvider.MemberOf, g) || slices.Contains(mg.Status.AtProvider.AppliedMemberOf, g) {
+			mine = append(mine, g)
+		}
+	}
+	got.MemberOf = mine
+	return got
+}
+
+// applied records that mg's listed memberships are now granted.
+func applied(mg *v1alpha1.PostgreSQLRole) {
+	mg.Status.AtProvider.AppliedMemberOf = slices.Sorted(slices.Values(mg.Spec.ForProvider.MemberOf))
 }
 
 // desired returns the attributes the spec asks for, with CREATE ROLE's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +217,39 @@ func TestRoleLifecycle(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("drift was not repaired: %v", err)
+		}
+	})
+
+	t.Run("OnlyItsOwnMembershipsRevoked", func(t *testing.T) {
+		// A membership granted by other means (a PostgreSQLGrant, a person)
+		// is not the Role's to revoke; one it listed is, once unlisted.
+		if _, err := db.Exec(ctx, "CREATE ROLE auditors NOLOGIN; GRANT auditors TO orders"); err != nil {
+			t.Fatal(err)
+		}
+		cur := &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), cur); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"readers"}, cur.Status.AtProvider.AppliedMemberOf); diff != "" {
+			t.Errorf("status.atProvider.appliedMemberOf (-want +got):\n%s", diff)
+		}
+		orig := cur.DeepCopy()
+		cur.Spec.ForProvider.MemberOf = nil
+		if err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			var readers bool
+			err := db.QueryRow(ctx, "SELECT pg_has_role('orders', 'readers', 'MEMBER')").Scan(&readers)
+			return err == nil && !readers, err
+		})
+		if err != nil {
+			t.Fatalf("the unlisted membership was not revoked: %v", err)
+		}
+		time.Sleep(3 * time.Second) // More polls.
+		var auditors bool
+		if err := db.QueryRow(ctx, "SELECT pg_has_role('orders', 'auditors', 'MEMBER')").Scan(&auditors); err != nil || !auditors {
+			t.Errorf("a membership the Role never listed was revoked (member %t, err %v)", auditors, err)
 		}
 	})
 
