@@ -48,6 +48,30 @@ var (
 	PostgreSQLDatabaseGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLDatabaseKind)
 )
 
+// PostgreSQLSchema type metadata.
+var (
+	PostgreSQLSchemaKind             = reflect.TypeOf(PostgreSQLSchema{}).Name()
+	PostgreSQLSchemaGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLSchemaKind}.String()
+	PostgreSQLSchemaKindAPIVersion   = PostgreSQLSchemaKind + "." + SchemeGroupVersion.String()
+	PostgreSQLSchemaGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLSchemaKind)
+)
+
+// PostgreSQLGrant type metadata.
+var (
+	PostgreSQLGrantKind             = reflect.TypeOf(PostgreSQLGrant{}).Name()
+	PostgreSQLGrantGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLGrantKind}.String()
+	PostgreSQLGrantKindAPIVersion   = PostgreSQLGrantKind + "." + SchemeGroupVersion.String()
+	PostgreSQLGrantGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLGrantKind)
+)
+
+// PostgreSQLDefaultPrivileges type metadata.
+var (
+	PostgreSQLDefaultPrivilegesKind             = reflect.TypeOf(PostgreSQLDefaultPrivileges{}).Name()
+	PostgreSQLDefaultPrivilegesGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLDefaultPrivilegesKind}.String()
+	PostgreSQLDefaultPrivilegesKindAPIVersion   = PostgreSQLDefaultPrivilegesKind + "." + SchemeGroupVersion.String()
+	PostgreSQLDefaultPrivilegesGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLDefaultPrivilegesKind)
+)
+
 // AnnotationRotatePassword requests a new generated password for a login
 // PostgreSQLRole: set it to any new value (a timestamp, say) to rotate.
 const AnnotationRotatePassword = Group + "/rotate-password"
@@ -56,4 +80,7 @@ func init() {
 	SchemeBuilder.Register(&PostgreSQLInstance{}, &PostgreSQLInstanceList{})
 	SchemeBuilder.Register(&PostgreSQLRole{}, &PostgreSQLRoleList{})
 	SchemeBuilder.Register(&PostgreSQLDatabase{}, &PostgreSQLDatabaseList{})
+	SchemeBuilder.Register(&PostgreSQLSchema{}, &PostgreSQLSchemaList{})
+	SchemeBuilder.Register(&PostgreSQLGrant{}, &PostgreSQLGrantList{})
+	SchemeBuilder.Register(&PostgreSQLDefaultPrivileges{}, &PostgreSQLDefaultPrivilegesList{})
 }

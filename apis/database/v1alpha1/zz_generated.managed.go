@@ -74,6 +74,137 @@ func (l *PostgreSQLDatabaseList) GetItems() []resource.Managed {
 }
 
 var (
+	_ resource.Managed                    = &PostgreSQLDefaultPrivileges{}
+	_ resource.LocalConnectionSecretOwner = &PostgreSQLDefaultPrivileges{}
+	_ resource.ManagedList                = &PostgreSQLDefaultPrivilegesList{}
+)
+
+// GetCondition of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) GetCondition(ct xpv2.ConditionType) xpv2.Condition {
+	return mg.Status.GetCondition(ct)
+}
+
+// SetConditions of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) SetConditions(c ...xpv2.Condition) {
+	mg.Status.SetConditions(c...)
+}
+
+// GetManagementPolicies of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) GetManagementPolicies() xpv2.ManagementPolicies {
+	return mg.Spec.ManagementPolicies
+}
+
+// SetManagementPolicies of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) SetManagementPolicies(r xpv2.ManagementPolicies) {
+	mg.Spec.ManagementPolicies = r
+}
+
+// GetObservedGeneration of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) GetObservedGeneration() int64 {
+	return mg.Status.GetObservedGeneration()
+}
+
+// SetObservedGeneration of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) SetObservedGeneration(generation int64) {
+	mg.Status.SetObservedGeneration(generation)
+}
+
+// GetLastHandledReconcileAt of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) GetLastHandledReconcileAt() string {
+	return mg.Status.GetLastHandledReconcileAt()
+}
+
+// SetLastHandledReconcileAt of this PostgreSQLDefaultPrivileges.
+func (mg *PostgreSQLDefaultPrivileges) SetLastHandledReconcileAt(token string) {
+	mg.Status.SetLastHandledReconcileAt(token)
+}
+
+// GetWriteConnectionSecretToReference of this PostgreSQLDefaultPrivileges is always nil: it
+// publishes no connection details.
+func (mg *PostgreSQLDefaultPrivileges) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return nil
+}
+
+// SetWriteConnectionSecretToReference of this PostgreSQLDefaultPrivileges does nothing: it
+// publishes no connection details.
+func (mg *PostgreSQLDefaultPrivileges) SetWriteConnectionSecretToReference(_ *xpv2.LocalSecretReference) {
+}
+
+// GetItems of this PostgreSQLDefaultPrivilegesList.
+func (l *PostgreSQLDefaultPrivilegesList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
+var (
+	_ resource.Managed                    = &PostgreSQLGrant{}
+	_ resource.LocalConnectionSecretOwner = &PostgreSQLGrant{}
+	_ resource.ManagedList                = &PostgreSQLGrantList{}
+)
+
+// GetCondition of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) GetCondition(ct xpv2.ConditionType) xpv2.Condition {
+	return mg.Status.GetCondition(ct)
+}
+
+// SetConditions of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) SetConditions(c ...xpv2.Condition) {
+	mg.Status.SetConditions(c...)
+}
+
+// GetManagementPolicies of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) GetManagementPolicies() xpv2.ManagementPolicies {
+	return mg.Spec.ManagementPolicies
+}
+
+// SetManagementPolicies of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) SetManagementPolicies(r xpv2.ManagementPolicies) {
+	mg.Spec.ManagementPolicies = r
+}
+
+// GetObservedGeneration of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) GetObservedGeneration() int64 {
+	return mg.Status.GetObservedGeneration()
+}
+
+// SetObservedGeneration of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) SetObservedGeneration(generation int64) {
+	mg.Status.SetObservedGeneration(generation)
+}
+
+// GetLastHandledReconcileAt of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) GetLastHandledReconcileAt() string {
+	return mg.Status.GetLastHandledReconcileAt()
+}
+
+// SetLastHandledReconcileAt of this PostgreSQLGrant.
+func (mg *PostgreSQLGrant) SetLastHandledReconcileAt(token string) {
+	mg.Status.SetLastHandledReconcileAt(token)
+}
+
+// GetWriteConnectionSecretToReference of this PostgreSQLGrant is always nil: it
+// publishes no connection details.
+func (mg *PostgreSQLGrant) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return nil
+}
+
+// SetWriteConnectionSecretToReference of this PostgreSQLGrant does nothing: it
+// publishes no connection details.
+func (mg *PostgreSQLGrant) SetWriteConnectionSecretToReference(_ *xpv2.LocalSecretReference) {}
+
+// GetItems of this PostgreSQLGrantList.
+func (l *PostgreSQLGrantList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
+var (
 	_ resource.Managed                    = &PostgreSQLInstance{}
 	_ resource.LocalConnectionSecretOwner = &PostgreSQLInstance{}
 	_ resource.ManagedList                = &PostgreSQLInstanceList{}
@@ -196,6 +327,71 @@ func (mg *PostgreSQLRole) SetWriteConnectionSecretToReference(r *xpv2.LocalSecre
 
 // GetItems of this PostgreSQLRoleList.
 func (l *PostgreSQLRoleList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
+var (
+	_ resource.Managed                    = &PostgreSQLSchema{}
+	_ resource.LocalConnectionSecretOwner = &PostgreSQLSchema{}
+	_ resource.ManagedList                = &PostgreSQLSchemaList{}
+)
+
+// GetCondition of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) GetCondition(ct xpv2.ConditionType) xpv2.Condition {
+	return mg.Status.GetCondition(ct)
+}
+
+// SetConditions of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) SetConditions(c ...xpv2.Condition) {
+	mg.Status.SetConditions(c...)
+}
+
+// GetManagementPolicies of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) GetManagementPolicies() xpv2.ManagementPolicies {
+	return mg.Spec.ManagementPolicies
+}
+
+// SetManagementPolicies of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) SetManagementPolicies(r xpv2.ManagementPolicies) {
+	mg.Spec.ManagementPolicies = r
+}
+
+// GetObservedGeneration of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) GetObservedGeneration() int64 {
+	return mg.Status.GetObservedGeneration()
+}
+
+// SetObservedGeneration of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) SetObservedGeneration(generation int64) {
+	mg.Status.SetObservedGeneration(generation)
+}
+
+// GetLastHandledReconcileAt of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) GetLastHandledReconcileAt() string {
+	return mg.Status.GetLastHandledReconcileAt()
+}
+
+// SetLastHandledReconcileAt of this PostgreSQLSchema.
+func (mg *PostgreSQLSchema) SetLastHandledReconcileAt(token string) {
+	mg.Status.SetLastHandledReconcileAt(token)
+}
+
+// GetWriteConnectionSecretToReference of this PostgreSQLSchema is always nil: it
+// publishes no connection details.
+func (mg *PostgreSQLSchema) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return nil
+}
+
+// SetWriteConnectionSecretToReference of this PostgreSQLSchema does nothing: it
+// publishes no connection details.
+func (mg *PostgreSQLSchema) SetWriteConnectionSecretToReference(_ *xpv2.LocalSecretReference) {}
+
+// GetItems of this PostgreSQLSchemaList.
+func (l *PostgreSQLSchemaList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))
 	for i := range l.Items {
 		items[i] = &l.Items[i]
