@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -187,9 +186,7 @@ type InstalledExtension struct {
 
 // ObserveExtensions reads the named extensions installed in the database q
 // is connected to.
-func ObserveExtensions(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, names []string) (map[string]InstalledExtension, error) {
+func ObserveExtensions(ctx context.Context, q RowsQuerier, names []string) (map[string]InstalledExtension, error) {
 	rows, err := q.Query(ctx, `SELECT e.extname::text, e.extversion, n.nspname::text
   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
  WHERE e.extname = ANY($1)`, names)

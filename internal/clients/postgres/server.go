@@ -15,6 +15,11 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// RowsQuerier runs a query that returns several rows.
+type RowsQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // Extension is an extension the server can install.
 type Extension struct {
 	Name           string

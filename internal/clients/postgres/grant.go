@@ -1,0 +1,308 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// A GrantTarget is what a grant is on.
+type GrantTarget struct {
+	Kind ObjectKind
+	// Database is the target itself for KindDatabase; for the other kinds
+	// it is where the session runs, and not part of the statements.
+	Database string
+	// Schema is the target itself for KindSchema, else the schema holding
+	// the objects.
+	Schema string
+	// Objects are tables or sequences by name, functions by signature
+	// ("name(argtypes)"); ignored when AllInSchema.
+	Objects     []string
+	AllInSchema bool
+}
+
+// An ObservedObject is one target object and what the grantee holds on it.
+type ObservedObject struct {
+	// Name as the spec gives it (a signature for functions).
+	Name string
+	// Ref is the object as a statement names it, quoted by the server.
+	Ref  string
+	Held Held
+}
+
+// An ObservedGrant is the grantee and the target objects as the catalog
+// shows them.
+type ObservedGrant struct {
+	ServerVersion int
+	RoleExists    bool
+	// ParentExists says whether the database (KindDatabase) or schema (the
+	// other kinds) exists.
+	ParentExists bool
+	Objects      []ObservedObject
+	// Missing lists named objects that do not exist.
+	Missing []string
+}
+
+// The observation queries return the server's identity and version, whether
+// the grantee and the parent exist, and one row per target object (none
+// when there is none) with the grantee's privileges on it. Each privilege
+// ends in "+" when held with grant option. $1 is the grantee, $2 the
+// database or schema, $3 the named objects.
+const grantHeaderSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       current_setting('server_version_num')::int,
+       EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
+       %s,
+       o.name, o.ref, coalesce(o.found, false),
+       coalesce(ARRAY(SELECT a.privilege_type || CASE WHEN a.is_grantable THEN '+' ELSE '' END
+                        FROM aclexplode(o.acl) AS a
+                       WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1)), '{}')
+  FROM (SELECT 1) AS one
+  LEFT JOIN (%s) AS o ON true`
+
+const (
+	schemaExistsSQL = `EXISTS (SELECT FROM pg_namespace WHERE nspname = $2)`
+	schemaOIDSQL    = `(SELECT oid FROM pg_namespace WHERE nspname = $2)`
+	tableKinds      = `('r', 'p', 'v', 'm', 'f')`
+)
+
+func grantQuery(t GrantTarget) (string, bool) {
+	named := !t.AllInSchema
+	var parent, objects string
+	switch t.Kind {
+	case KindDatabase:
+		parent = `EXISTS (SELECT FROM pg_database WHERE datname = $2)`
+		objects = `SELECT datname::text AS name, quote_ident(datname) AS ref, true AS found, coalesce(datacl, acldefault('d', datdba)) AS acl
+		             FROM pg_database WHERE datname = $2`
+		named = false
+	case KindSchema:
+		parent = schemaExistsSQL
+		objects = `SELECT nspname::text AS name, quote_ident(nspname) AS ref, true AS found, coalesce(nspacl, acldefault('n', nspowner)) AS acl
+		             FROM pg_namespace WHERE nspname = $2`
+		named = false
+	case KindTable, KindSequence:
+		parent = schemaExistsSQL
+		kinds, def := tableKinds, "r"
+		if t.Kind == KindSequence {
+			kinds, def = `('S')`, "s"
+		}
+		if named {
+			objects = `SELECT s.name, quote_ident($2) || '.' || quote_ident(s.name) AS ref, c.oid IS NOT NULL AS found,
+			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl
+			             FROM unnest($3::text[]) AS s(name)
+			             LEFT JOIN pg_class c ON c.relname = s.name AND c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
+		} else {
+			objects = `SELECT c.relname::text AS name, quote_ident($2) || '.' || quote_ident(c.relname) AS ref, true AS found,
+			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl
+			             FROM pg_class c WHERE c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
+		}
+	case KindFunction:
+		parent = schemaExistsSQL
+		ref := `quote_ident($2) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`
+		if named {
+			// to_regprocedure resolves a signature passed as a parameter,
+			// so the spec's text never becomes SQL.
+			objects = `SELECT s.name, ` + ref + ` AS ref, p.oid IS NOT NULL AS found, coalesce(p.proacl, acldefault('f', p.proowner)) AS acl
+			             FROM unnest($3::text[]) AS s(name)
+			             LEFT JOIN pg_proc p ON p.oid = to_regprocedure(quote_ident($2) || '.' || s.name) AND p.pronamespace = ` + schemaOIDSQL
+		} else {
+			// ALL FUNCTIONS IN SCHEMA leaves procedures out.
+			objects = `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name, ` + ref + ` AS ref, true AS found,
+			                  coalesce(p.proacl, acldefault('f', p.proowner)) AS acl
+			             FROM pg_proc p WHERE p.prokind <> 'p' AND p.pronamespace = ` + schemaOIDSQL
+		}
+	}
+	return fmt.Sprintf(grantHeaderSQL, parent, objects), named
+}
+
+// ObserveGrant reads what role holds on t, and the system identifier of the
+// server, in one round trip. Run it in t's database (any database for
+// KindDatabase).
+func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget) (*ObservedGrant, string, error) {
+	query, named := grantQuery(t)
+	parent := t.Schema
+	if t.Kind == KindDatabase {
+		parent = t.Database
+	}
+	args := []any{role, parent}
+	if named {
+		args = append(args, t.Objects)
+	}
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, "", xperrors.Wrap(ClassifyConnectError(err), "cannot read privileges")
+	}
+	defer rows.Close()
+	o := &ObservedGrant{}
+	var system string
+	for rows.Next() {
+		var name, ref *string
+		var found bool
+		var items []string
+		if err := rows.Scan(&system, &o.ServerVersion, &o.RoleExists, &o.ParentExists, &name, &ref, &found, &items); err != nil {
+			return nil, "", xperrors.Wrap(err, "cannot read privileges")
+		}
+		switch {
+		case name == nil:
+		case !found:
+			o.Missing = append(o.Missing, *name)
+		default:
+			o.Objects = append(o.Objects, ObservedObject{Name: *name, Ref: *ref, Held: parseACLItems(items)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", xperrors.Wrap(ClassifyConnectError(err), "cannot read privileges")
+	}
+	return o, system, nil
+}
+
+// on returns the ON clause of a statement on t: the objects by their
+// server-quoted refs, or all of them in the schema.
+func on(t GrantTarget, refs []string) string {
+	if t.AllInSchema && t.Kind != KindDatabase && t.Kind != KindSchema {
+		kind := map[ObjectKind]string{KindTable: "TABLES", KindSequence: "SEQUENCES", KindFunction: "FUNCTIONS"}[t.Kind]
+		return "ALL " + kind + " IN SCHEMA " + QuoteIdentifier(t.Schema)
+	}
+	kw := string(t.Kind)
+	if t.Kind == KindFunction {
+		// ROUTINE names functions and procedures alike.
+		kw = "ROUTINE"
+	}
+	return kw + " " + strings.Join(refs, ", ")
+}
+
+// GrantStatement grants privileges on the objects named by refs (ignored
+// for all objects in a schema).
+func GrantStatement(role string, t GrantTarget, refs, privileges []string, grantOption bool) string {
+	s := "GRANT " + strings.Join(privileges, ", ") + " ON " + on(t, refs) + " TO " + QuoteIdentifier(role)
+	if grantOption {
+		s += " WITH GRANT OPTION"
+	}
+	return s
+}
+
+// RevokeStatement revokes privileges (or only their grant option) on the
+// objects named by refs.
+func RevokeStatement(role string, t GrantTarget, refs, privileges []string, grantOptionOnly bool) string {
+	s := "REVOKE "
+	if grantOptionOnly {
+		s += "GRANT OPTION FOR "
+	}
+	return s + strings.Join(privileges, ", ") + " ON " + on(t, refs) + " FROM " + QuoteIdentifier(role)
+}
+
+// PlanStatements turns a plan for the objects of t into statements.
+func PlanStatements(role string, t GrantTarget, objects []ObservedObject, p PrivilegePlan, grantOption bool) []string {
+	var stmts []string
+	all := make([]string, len(objects))
+	for i, o := range objects {
+		all[i] = o.Ref
+	}
+	if len(p.Revoke) > 0 && len(all) > 0 {
+		stmts = append(stmts, RevokeStatement(role, t, all, p.Revoke, false))
+	}
+	if len(p.RevokeGrantOption) > 0 && len(all) > 0 {
+		stmts = append(stmts, RevokeStatement(role, t, all, p.RevokeGrantOption, true))
+	}
+	if len(p.Grant) > 0 {
+		refs := make([]string, 0, len(p.GrantOn))
+		for _, i := range p.GrantOn {
+			refs = append(refs, objects[i].Ref)
+		}
+		stmts = append(stmts, GrantStatement(role, t, refs, p.Grant, grantOption))
+	}
+	return stmts
+}
+
+// A Membership is a role's membership in another, as wanted or observed.
+type Membership struct {
+	Member bool
+	Admin  bool
+	// Inherit and Set are the PostgreSQL 16+ options; nil means "server
+	// default" when wanted and "unknown" (before 16) when observed.
+	Inherit *bool
+	Set     *bool
+}
+
+// An ObservedMembership is role's membership in group.
+type ObservedMembership struct {
+	Membership
+	ServerVersion int
+	RoleExists    bool
+	GroupExists   bool
+}
+
+// observeMembershipSQL reads a membership. to_jsonb reads the PostgreSQL 16
+// options where they exist, so one query serves every version; with several
+// grantors (16+) an option holds if any grant gives it.
+const observeMembershipSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       current_setting('server_version_num')::int,
+       EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
+       EXISTS (SELECT FROM pg_roles WHERE rolname = $2),
+       count(m.roleid) > 0,
+       coalesce(bool_or(m.admin_option), false),
+       bool_or((to_jsonb(m) ->> 'inherit_option')::bool),
+       bool_or((to_jsonb(m) ->> 'set_option')::bool)
+  FROM (SELECT 1) AS one
+  LEFT JOIN pg_auth_members m ON m.member = (SELECT oid FROM pg_roles WHERE rolname = $1)
+                             AND m.roleid = (SELECT oid FROM pg_roles WHERE rolname = $2)`
+
+// ObserveMembership reads role's membership in group, and the system
+// identifier of the server, in one round trip.
+func ObserveMembership(ctx context.Context, q Querier, role, group string) (*ObservedMembership, string, error) {
+	o := &ObservedMembership{}
+	var system string
+	err := q.QueryRow(ctx, observeMembershipSQL, role, group).Scan(&system, &o.ServerVersion, &o.RoleExists, &o.GroupExists,
+		&o.Member, &o.Admin, &o.Inherit, &o.Set)
+	if err != nil {
+		return nil, "", xperrors.Wrap(ClassifyConnectError(err), "cannot read the membership")
+	}
+	return o, system, nil
+}
+
+// MembershipStatements returns the statements that bring got to want for
+// role in group on a server of the given version. appliedAdmin says
+// whether the grant gave the admin option: one it did not give is never
+// revoked. The 16+ options need a 16+ server.
+func MembershipStatements(role, group string, want, got Membership, appliedAdmin bool, version int) ([]string, error) {
+	if version < Version16 && (want.Inherit != nil || want.Set != nil) {
+		return nil, fmt.Errorf("the inherit and set options of a membership need PostgreSQL 16 or newer; the server is %s", versionString(version))
+	}
+	g, r := QuoteIdentifier(group), QuoteIdentifier(role)
+	var opts []string
+	if want.Admin && !got.Admin {
+		opts = append(opts, "ADMIN OPTION")
+	}
+	if version >= Version16 {
+		// Re-granting an existing membership with new options updates them
+		// (PostgreSQL 16+).
+		if want.Inherit != nil && (!got.Member || got.Inherit == nil || *got.Inherit != *want.Inherit) {
+			opts = append(opts, "INHERIT "+strings.ToUpper(fmt.Sprint(*want.Inherit)))
+		}
+		if want.Set != nil && (!got.Member || got.Set == nil || *got.Set != *want.Set) {
+			opts = append(opts, "SET "+strings.ToUpper(fmt.Sprint(*want.Set)))
+		}
+	}
+	var stmts []string
+	if !got.Member || len(opts) > 0 {
+		s := "GRANT " + g + " TO " + r
+		if len(opts) > 0 {
+			s += " WITH " + strings.Join(opts, ", ")
+		}
+		stmts = append(stmts, s)
+	}
+	if !want.Admin && got.Admin && appliedAdmin {
+		stmts = append(stmts, "REVOKE ADMIN OPTION FOR "+g+" FROM "+r)
+	}
+	return stmts, nil
+}
+
+// RevokeMembershipStatement ends role's membership in group.
+func RevokeMembershipStatement(role, group string) string {
+	return "REVOKE " + QuoteIdentifier(group) + " FROM " + QuoteIdentifier(role)
+}
+
+func versionString(v int) string {
+	return fmt.Sprintf("%d.%d", v/10000, v%10000)
+}

@@ -1,0 +1,387 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/utils/ptr"
+)
+
+func TestGrantStatements(t *testing.T) {
+	cases := map[string]struct {
+		target GrantTarget
+		refs   []string
+		plan   PrivilegePlan
+		option bool
+		want   []string
+	}{
+		"Database": {
+			target: GrantTarget{Kind: KindDatabase, Database: "shop"}, refs: []string{`shop`},
+			plan: PrivilegePlan{Grant: []string{"CONNECT", "TEMPORARY"}, GrantOn: []int{0}},
+			want: []string{`GRANT CONNECT, TEMPORARY ON DATABASE shop TO "ro"`},
+		},
+		"TablesWithGrantOptionAndRevocations": {
+			target: GrantTarget{Kind: KindTable, Schema: "app", Objects: []string{"orders", "items"}}, refs: []string{`app.orders`, `app.items`},
+			plan:   PrivilegePlan{Grant: []string{"SELECT"}, GrantOn: []int{1}, Revoke: []string{"INSERT"}, RevokeGrantOption: []string{"UPDATE"}},
+			option: true,
+			want: []string{
+				`REVOKE INSERT ON TABLE app.orders, app.items FROM "ro"`,
+				`REVOKE GRANT OPTION FOR UPDATE ON TABLE app.orders, app.items FROM "ro"`,
+				`GRANT SELECT ON TABLE app.items TO "ro" WITH GRANT OPTION`,
+			},
+		},
+		"AllTablesInSchema": {
+			target: GrantTarget{Kind: KindTable, Schema: "App Data", AllInSchema: true}, refs: []string{`"App Data".a`},
+			plan: PrivilegePlan{Grant: []string{"SELECT"}, GrantOn: []int{0}, Revoke: []string{"DELETE"}},
+			want: []string{`REVOKE DELETE ON ALL TABLES IN SCHEMA "App Data" FROM "ro"`, `GRANT SELECT ON ALL TABLES IN SCHEMA "App Data" TO "ro"`},
+		},
+		"FunctionsAsRoutines": {
+			target: GrantTarget{Kind: KindFunction, Schema: "app", Objects: []string{"add(integer)"}}, refs: []string{`app.add(integer)`},
+			plan: PrivilegePlan{Grant: []string{"EXECUTE"}, GrantOn: []int{0}},
+			want: []string{`GRANT EXECUTE ON ROUTINE app.add(integer) TO "ro"`},
+		},
+		"AllSequences": {
+			target: GrantTarget{Kind: KindSequence, Schema: "app", AllInSchema: true}, refs: []string{`app.s`},
+			plan: PrivilegePlan{Grant: []string{"USAGE"}, GrantOn: []int{0}},
+			want: []string{`GRANT USAGE ON ALL SEQUENCES IN SCHEMA "app" TO "ro"`},
+		},
+		"NothingToDo": {
+			target: GrantTarget{Kind: KindSchema, Schema: "app"}, refs: []string{`app`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := make([]ObservedObject, len(tc.refs))
+			for i, r := range tc.refs {
+				objs[i] = ObservedObject{Ref: r}
+			}
+			got := PlanStatements("ro", tc.target, objs, tc.plan, tc.option)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMembershipStatements(t *testing.T) {
+	cases := map[string]struct {
+		reason       string
+		want, got    Membership
+		appliedAdmin bool
+		version      int
+		stmts        []string
+		err          bool
+	}{
+		"NewMembership15": {
+			want: Membership{Member: true}, version: 150014,
+			stmts: []string{`GRANT "grp" TO "app"`},
+		},
+		"NewWithAdmin15": {
+			want: Membership{Member: true, Admin: true}, version: 150014,
+			stmts: []string{`GRANT "grp" TO "app" WITH ADMIN OPTION`},
+		},
+		"UpToDate15": {
+			want: Membership{Member: true, Admin: true}, got: Membership{Member: true, Admin: true}, version: 150014,
+		},
+		"AdminOptionAdded": {
+			want: Membership{Member: true, Admin: true}, got: Membership{Member: true}, version: 150014,
+			stmts: []string{`GRANT "grp" TO "app" WITH ADMIN OPTION`},
+		},
+		"AdminOptionRevokedWhenOurs": {
+			want: Membership{Member: true}, got: Membership{Member: true, Admin: true}, appliedAdmin: true, version: 150014,
+			stmts: []string{`REVOKE ADMIN OPTION FOR "grp" FROM "app"`},
+		},
+		"AdminOptionNotOursKept": {
+			want: Membership{Member: true}, got: Membership{Member: true, Admin: true}, version: 150014,
+		},
+		"InheritAndSetNeed16": {
+			reason: "WITH INHERIT/SET does not parse before PostgreSQL 16.",
+			want:   Membership{Member: true, Inherit: ptr.To(false)}, version: 150014, err: true,
+		},
+		"NewWithOptions16": {
+			want: Membership{Member: true, Admin: true, Inherit: ptr.To(false), Set: ptr.To(true)}, version: 160004,
+			stmts: []string{`GRANT "grp" TO "app" WITH ADMIN OPTION, INHERIT FALSE, SET TRUE`},
+		},
+		"OptionChanged16": {
+			reason: "On 16+ re-granting updates the options of the existing membership.",
+			want:   Membership{Member: true, Set: ptr.To(false)}, got: Membership{Member: true, Inherit: ptr.To(true), Set: ptr.To(true)}, version: 170002,
+			stmts: []string{`GRANT "grp" TO "app" WITH SET FALSE`},
+		},
+		"OptionsUpToDate16": {
+			want: Membership{Member: true, Inherit: ptr.To(true)}, got: Membership{Member: true, Inherit: ptr.To(true), Set: ptr.To(true)}, version: 160004,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := MembershipStatements("app", "grp", tc.want, tc.got, tc.appliedAdmin, tc.version)
+			if (err != nil) != tc.err {
+				t.Fatalf("%s\nerr = %v, want error %t", tc.reason, err, tc.err)
+			}
+			if diff := cmp.Diff(tc.stmts, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDefaultPrivilegesStatements(t *testing.T) {
+	got := DefaultPrivilegesStatements("ro", DefaultPrivilegesTarget{Owner: "app", Schema: "data", Kind: KindTable},
+		PrivilegePlan{Grant: []string{"SELECT"}, Revoke: []string{"DELETE"}, RevokeGrantOption: []string{"SELECT"}}, false)
+	want := []string{
+		`ALTER DEFAULT PRIVILEGES FOR ROLE "app" IN SCHEMA "data" REVOKE DELETE ON TABLES FROM "ro"`,
+		`ALTER DEFAULT PRIVILEGES FOR ROLE "app" IN SCHEMA "data" REVOKE GRANT OPTION FOR SELECT ON TABLES FROM "ro"`,
+		`ALTER DEFAULT PRIVILEGES FOR ROLE "app" IN SCHEMA "data" GRANT SELECT ON TABLES TO "ro"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	got = DefaultPrivilegesStatements("ro", DefaultPrivilegesTarget{Owner: "app", Kind: KindSchema}, PrivilegePlan{Grant: []string{"USAGE"}}, true)
+	if diff := cmp.Diff([]string{`ALTER DEFAULT PRIVILEGES FOR ROLE "app" GRANT USAGE ON SCHEMAS TO "ro" WITH GRANT OPTION`}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestSchemaStatements(t *testing.T) {
+	if diff := cmp.Diff([]string{`CREATE SCHEMA "app" AUTHORIZATION "owner"`, `COMMENT ON SCHEMA "app" IS '` + WithMarker("c", "u-1") + `'`},
+		CreateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, "u-1")); diff != "" {
+		t.Errorf("create (-want +got):\n%s", diff)
+	}
+	up := ObservedSchema{Owner: "owner", Comment: "c", MarkerOwner: "u-1"}
+	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, up, "u-1"); len(got) != 0 {
+		t.Errorf("an up-to-date schema needs %v", got)
+	}
+	public := up
+	public.PublicPrivileges = []string{"CREATE", "USAGE"}
+	if diff := cmp.Diff([]string{`ALTER SCHEMA "app" OWNER TO "other"`, `REVOKE CREATE, USAGE ON SCHEMA "app" FROM PUBLIC`},
+		UpdateSchemaStatements("app", SchemaSettings{Owner: "other", Comment: "c", RevokePublic: true}, public, "u-1")); diff != "" {
+		t.Errorf("update (-want +got):\n%s", diff)
+	}
+	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, public, "u-1"); len(got) != 0 {
+		t.Errorf("PUBLIC's privileges are left alone unless asked: %v", got)
+	}
+	if got := DropSchemaStatement("app", false); got != `DROP SCHEMA IF EXISTS "app" RESTRICT` {
+		t.Errorf("drop = %s", got)
+	}
+}
+
+// TestGrantRoundTrip runs the observation queries and the statements the
+// plans produce against the real server: after applying a plan, the next
+// observation plans nothing.
+func TestGrantRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	if _, err := conn.Exec(ctx, `CREATE ROLE rt_ro; CREATE SCHEMA rt_app;
+		CREATE TABLE rt_app.orders (id int); CREATE TABLE rt_app."Items" (id int); CREATE SEQUENCE rt_app.seq;
+		CREATE FUNCTION rt_app.add(a integer, b text) RETURNS int LANGUAGE sql AS 'SELECT 1';
+		CREATE PROCEDURE rt_app.proc() LANGUAGE sql AS 'SELECT 1';
+		GRANT DELETE ON rt_app.orders TO rt_ro`); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(t *testing.T, target GrantTarget, privileges []string, option bool) *ObservedGrant {
+		t.Helper()
+		got, system, err := ObserveGrant(ctx, conn, "rt_ro", target)
+		if err != nil || system == "" || !got.RoleExists || !got.ParentExists {
+			t.Fatalf("ObserveGrant = %+v, %q, %v", got, system, err)
+		}
+		held := make([]Held, len(got.Objects))
+		for i, o := range got.Objects {
+			held[i] = o.Held
+		}
+		w := PrivilegeWant{Privileges: privileges, GrantOption: option}
+		if err := Exec(ctx, conn, PlanStatements("rt_ro", target, got.Objects, PlanPrivileges(w, held), option)); err != nil {
+			t.Fatal(err)
+		}
+		again, _, err := ObserveGrant(ctx, conn, "rt_ro", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = held[:0]
+		for _, o := range again.Objects {
+			held = append(held, o.Held)
+		}
+		if p := PlanPrivileges(w, held); !p.Empty() {
+			t.Errorf("after applying, the plan is %+v", p)
+		}
+		return again
+	}
+
+	t.Run("NamedTables", func(t *testing.T) {
+		got := apply(t, GrantTarget{Kind: KindTable, Database: "postgres", Schema: "rt_app", Objects: []string{"orders", "Items"}}, []string{"SELECT"}, true)
+		var refs []string
+		for _, o := range got.Objects {
+			refs = append(refs, o.Ref)
+			if !o.Held.has("SELECT", true) {
+				t.Errorf("%s lacks SELECT with grant option", o.Ref)
+			}
+		}
+		if diff := cmp.Diff([]string{`rt_app.orders`, `rt_app."Items"`}, refs); diff != "" {
+			t.Errorf("refs (-want +got):\n%s", diff)
+		}
+		if _, ok := got.Objects[0].Held["DELETE"]; !ok {
+			t.Error("the observation lost a privilege held by other means")
+		}
+	})
+	t.Run("MissingObjects", func(t *testing.T) {
+		got, _, err := ObserveGrant(ctx, conn, "rt_ro", GrantTarget{Kind: KindTable, Schema: "rt_app", Objects: []string{"orders", "nope"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"nope"}, got.Missing); diff != "" || len(got.Objects) != 1 {
+			t.Errorf("missing (-want +got):\n%s; objects %+v", diff, got.Objects)
+		}
+	})
+	t.Run("AllTablesInSchema", func(t *testing.T) {
+		got := apply(t, GrantTarget{Kind: KindTable, Schema: "rt_app", AllInSchema: true}, []string{"INSERT"}, false)
+		if len(got.Objects) != 2 {
+			t.Errorf("all tables: %+v", got.Objects)
+		}
+	})
+	t.Run("FunctionBySignature", func(t *testing.T) {
+		got := apply(t, GrantTarget{Kind: KindFunction, Schema: "rt_app", Objects: []string{"add(integer, text)"}}, []string{"EXECUTE"}, false)
+		if len(got.Objects) != 1 || got.Objects[0].Ref != "rt_app.add(a integer, b text)" {
+			t.Errorf("function: %+v", got.Objects)
+		}
+	})
+	t.Run("AllFunctionsLeaveProceduresOut", func(t *testing.T) {
+		got := apply(t, GrantTarget{Kind: KindFunction, Schema: "rt_app", AllInSchema: true}, []string{"EXECUTE"}, false)
+		if len(got.Objects) != 1 || got.Objects[0].Name != "add(a integer, b text)" {
+			t.Errorf("all functions: %+v", got.Objects)
+		}
+	})
+	t.Run("Sequence", func(t *testing.T) {
+		apply(t, GrantTarget{Kind: KindSequence, Schema: "rt_app", Objects: []string{"seq"}}, []string{"USAGE", "SELECT"}, false)
+	})
+	t.Run("SchemaAndDatabase", func(t *testing.T) {
+		apply(t, GrantTarget{Kind: KindSchema, Schema: "rt_app"}, []string{"USAGE"}, false)
+		apply(t, GrantTarget{Kind: KindDatabase, Database: "postgres"}, []string{"CONNECT", "TEMPORARY"}, false)
+	})
+	t.Run("RoleMissing", func(t *testing.T) {
+		got, _, err := ObserveGrant(ctx, conn, "rt_nobody", GrantTarget{Kind: KindSchema, Schema: "rt_app"})
+		if err != nil || got.RoleExists || !got.ParentExists {
+			t.Errorf("observed %+v, %v", got, err)
+		}
+	})
+}
+
+func TestMembershipRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	if _, err := conn.Exec(ctx, `CREATE ROLE rt_mmember; CREATE ROLE rt_mgroup`); err != nil {
+		t.Fatal(err)
+	}
+	got, system, err := ObserveMembership(ctx, conn, "rt_mmember", "rt_mgroup")
+	if err != nil || system == "" || !got.RoleExists || !got.GroupExists || got.Member {
+		t.Fatalf("before: %+v, %v", got, err)
+	}
+	want := Membership{Member: true, Admin: true}
+	stmts, err := MembershipStatements("rt_mmember", "rt_mgroup", want, got.Membership, false, got.ServerVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Exec(ctx, conn, stmts); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = ObserveMembership(ctx, conn, "rt_mmember", "rt_mgroup")
+	if err != nil || !got.Member || !got.Admin {
+		t.Fatalf("after: %+v, %v", got, err)
+	}
+	if stmts, _ := MembershipStatements("rt_mmember", "rt_mgroup", want, got.Membership, true, got.ServerVersion); len(stmts) != 0 {
+		t.Errorf("an up-to-date membership needs %v", stmts)
+	}
+	if err := Exec(ctx, conn, []string{RevokeMembershipStatement("rt_mmember", "rt_mgroup")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ = ObserveMembership(ctx, conn, "rt_mmember", "rt_mgroup"); got.Member {
+		t.Error("still a member after the revoke")
+	}
+}
+
+// TestDefaultPrivilegesRoundTrip includes provider-sql #458: an entry for
+// another schema or object type must not make the wanted one look
+// applied.
+func TestDefaultPrivilegesRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	if _, err := conn.Exec(ctx, `CREATE ROLE rt_dp_owner; CREATE ROLE rt_dp_ro; CREATE SCHEMA rt_dp; CREATE SCHEMA rt_dp_other;
+		ALTER DEFAULT PRIVILEGES FOR ROLE rt_dp_owner IN SCHEMA rt_dp_other GRANT SELECT ON TABLES TO rt_dp_ro;
+		ALTER DEFAULT PRIVILEGES FOR ROLE rt_dp_owner IN SCHEMA rt_dp GRANT SELECT ON SEQUENCES TO rt_dp_ro`); err != nil {
+		t.Fatal(err)
+	}
+	target := DefaultPrivilegesTarget{Owner: "rt_dp_owner", Schema: "rt_dp", Kind: KindTable}
+	got, system, err := ObserveDefaultPrivileges(ctx, conn, "rt_dp_ro", target)
+	if err != nil || system == "" || !got.RoleExists || !got.OwnerExists || !got.SchemaExists {
+		t.Fatalf("observed %+v, %v", got, err)
+	}
+	if len(got.Held) != 0 {
+		t.Fatalf("entries for another schema or object type were taken for this one: %v", got.Held)
+	}
+	w := PrivilegeWant{Privileges: []string{"SELECT"}}
+	plan := PlanPrivileges(w, []Held{got.Held})
+	if err := Exec(ctx, conn, DefaultPrivilegesStatements("rt_dp_ro", target, plan, false)); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = ObserveDefaultPrivileges(ctx, conn, "rt_dp_ro", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := PlanPrivileges(w, []Held{got.Held}); !p.Empty() {
+		t.Errorf("after applying, the plan is %+v (held %v)", p, got.Held)
+	}
+	global, _, err := ObserveDefaultPrivileges(ctx, conn, "rt_dp_ro", DefaultPrivilegesTarget{Owner: "rt_dp_owner", Kind: KindTable})
+	if err != nil || len(global.Held) != 0 {
+		t.Errorf("a schema entry was taken for the database-wide one: %+v, %v", global, err)
+	}
+}
+
+func TestSchemaRoundTrip(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	if _, err := conn.Exec(ctx, `CREATE ROLE rt_schema_owner`); err != nil {
+		t.Fatal(err)
+	}
+	s := SchemaSettings{Owner: "rt_schema_owner", Comment: "orders"}
+	if err := Exec(ctx, conn, CreateSchemaStatements("rt_schema", s, "u-s")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `GRANT USAGE ON SCHEMA rt_schema TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	got, system, err := ObserveSchema(ctx, conn, "rt_schema")
+	if err != nil || got == nil || system == "" {
+		t.Fatalf("observed %+v, %v", got, err)
+	}
+	if diff := cmp.Diff(ObservedSchema{Owner: "rt_schema_owner", Comment: "orders", MarkerOwner: "u-s", PublicPrivileges: []string{"USAGE"}}, *got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	s.RevokePublic = true
+	if err := Exec(ctx, conn, UpdateSchemaStatements("rt_schema", s, *got, "u-s")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ = ObserveSchema(ctx, conn, "rt_schema"); len(got.PublicPrivileges) != 0 {
+		t.Errorf("PUBLIC still holds %v", got.PublicPrivileges)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE rt_schema.t (id int)`); err != nil {
+		t.Fatal(err)
+	}
+	err = Exec(ctx, conn, []string{DropSchemaStatement("rt_schema", false)})
+	if !IsCode(err, CodeDependentObjectsStillExist) {
+		t.Fatalf("RESTRICT drop of a non-empty schema: %v", err)
+	}
+	if want := "table rt_schema.t depends on schema rt_schema"; !strings.Contains(err.Error(), want) {
+		t.Errorf("the error %q does not say what blocks the drop (%q)", err, want)
+	}
+	if err := Exec(ctx, conn, []string{DropSchemaStatement("rt_schema", true)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := ObserveSchema(ctx, conn, "rt_schema"); got != nil {
+		t.Error("the schema survived DROP … CASCADE")
+	}
+}

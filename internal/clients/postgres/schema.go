@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// SchemaSettings are what the provider manages of a schema.
+type SchemaSettings struct {
+	// Owner role. Empty means "leave as created" when desired.
+	Owner string
+	// Comment without the provider's marker.
+	Comment string
+	// RevokePublic keeps PUBLIC from holding any privilege on the schema.
+	RevokePublic bool
+}
+
+// ObservedSchema is a schema as the catalog shows it.
+type ObservedSchema struct {
+	Owner   string
+	Comment string
+	// MarkerOwner is the UID in the provider's marker, "" when none.
+	MarkerOwner string
+	// PublicPrivileges are the privileges PUBLIC holds on the schema.
+	PublicPrivileges []string
+}
+
+// observeSchemaSQL reads a schema and the identity of the server in one
+// round trip; the schema's columns are NULL when it does not exist.
+const observeSchemaSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       n.oid IS NOT NULL,
+       coalesce(pg_get_userbyid(n.nspowner)::text, ''),
+       coalesce(obj_description(n.oid, 'pg_namespace'), ''),
+       coalesce(ARRAY(SELECT a.privilege_type FROM aclexplode(n.nspacl) AS a WHERE a.grantee = 0 ORDER BY 1), '{}')
+  FROM (SELECT 1) AS one
+  LEFT JOIN pg_namespace n ON n.nspname = $1`
+
+// ObserveSchema reads a schema of the database q is connected to, and the
+// system identifier of the server. The schema is nil when it does not
+// exist.
+func ObserveSchema(ctx context.Context, q Querier, name string) (*ObservedSchema, string, error) {
+	o := &ObservedSchema{}
+	var system, comment string
+	var exists bool
+	if err := q.QueryRow(ctx, observeSchemaSQL, name).Scan(&system, &exists, &o.Owner, &comment, &o.PublicPrivileges); err != nil {
+		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read schema %s", QuoteIdentifier(name))
+	}
+	if !exists {
+		return nil, system, nil
+	}
+	o.Comment, o.MarkerOwner = ParseMarker(comment)
+	return o, system, nil
+}
+
+// CreateSchemaStatements create a schema and mark it, in one transaction.
+func CreateSchemaStatements(name string, s SchemaSettings, uid string) []string {
+	id := QuoteIdentifier(name)
+	create := "CREATE SCHEMA " + id
+	if s.Owner != "" {
+		create += " AUTHORIZATION " + QuoteIdentifier(s.Owner)
+	}
+	// A new schema grants PUBLIC nothing, so RevokePublic needs no
+	// statement here.
+	return []string{create, "COMMENT ON SCHEMA " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+}
+
+// UpdateSchemaStatements bring an observed schema to the desired settings:
+// none at all when it is up to date.
+func UpdateSchemaStatements(name string, want SchemaSettings, got ObservedSchema, uid string) []string {
+	id := QuoteIdentifier(name)
+	var stmts []string
+	if want.Owner != "" && want.Owner != got.Owner {
+		stmts = append(stmts, "ALTER SCHEMA "+id+" OWNER TO "+QuoteIdentifier(want.Owner))
+	}
+	if want.Comment != got.Comment || got.MarkerOwner != uid {
+		stmts = append(stmts, "COMMENT ON SCHEMA "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	}
+	if want.RevokePublic && len(got.PublicPrivileges) > 0 {
+		stmts = append(stmts, "REVOKE "+strings.Join(got.PublicPrivileges, ", ")+" ON SCHEMA "+id+" FROM PUBLIC")
+	}
+	return stmts
+}
+
+// DropSchemaStatement drops a schema: RESTRICT unless cascade.
+func DropSchemaStatement(name string, cascade bool) string {
+	s := "DROP SCHEMA IF EXISTS " + QuoteIdentifier(name)
+	if cascade {
+		return s + " CASCADE"
+	}
+	return s + " RESTRICT"
+}
