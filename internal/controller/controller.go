@@ -10,8 +10,10 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
+	"github.com/ayatori/provider-postgresql/internal/controller/grant"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/role"
+	pgschema "github.com/ayatori/provider-postgresql/internal/controller/schema"
 )
 
 // A kind is a controller and the kinds whose CRDs must be served before it
@@ -24,9 +26,23 @@ type kind struct {
 
 // kinds lists every controller of the provider.
 var kinds = []kind{
-	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
+	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLInstanceGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
+		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
+	}, setup: instance.Setup},
 	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
 	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
+	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
+	}, setup: pgschema.Setup},
+	{name: "PostgreSQLGrant", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
+		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
+	}, setup: grant.SetupGrant},
+	{name: "PostgreSQLDefaultPrivileges", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
+		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
+	}, setup: grant.SetupDefaultPrivileges},
 }
 
 // Setup starts every controller now. It suits tests, where the CRDs are

@@ -307,6 +307,7 @@ const (
 	CodeDuplicateObject            = "42710"
 	CodeInsufficientPrivilege      = "42501"
 	CodeInvalidPassword            = "28P01"
+	CodeInvalidCatalogName         = "3D000"
 )
 
 // IsCode reports whether err is a server error with the given SQLSTATE.

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
 const (
@@ -78,7 +78,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase
 	if err != nil {
 		return nil, err
 	}
-	return &external{kube: c.kube, pools: c.pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target}, nil
+	return &external{kube: c.kube, pools: c.pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}, nil
 }
 
 type external struct {
@@ -87,6 +87,7 @@ type external struct {
 	pool     *pgxpool.Pool
 	instance *v1alpha1.PostgreSQLInstance
 	target   postgres.Target
+	conn     *instance.Connection
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
@@ -228,24 +229,8 @@ func (e *external) Disconnect(context.Context) error { return nil }
 // owner returns the owner the spec asks for: owner, the role of ownerRef,
 // or "" for "leave it to the server".
 func (e *external) owner(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (string, error) {
-	p := mg.Spec.ForProvider
-	if p.Owner != nil {
-		return *p.Owner, nil
-	}
-	if p.OwnerRef == nil {
-		return "", nil
-	}
-	r := &v1alpha1.PostgreSQLRole{}
-	if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: p.OwnerRef.Name}, r); err != nil {
-		return "", errors.Wrapf(err, "cannot get the owner PostgreSQLRole %s/%s", mg.GetNamespace(), p.OwnerRef.Name)
-	}
-	if r.Spec.InstanceRef.Name != mg.Spec.InstanceRef.Name {
-		return "", errors.Errorf("the owner PostgreSQLRole %s/%s is on PostgreSQLInstance %q, not %q", r.GetNamespace(), r.GetName(), r.Spec.InstanceRef.Name, mg.Spec.InstanceRef.Name)
-	}
-	if r.Status.AtProvider.Name == "" {
-		return "", errors.Errorf("waiting for the owner PostgreSQLRole %s/%s to exist", r.GetNamespace(), r.GetName())
-	}
-	return r.Status.AtProvider.Name, nil
+	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
+	return r.Role(ctx, "spec.forProvider.ownerRef", mg.Spec.ForProvider.Owner, mg.Spec.ForProvider.OwnerRef)
 }
 
 // extensions returns the statements the spec's extensions still need, and
@@ -293,10 +278,7 @@ func (e *external) applyExtensions(ctx context.Context, mg *v1alpha1.PostgreSQLD
 }
 
 func (e *external) databasePool(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (*pgxpool.Pool, error) {
-	t := e.target
-	t.Endpoint.Database = mg.DatabaseName()
-	p, err := e.pools.Pool(ctx, t)
-	return p, errors.Wrap(err, errPool)
+	return e.conn.Database(ctx, mg.DatabaseName())
 }
 
 // checkExtensionsAvailable refuses extensions the server cannot install,

@@ -26,6 +26,16 @@ type Connection struct {
 	Instance *v1alpha1.PostgreSQLInstance
 	Target   postgres.Target
 	Pool     *pgxpool.Pool
+	pools    *postgres.Registry
+}
+
+// Database returns the shared pool for another database of the same
+// server, as the same admin.
+func (c *Connection) Database(ctx context.Context, name string) (*pgxpool.Pool, error) {
+	t := c.Target
+	t.Endpoint.Database = name
+	p, err := c.pools.Pool(ctx, t)
+	return p, errors.Wrap(err, "cannot get a connection pool")
 }
 
 // A Connector resolves the Instance of a namespaced resource and borrows a
@@ -56,7 +66,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot get a connection pool")
 	}
-	return &Connection{Instance: in, Target: t, Pool: pool}, nil
+	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools}, nil
 }
 
 // ConflictCondition is the Ready condition of a resource the provider will

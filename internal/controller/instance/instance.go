@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,16 +74,17 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	// A changed admin Secret or CA bundle is validated again at once, not
 	// at the next poll.
 	inNamespace := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetNamespace() == c.Namespace }))
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLInstance{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace).
-		// A held deletion proceeds as soon as the last user goes.
-		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(referencedInstance)).
-		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(referencedInstance)).
-		Complete(config.Reconciler(name, c, r))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace)
+	// A held deletion proceeds as soon as the last user goes.
+	for _, u := range userKinds {
+		b = b.Watches(u.object, handler.EnqueueRequestsFromMapFunc(referencedInstance))
+	}
+	return b.Complete(config.Reconciler(name, c, r))
 }
 
 // usersOf maps a Secret or ConfigMap to the Instances that read it.
@@ -106,15 +108,13 @@ func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
 	}
 }
 
-// referencedInstance maps a Database or Role to the Instance it refers to.
+// referencedInstance maps a resource living on an Instance to it.
 func referencedInstance(_ context.Context, obj client.Object) []reconcile.Request {
-	var name string
-	switch o := obj.(type) {
-	case *v1alpha1.PostgreSQLDatabase:
-		name = o.Spec.InstanceRef.Name
-	case *v1alpha1.PostgreSQLRole:
-		name = o.Spec.InstanceRef.Name
+	u, ok := obj.(v1alpha1.InstanceUser)
+	if !ok {
+		return nil
 	}
+	name, _ := u.InstanceBinding()
 	if name == "" {
 		return nil
 	}
@@ -249,26 +249,41 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) 
 	return managed.ExternalDelete{}, nil
 }
 
-// References lists the Databases and Roles, in every namespace, that refer
-// to the Instance, as "Kind namespace/name".
+// userKinds are the kinds of resource that live on an Instance.
+var userKinds = []struct {
+	kind   string
+	object client.Object
+	list   func() client.ObjectList
+}{
+	{kind: v1alpha1.PostgreSQLDatabaseKind, object: &v1alpha1.PostgreSQLDatabase{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }},
+	{kind: v1alpha1.PostgreSQLRoleKind, object: &v1alpha1.PostgreSQLRole{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} }},
+	{kind: v1alpha1.PostgreSQLSchemaKind, object: &v1alpha1.PostgreSQLSchema{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }},
+	{kind: v1alpha1.PostgreSQLGrantKind, object: &v1alpha1.PostgreSQLGrant{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }},
+	{kind: v1alpha1.PostgreSQLDefaultPrivilegesKind, object: &v1alpha1.PostgreSQLDefaultPrivileges{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }},
+}
+
+// References lists the resources of every kind living on an Instance, in
+// every namespace, that refer to it, as "Kind namespace/name".
 func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
 	var users []string
-	dbs := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := kube.List(ctx, dbs); err != nil {
-		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases that may refer to this Instance")
-	}
-	for _, d := range dbs.Items {
-		if d.Spec.InstanceRef.Name == in.GetName() && boundTo(d.Status.AtProvider.InstanceUID, in) {
-			users = append(users, "PostgreSQLDatabase "+d.GetNamespace()+"/"+d.GetName())
+	for _, k := range userKinds {
+		l := k.list()
+		if err := kube.List(ctx, l); err != nil {
+			return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", k.kind)
 		}
-	}
-	roles := &v1alpha1.PostgreSQLRoleList{}
-	if err := kube.List(ctx, roles); err != nil {
-		return nil, errors.Wrap(err, "cannot list the PostgreSQLRoles that may refer to this Instance")
-	}
-	for _, r := range roles.Items {
-		if r.Spec.InstanceRef.Name == in.GetName() && boundTo(r.Status.AtProvider.InstanceUID, in) {
-			users = append(users, "PostgreSQLRole "+r.GetNamespace()+"/"+r.GetName())
+		items, err := apimeta.ExtractList(l)
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot read the list of %ss", k.kind)
+		}
+		for _, o := range items {
+			u, ok := o.(v1alpha1.InstanceUser)
+			obj, isObj := o.(client.Object)
+			if !ok || !isObj {
+				continue
+			}
+			if name, uid := u.InstanceBinding(); name == in.GetName() && boundTo(uid, in) {
+				users = append(users, k.kind+" "+obj.GetNamespace()+"/"+obj.GetName())
+			}
 		}
 	}
 	sort.Strings(users)

@@ -22,7 +22,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
@@ -92,16 +91,7 @@ func ordersSecret(ctx context.Context, t *testing.T) map[string][]byte {
 // loginWith logs in with a connection Secret's values, verifying the server
 // against the Secret's ca.crt, and returns current_user.
 func loginWith(ctx context.Context, d map[string][]byte) (string, error) {
-	port := 0
-	fmt.Sscan(string(d["port"]), &port) //nolint:errcheck // Checked by the login.
-	cfg, err := postgres.ConnConfig(postgres.Endpoint{
-		Host: string(d["host"]), Hostaddr: string(d["hostaddr"]), Port: port, Database: string(d["database"]),
-		SSLMode: string(d["sslmode"]), CAPEM: d["ca.crt"],
-	}, postgres.Credentials{Username: string(d["username"]), Password: string(d["password"])})
-	if err != nil {
-		return "", err
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
+	c, err := providertest.ConnectWithSecret(ctx, d, "")
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,207 @@
+package grant
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+)
+
+// SetupDefaultPrivileges adds the PostgreSQLDefaultPrivileges controller to
+// mgr.
+func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLDefaultPrivilegesGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDefaultPrivilegesList{})
+	if err != nil {
+		return err
+	}
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDefaultPrivileges](&defaultsConnector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithInitializers(),
+		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(d *v1alpha1.PostgreSQLDefaultPrivileges) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
+			return d.GetNamespace(), d.Spec.InstanceRef.Name, d.Spec.ForProvider.RoleSelector, &d.Spec.ForProvider.RoleRef
+		}))),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind), o...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLDefaultPrivileges{}).
+		Complete(config.Reconciler(name, c, r))
+}
+
+type defaultsConnector struct {
+	kube      client.Client
+	instances instance.Connector
+}
+
+func (c *defaultsConnector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges], error) {
+	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
+	if err != nil {
+		return nil, err
+	}
+	return &defaultsExternal{kube: c.kube, conn: conn}, nil
+}
+
+type defaultsExternal struct {
+	kube client.Client
+	conn *instance.Connection
+
+	pool   *pgxpool.Pool
+	target postgres.DefaultPrivilegesTarget
+	want   postgres.PrivilegeWant
+	held   postgres.Held
+	plan   postgres.PrivilegePlan
+}
+
+var defaultKinds = map[v1alpha1.DefaultPrivilegesObjectType]postgres.ObjectKind{
+	v1alpha1.DefaultPrivilegesTables:    postgres.KindTable,
+	v1alpha1.DefaultPrivilegesSequences: postgres.KindSequence,
+	v1alpha1.DefaultPrivilegesFunctions: postgres.KindFunction,
+	v1alpha1.DefaultPrivilegesTypes:     postgres.KindType,
+	v1alpha1.DefaultPrivilegesSchemas:   postgres.KindSchema,
+}
+
+// names resolves the grantee, owner, database and schema into
+// status.atProvider, as names does for grants.
+func (e *defaultsExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (bool, error) {
+	ap := &mg.Status.AtProvider
+	if meta.WasDeleted(mg) {
+		return ap.Role != "", nil
+	}
+	p := mg.Spec.ForProvider
+	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
+	if p.Role == nil && p.RoleRef == nil {
+		return false, errors.New("spec.forProvider.roleSelector has not selected a role yet")
+	}
+	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
+	if err != nil {
+		return false, err
+	}
+	owner, err := r.Role(ctx, "spec.forProvider.ownerRef", p.Owner, p.OwnerRef)
+	if err != nil {
+		return false, err
+	}
+	db, err := r.Database(ctx, "spec.forProvider.databaseRef", p.Database, p.DatabaseRef)
+	if err != nil {
+		return false, err
+	}
+	schema, err := r.Schema(ctx, "spec.forProvider.schemaRef", db, p.Schema, p.SchemaRef)
+	if err != nil {
+		return false, err
+	}
+	ap.Role, ap.Owner, ap.Database, ap.Schema = role, owner, db, schema
+	return true, nil
+}
+
+func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalObservation, error) {
+	ok, err := e.names(ctx, mg)
+	if err != nil || !ok {
+		return managed.ExternalObservation{}, err
+	}
+	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	e.target = postgres.DefaultPrivilegesTarget{Owner: ap.Owner, Schema: ap.Schema, Kind: defaultKinds[p.ObjectType]}
+	if e.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	got, system, err := postgres.ObserveDefaultPrivileges(ctx, e.pool, ap.Role, e.target)
+	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+		return e.absent(mg, fmt.Sprintf("database %q", ap.Database))
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	switch {
+	case !got.RoleExists:
+		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
+	case !got.OwnerExists:
+		return e.absent(mg, fmt.Sprintf("role %q", ap.Owner))
+	case !got.SchemaExists:
+		return e.absent(mg, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
+	}
+	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
+	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
+		msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(got.ServerVersion), strings.Join(unsupported, ", "), strings.ToLower(string(p.ObjectType)))
+		mg.SetConditions(condition(ReasonUnsupported, msg))
+		return managed.ExternalObservation{}, errors.New(msg)
+	}
+	e.held = got.Held
+	e.want = postgres.PrivilegeWant{Privileges: privileges, GrantOption: p.WithGrantOption, Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption}
+	ap.Privileges = postgres.HeldByAll(privileges, p.WithGrantOption, []postgres.Held{got.Held})
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: len(revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
+	}
+	if config.ObserveOnly(mg) {
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(ap.Privileges))))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	e.plan = postgres.PlanPrivileges(e.want, []postgres.Held{got.Held})
+	if len(ap.Privileges) == len(privileges) {
+		mg.SetConditions(xpv2.Available())
+	} else {
+		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(e.plan.Grant))))
+	}
+	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: e.plan.Empty()}, nil
+}
+
+func (e *defaultsExternal) absent(mg resource.Managed, what string) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{}, nil
+	}
+	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, e.conn.Instance.GetName())
+	mg.SetConditions(condition(ReasonNotHeld, msg))
+	return managed.ExternalObservation{}, errors.New(msg)
+}
+
+func (e *defaultsExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalCreation, error) {
+	_, err := e.Update(ctx, mg)
+	return managed.ExternalCreation{}, err
+}
+
+func (e *defaultsExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalUpdate, error) {
+	ap := &mg.Status.AtProvider
+	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, e.plan, e.want.GrantOption)
+	// Recorded before granting: see the PostgreSQLGrant's Update.
+	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
+	if err := e.kube.Status().Update(ctx, mg); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errIntent)
+	}
+	if err := execAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errApply)
+	}
+	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
+	ap.Privileges = e.want.Privileges
+	mg.SetConditions(xpv2.Available())
+	return managed.ExternalUpdate{}, nil
+}
+
+func (e *defaultsExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	ap := &mg.Status.AtProvider
+	revoke := revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
+	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)
+	return managed.ExternalDelete{}, errors.Wrap(execAll(ctx, e.pool, stmts), errRevoke)
+}
+
+func (e *defaultsExternal) Disconnect(context.Context) error { return nil }

@@ -1,0 +1,446 @@
+// Package grant manages PostgreSQLGrants and PostgreSQLDefaultPrivileges:
+// privileges a role holds on existing objects, role memberships, and
+// privileges on objects created later. Each resource owns the privileges
+// it lists: it is Ready when they are held, whatever else the role holds,
+// and revokes only what it granted.
+package grant
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+)
+
+const (
+	errObserve = "cannot observe the privileges"
+	errApply   = "cannot grant or revoke"
+	errRevoke  = "cannot revoke what was granted"
+	errIntent  = "cannot record the privileges about to be granted"
+)
+
+// Reasons of a Ready condition that is False.
+const (
+	// ReasonNotHeld: the grantee lacks some of the listed privileges (or
+	// the membership); the provider is granting them.
+	ReasonNotHeld xpv2.ConditionReason = "NotHeld"
+	// ReasonUnsupported: the server cannot grant what is asked (a 16+ or
+	// 17+ feature on an older server).
+	ReasonUnsupported xpv2.ConditionReason = "Unsupported"
+)
+
+// SetupGrant adds the PostgreSQLGrant controller to mgr.
+func SetupGrant(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLGrantGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLGrantList{})
+	if err != nil {
+		return err
+	}
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLGrant](&grantConnector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		// A grant has no name of its own in PostgreSQL.
+		managed.WithInitializers(),
+		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(g *v1alpha1.PostgreSQLGrant) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
+			return g.GetNamespace(), g.Spec.InstanceRef.Name, g.Spec.ForProvider.RoleSelector, &g.Spec.ForProvider.RoleRef
+		}))),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLGrantGroupVersionKind), o...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLGrant{}).
+		Complete(config.Reconciler(name, c, r))
+}
+
+type grantConnector struct {
+	kube      client.Client
+	instances instance.Connector
+}
+
+func (c *grantConnector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant], error) {
+	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
+	if err != nil {
+		return nil, err
+	}
+	return &grantExternal{kube: c.kube, conn: conn}, nil
+}
+
+// grantExternal observes once per reconcile and keeps what it found for
+// Create, Update and Delete, which run right after in the same reconcile.
+type grantExternal struct {
+	kube client.Client
+	conn *instance.Connection
+
+	pool *pgxpool.Pool
+	// For privileges:
+	target  postgres.GrantTarget
+	want    postgres.PrivilegeWant
+	objects []postgres.ObservedObject // The objects the spec names.
+	removed []postgres.ObservedObject // Objects unlisted since granted.
+	plan    postgres.PrivilegePlan
+	// For memberships:
+	membership *postgres.ObservedMembership
+	stmts      []string
+}
+
+var objectKinds = map[v1alpha1.GrantObjectType]postgres.ObjectKind{
+	v1alpha1.GrantObjectDatabase: postgres.KindDatabase,
+	v1alpha1.GrantObjectSchema:   postgres.KindSchema,
+	v1alpha1.GrantObjectTable:    postgres.KindTable,
+	v1alpha1.GrantObjectSequence: postgres.KindSequence,
+	v1alpha1.GrantObjectFunction: postgres.KindFunction,
+}
+
+// names resolves the grantee and the target into status.atProvider: from
+// the spec while the grant lives, from what was recorded once it is being
+// deleted (a referenced resource may be gone by then). It reports false
+// when a deleted grant never recorded them: nothing was granted.
+func (e *grantExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (bool, error) {
+	ap := &mg.Status.AtProvider
+	if meta.WasDeleted(mg) {
+		return ap.Role != "", nil
+	}
+	p := mg.Spec.ForProvider
+	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
+	if p.Role == nil && p.RoleRef == nil {
+		return false, errors.New("spec.forProvider.roleSelector has not selected a role yet")
+	}
+	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
+	if err != nil {
+		return false, err
+	}
+	var db, schema, group string
+	if p.ObjectType == v1alpha1.GrantObjectMembership {
+		if group, err = r.Role(ctx, "spec.forProvider.memberOfRef", p.MemberOf, p.MemberOfRef); err != nil {
+			return false, err
+		}
+	} else {
+		if db, err = r.Database(ctx, "spec.forProvider.databaseRef", p.Database, p.DatabaseRef); err != nil {
+			return false, err
+		}
+		if schema, err = r.Schema(ctx, "spec.forProvider.schemaRef", db, p.Schema, p.SchemaRef); err != nil {
+			return false, err
+		}
+	}
+	ap.Role, ap.Database, ap.Schema, ap.MemberOf = role, db, schema, group
+	return true, nil
+}
+
+func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+	ok, err := e.names(ctx, mg)
+	if err != nil || !ok {
+		return managed.ExternalObservation{}, err
+	}
+	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
+		return e.observeMembership(ctx, mg)
+	}
+	return e.observePrivileges(ctx, mg)
+}
+
+func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	e.target = postgres.GrantTarget{
+		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema,
+		AllInSchema: p.AllInSchema != nil && *p.AllInSchema,
+	}
+	// Objects removed from the spec are observed too, to revoke there.
+	e.target.Objects = slices.Clone(p.Objects)
+	for _, o := range ap.AppliedObjects {
+		if !slices.Contains(e.target.Objects, o) {
+			e.target.Objects = append(e.target.Objects, o)
+		}
+	}
+	var err error
+	// Database privileges can be granted from any database; the others
+	// only from the target's own.
+	if e.pool = e.conn.Pool; e.target.Kind != postgres.KindDatabase {
+		if e.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
+	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
+	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+		return e.absent(mg, fmt.Sprintf("database %q", ap.Database))
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if !got.RoleExists {
+		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
+	}
+	if !got.ParentExists {
+		what := fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database)
+		if e.target.Kind == postgres.KindDatabase {
+			what = fmt.Sprintf("database %q", ap.Database)
+		}
+		return e.absent(mg, what)
+	}
+	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
+	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
+		msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on a %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(got.ServerVersion), strings.Join(unsupported, ", "), strings.ToLower(string(p.ObjectType)))
+		mg.SetConditions(condition(ReasonUnsupported, msg))
+		return managed.ExternalObservation{}, errors.New(msg)
+	}
+	e.objects, e.removed = nil, nil
+	for _, o := range got.Objects {
+		if e.target.AllInSchema || e.target.Kind == postgres.KindDatabase || e.target.Kind == postgres.KindSchema || slices.Contains(p.Objects, o.Name) {
+			e.objects = append(e.objects, o)
+		} else {
+			e.removed = append(e.removed, o)
+		}
+	}
+	e.want = postgres.PrivilegeWant{
+		Privileges: privileges, GrantOption: p.WithGrantOption != nil && *p.WithGrantOption,
+		Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption,
+	}
+	held := heldOf(e.objects)
+	ap.Privileges = postgres.HeldByAll(privileges, e.want.GrantOption, held)
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0}, nil
+	}
+	var missing []string
+	for _, m := range got.Missing {
+		if slices.Contains(p.Objects, m) {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("waiting for %s %s to exist in schema %q of database %q", strings.ToLower(string(p.ObjectType)), strings.Join(missing, ", "), ap.Schema, ap.Database)
+		mg.SetConditions(condition(ReasonNotHeld, msg))
+		return managed.ExternalObservation{}, errors.New(msg)
+	}
+	if config.ObserveOnly(mg) {
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, orNone(ap.Privileges))))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	e.plan = postgres.PlanPrivileges(e.want, held)
+	removedHeld := len(e.removed) > 0 && len(revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
+	if len(ap.Privileges) == len(privileges) && len(e.objects) > 0 || len(e.objects) == 0 && e.target.AllInSchema {
+		mg.SetConditions(xpv2.Available())
+	} else {
+		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, orNone(e.plan.Grant))))
+	}
+	exists := len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
+	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld}, nil
+}
+
+// absent handles a grantee or target that does not exist: nothing is left
+// to revoke for a grant being deleted; otherwise the grant waits.
+func (e *grantExternal) absent(mg resource.Managed, what string) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{}, nil
+	}
+	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, e.conn.Instance.GetName())
+	mg.SetConditions(condition(ReasonNotHeld, msg))
+	return managed.ExternalObservation{}, errors.New(msg)
+}
+
+func (e *grantExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalCreation, error) {
+	_, err := e.Update(ctx, mg)
+	return managed.ExternalCreation{}, err
+}
+
+func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalUpdate, error) {
+	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
+		return managed.ExternalUpdate{}, e.updateMembership(ctx, mg)
+	}
+	ap := &mg.Status.AtProvider
+	stmts := postgres.PlanStatements(ap.Role, e.target, e.objects, e.plan, e.want.GrantOption)
+	if revoke := revocable(ap.AppliedPrivileges, heldOf(e.removed)); len(revoke) > 0 {
+		stmts = append(stmts, postgres.RevokeStatement(ap.Role, postgres.GrantTarget{Kind: e.target.Kind, Schema: e.target.Schema}, refsOf(e.removed), revoke, false))
+	}
+	// Record what is about to be granted before granting it, so that a
+	// crash in between never leaves a privilege this grant gave that it
+	// does not know to revoke.
+	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
+	ap.AppliedObjects = union(ap.AppliedObjects, mg.Spec.ForProvider.Objects)
+	if err := e.kube.Status().Update(ctx, mg); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errIntent)
+	}
+	if err := execAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errApply)
+	}
+	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
+	ap.AppliedObjects = slices.Sorted(slices.Values(mg.Spec.ForProvider.Objects))
+	ap.Privileges = e.want.Privileges
+	mg.SetConditions(xpv2.Available())
+	return managed.ExternalUpdate{}, nil
+}
+
+func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	ap := &mg.Status.AtProvider
+	var stmts []string
+	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
+		switch {
+		case ap.AppliedMembership:
+			stmts = append(stmts, postgres.RevokeMembershipStatement(ap.Role, ap.MemberOf))
+		case ap.AppliedGrantOption && e.membership.Admin:
+			stmts = append(stmts, "REVOKE ADMIN OPTION FOR "+postgres.QuoteIdentifier(ap.MemberOf)+" FROM "+postgres.QuoteIdentifier(ap.Role))
+		}
+	} else {
+		all := append(slices.Clone(e.objects), e.removed...)
+		if revoke := revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
+			stmts = append(stmts, postgres.RevokeStatement(ap.Role, e.target, refsOf(all), revoke, false))
+		}
+	}
+	return managed.ExternalDelete{}, errors.Wrap(execAll(ctx, e.pool, stmts), errRevoke)
+}
+
+func (e *grantExternal) Disconnect(context.Context) error { return nil }
+
+func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	e.pool = e.conn.Pool
+	got, system, err := postgres.ObserveMembership(ctx, e.pool, ap.Role, ap.MemberOf)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.membership = got
+	if !got.RoleExists {
+		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
+	}
+	if !got.GroupExists {
+		return e.absent(mg, fmt.Sprintf("role %q", ap.MemberOf))
+	}
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
+	}
+	if config.ObserveOnly(mg) {
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
+	e.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
+	if err != nil {
+		mg.SetConditions(condition(ReasonUnsupported, err.Error()))
+		return managed.ExternalObservation{}, err
+	}
+	if len(e.stmts) == 0 {
+		mg.SetConditions(xpv2.Available())
+	} else {
+		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
+	}
+	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(e.stmts) == 0}, nil
+}
+
+func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
+	ap, p := &mg.Status.AtProvider, mg.Spec.ForProvider
+	admin := p.WithAdminOption != nil && *p.WithAdminOption
+	ap.AppliedMembership = ap.AppliedMembership || !e.membership.Member
+	ap.AppliedGrantOption = ap.AppliedGrantOption || admin && !e.membership.Admin
+	if err := e.kube.Status().Update(ctx, mg); err != nil {
+		return errors.Wrap(err, errIntent)
+	}
+	if err := execAll(ctx, e.pool, e.stmts); err != nil {
+		return errors.Wrap(err, errApply)
+	}
+	ap.AppliedGrantOption = ap.AppliedGrantOption && admin
+	mg.SetConditions(xpv2.Available())
+	return nil
+}
+
+// execAll runs stmts in one transaction; nothing at all when there are
+// none.
+func execAll(ctx context.Context, pool *pgxpool.Pool, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	return postgres.Exec(ctx, pool, stmts)
+}
+
+func privilegeStrings(ps []v1alpha1.Privilege) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
+func heldOf(objs []postgres.ObservedObject) []postgres.Held {
+	out := make([]postgres.Held, len(objs))
+	for i, o := range objs {
+		out[i] = o.Held
+	}
+	return out
+}
+
+func refsOf(objs []postgres.ObservedObject) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Ref
+	}
+	return out
+}
+
+// revocable returns the applied privileges some object still holds.
+func revocable(applied []string, held []postgres.Held) []string {
+	var out []string
+	for _, p := range applied {
+		for _, h := range held {
+			if _, ok := h[p]; ok {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func serverVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/10000, v%10000)
+}
+
+func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: reason, Message: msg,
+	}
+}

@@ -1,0 +1,156 @@
+// Package reference resolves the references between managed resources of
+// one namespace: a role, database or schema named directly or through the
+// managed resource that manages it.
+package reference
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// A Resolver resolves references of resources in namespace, living on the
+// Instance named instance.
+type Resolver struct {
+	Kube      client.Reader
+	Namespace string
+	Instance  string
+}
+
+// Role returns the PostgreSQL name of the role given by name or ref (what
+// says which field, for messages). A referenced PostgreSQLRole must be on
+// the same Instance and exist.
+func (r Resolver) Role(ctx context.Context, what string, name *string, ref *v1alpha1.LocalReference) (string, error) {
+	if name != nil {
+		return *name, nil
+	}
+	if ref == nil {
+		return "", nil
+	}
+	role := &v1alpha1.PostgreSQLRole{}
+	if err := r.get(ctx, what, ref.Name, role); err != nil {
+		return "", err
+	}
+	return r.check(what, role, role.Spec.InstanceRef.Name, role.Status.AtProvider.Name)
+}
+
+// Database returns the PostgreSQL name of the database given by name or ref.
+func (r Resolver) Database(ctx context.Context, what string, name *string, ref *v1alpha1.LocalReference) (string, error) {
+	if name != nil {
+		return *name, nil
+	}
+	if ref == nil {
+		return "", nil
+	}
+	db := &v1alpha1.PostgreSQLDatabase{}
+	if err := r.get(ctx, what, ref.Name, db); err != nil {
+		return "", err
+	}
+	return r.check(what, db, db.Spec.InstanceRef.Name, db.Status.AtProvider.Name)
+}
+
+// Schema returns the PostgreSQL name of the schema given by name or ref; a
+// referenced PostgreSQLSchema must be in database.
+func (r Resolver) Schema(ctx context.Context, what, database string, name *string, ref *v1alpha1.LocalReference) (string, error) {
+	if name != nil {
+		return *name, nil
+	}
+	if ref == nil {
+		return "", nil
+	}
+	s := &v1alpha1.PostgreSQLSchema{}
+	if err := r.get(ctx, what, ref.Name, s); err != nil {
+		return "", err
+	}
+	n, err := r.check(what, s, s.Spec.InstanceRef.Name, s.Status.AtProvider.Name)
+	if err != nil {
+		return "", err
+	}
+	if s.Status.AtProvider.Database != database {
+		return "", errors.Errorf("%s: PostgreSQLSchema %s/%s is in database %q, not %q", what, r.Namespace, ref.Name, s.Status.AtProvider.Database, database)
+	}
+	return n, nil
+}
+
+func (r Resolver) get(ctx context.Context, what, name string, obj client.Object) error {
+	err := r.Kube.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, obj)
+	return errors.Wrapf(err, "%s: cannot get %s/%s", what, r.Namespace, name)
+}
+
+// check refuses a referenced resource on another Instance, and waits for
+// one that has not observed its object yet (observed is "").
+func (r Resolver) check(what string, obj client.Object, instance, observed string) (string, error) {
+	kind := kindOf(obj)
+	if instance != r.Instance {
+		return "", errors.Errorf("%s: %s %s/%s is on PostgreSQLInstance %q, not %q", what, kind, r.Namespace, obj.GetName(), instance, r.Instance)
+	}
+	if observed == "" {
+		return "", errors.Errorf("%s: waiting for %s %s/%s to exist", what, kind, r.Namespace, obj.GetName())
+	}
+	return observed, nil
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *v1alpha1.PostgreSQLRole:
+		return v1alpha1.PostgreSQLRoleKind
+	case *v1alpha1.PostgreSQLDatabase:
+		return v1alpha1.PostgreSQLDatabaseKind
+	case *v1alpha1.PostgreSQLSchema:
+		return v1alpha1.PostgreSQLSchemaKind
+	}
+	return "resource"
+}
+
+// SelectRole resolves sel into *ref when *ref is not set yet: the first
+// PostgreSQLRole of the namespace, by name, on the Instance, whose labels
+// match. It reports whether it set *ref; once set, a reference stays put
+// (the CRD refuses changing it), so a later role with the same labels
+// never re-points a grant.
+func (r Resolver) SelectRole(ctx context.Context, what string, sel *v1alpha1.RoleSelector, ref **v1alpha1.LocalReference) (bool, error) {
+	if sel == nil || *ref != nil {
+		return false, nil
+	}
+	l := &v1alpha1.PostgreSQLRoleList{}
+	if err := r.Kube.List(ctx, l, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(sel.MatchLabels)}); err != nil {
+		return false, errors.Wrapf(err, "%s: cannot list PostgreSQLRoles", what)
+	}
+	var names []string
+	for _, role := range l.Items {
+		if role.Spec.InstanceRef.Name == r.Instance {
+			names = append(names, role.GetName())
+		}
+	}
+	if len(names) == 0 {
+		return false, errors.Errorf("%s: no PostgreSQLRole in namespace %s on PostgreSQLInstance %q matches labels %v", what, r.Namespace, r.Instance, sel.MatchLabels)
+	}
+	slices.Sort(names)
+	*ref = &v1alpha1.LocalReference{Name: names[0]}
+	return true, nil
+}
+
+// SelectorResolver returns a reference resolver (run by the managed
+// reconciler before it connects) that records what a role selector picks,
+// through sel, and persists it.
+func SelectorResolver[T resource.Managed](kube client.Client, sel func(T) (namespace, instance string, selector *v1alpha1.RoleSelector, ref **v1alpha1.LocalReference)) func(context.Context, resource.Managed) error {
+	return func(ctx context.Context, mg resource.Managed) error {
+		t, ok := mg.(T)
+		if !ok {
+			return nil
+		}
+		ns, in, s, ref := sel(t)
+		changed, err := Resolver{Kube: kube, Namespace: ns, Instance: in}.SelectRole(ctx, "spec.forProvider.roleSelector", s, ref)
+		if err != nil || !changed {
+			return err
+		}
+		return errors.Wrap(kube.Update(ctx, mg), "cannot record the selected role in spec.forProvider.roleRef")
+	}
+}

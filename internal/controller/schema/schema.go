@@ -1,0 +1,206 @@
+// Package schema manages PostgreSQLSchemas: schemas inside a database,
+// their owner and whether PUBLIC may use them. Schemas and their objects
+// are retained unless the Delete management policy asks for a drop.
+package schema
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+)
+
+const (
+	errObserve = "cannot observe the schema"
+	errCreate  = "cannot create the schema"
+	errUpdate  = "cannot update the schema"
+	errDelete  = "cannot drop the schema"
+)
+
+// Setup adds the PostgreSQLSchema controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
+	name := managed.ControllerName(v1alpha1.PostgreSQLSchemaGroupKind)
+	kube := mgr.GetClient()
+	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLSchemaList{})
+	if err != nil {
+		return err
+	}
+	o = append(o,
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLSchema](&connector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
+	)
+	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLSchemaGroupVersionKind), o...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLSchema{}).
+		Complete(config.Reconciler(name, c, r))
+}
+
+type connector struct {
+	kube      client.Client
+	instances instance.Connector
+}
+
+func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema], error) {
+	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
+	if err != nil {
+		return nil, err
+	}
+	return &external{kube: c.kube, conn: conn}, nil
+}
+
+type external struct {
+	kube client.Client
+	conn *instance.Connection
+	// pool is that of the schema's database, once Observe found it.
+	pool *pgxpool.Pool
+}
+
+func (e *external) resolver(mg *v1alpha1.PostgreSQLSchema) reference.Resolver {
+	return reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
+}
+
+// database returns the schema's database: the one recorded at first
+// observation (the CRD freezes it), else the one the spec designates.
+func (e *external) database(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (string, error) {
+	if db := mg.Status.AtProvider.Database; db != "" {
+		return db, nil
+	}
+	if meta.WasDeleted(mg) {
+		return "", nil
+	}
+	p := mg.Spec.ForProvider
+	return e.resolver(mg).Database(ctx, "spec.forProvider.databaseRef", p.Database, p.DatabaseRef)
+}
+
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalObservation, error) {
+	name := mg.SchemaName()
+	if err := instance.CheckExternalName(mg, "schema", name); err != nil {
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
+		return managed.ExternalObservation{}, err
+	}
+	db, err := e.database(ctx, mg)
+	if err != nil || db == "" {
+		// Deleted before it ever found its database: nothing to drop.
+		return managed.ExternalObservation{}, err
+	}
+	if e.pool, err = e.conn.Database(ctx, db); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	got, system, err := postgres.ObserveSchema(ctx, e.pool, name)
+	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+		if meta.WasDeleted(mg) {
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{}, errors.Errorf("waiting for database %q to exist on PostgreSQLInstance %q", db, e.conn.Instance.GetName())
+	}
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	ap := &mg.Status.AtProvider
+	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	ap.Database = db
+	if got == nil {
+		if meta.WasDeleted(mg) {
+			return managed.ExternalObservation{}, nil
+		}
+		return managed.ExternalObservation{ResourceExists: false}, instance.CheckProvisioning(e.conn.Instance)
+	}
+	switch instance.OwnershipOf(mg, got.MarkerOwner) {
+	case instance.Owned:
+	case instance.Release:
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	case instance.Foreign:
+		uid := string(mg.GetUID())
+		msg := fmt.Sprintf("schema %q exists in database %q on PostgreSQLInstance %q but was not created by this PostgreSQLSchema (its comment carries no ownership marker for UID %s). "+
+			"Confirmed: the schema exists. Uncertain: who manages it and whose objects it holds. Nothing was changed. "+
+			"Check by hand with psql -d %s: \\dn+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to hand it to this resource, an admin can mark it with: COMMENT ON SCHEMA %s IS '%s'",
+			name, db, e.conn.Instance.GetName(), uid, db, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+		mg.SetConditions(instance.ConflictCondition(msg))
+		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+	ap.Name, ap.Owner, ap.PublicPrivileges = name, got.Owner, got.PublicPrivileges
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+	if config.ObserveOnly(mg) {
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("schema %q in database %q", name, db)))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	want, err := e.desired(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	mg.SetConditions(xpv2.Available())
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))) == 0}, nil
+}
+
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalCreation, error) {
+	want, err := e.desired(ctx, mg)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	return managed.ExternalCreation{}, errors.Wrap(postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID()))), errCreate)
+}
+
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalUpdate, error) {
+	name := mg.SchemaName()
+	got, _, err := postgres.ObserveSchema(ctx, e.pool, name)
+	if err != nil || got == nil {
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the schema disappeared")), errObserve)
+	}
+	want, err := e.desired(ctx, mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	if stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID())); len(stmts) > 0 {
+		return managed.ExternalUpdate{}, errors.Wrap(postgres.Exec(ctx, e.pool, stmts), errUpdate)
+	}
+	return managed.ExternalUpdate{}, nil
+}
+
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalDelete, error) {
+	mg.SetConditions(xpv2.Deleting())
+	name := mg.SchemaName()
+	err := postgres.Exec(ctx, e.pool, []string{postgres.DropSchemaStatement(name, mg.Spec.ForProvider.CascadeOnDelete)})
+	if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
+		return managed.ExternalDelete{}, errors.Wrapf(err, "schema %q is not dropped while it holds objects (DROP SCHEMA … RESTRICT); the drop is retried with back-off. "+
+			"Drop or move them, or set spec.forProvider.cascadeOnDelete: true to drop them with the schema", name)
+	}
+	return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }
+
+// desired returns the settings the spec asks for.
+func (e *external) desired(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (postgres.SchemaSettings, error) {
+	p := mg.Spec.ForProvider
+	owner, err := e.resolver(mg).Role(ctx, "spec.forProvider.ownerRef", p.Owner, p.OwnerRef)
+	if err != nil {
+		return postgres.SchemaSettings{}, err
+	}
+	s := postgres.SchemaSettings{Owner: owner, RevokePublic: p.RevokePublicPrivileges}
+	if p.Comment != nil {
+		s.Comment = *p.Comment
+	}
+	return s, nil
+}

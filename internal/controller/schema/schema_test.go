@@ -1,0 +1,230 @@
+package schema_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const ns = "shop"
+
+var (
+	env  *providertest.Env
+	main *v1alpha1.PostgreSQLInstance
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+		env, main = e, e.Main
+	}))
+}
+
+func connect(ctx context.Context, t *testing.T, db string) *pgx.Conn {
+	t.Helper()
+	c, err := env.Postgres.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
+	return c
+}
+
+func create(ctx context.Context, t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitReady(ctx context.Context, t *testing.T, obj providertest.Conditioned, status corev1.ConditionStatus, reason xpv2.ConditionReason) {
+	t.Helper()
+	if err := env.WaitForReady(ctx, obj, status, reason, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newSchema(name, database string, mutate ...func(*v1alpha1.PostgreSQLSchema)) *v1alpha1.PostgreSQLSchema {
+	s := &v1alpha1.PostgreSQLSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.PostgreSQLSchemaSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To(database)},
+		},
+	}
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+// schemaState reads a schema's owner, comment and PUBLIC privileges.
+func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, comment string, public []string, found bool) {
+	t.Helper()
+	err := connect(ctx, t, db).QueryRow(ctx, `SELECT pg_get_userbyid(nspowner)::text, coalesce(obj_description(oid, 'pg_namespace'), ''),
+		coalesce(ARRAY(SELECT a.privilege_type FROM aclexplode(nspacl) a WHERE a.grantee = 0), '{}') FROM pg_namespace WHERE nspname = $1`, name).
+		Scan(&owner, &comment, &public)
+	if err == pgx.ErrNoRows {
+		return "", "", nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return owner, comment, public, true
+}
+
+func waitGone(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return kerrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("%s was not deleted: %v", obj.GetName(), err)
+	}
+}
+
+func TestSchemaLifecycle(t *testing.T) {
+	ctx := context.Background()
+	owner := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "inventory-owner", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("inventory_owner")},
+		},
+	}
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "inventory", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{OwnerRef: &v1alpha1.LocalReference{Name: owner.Name}},
+		},
+	}
+	// Created before what it refers to: the schema waits for both.
+	s := newSchema("stock", "", func(s *v1alpha1.PostgreSQLSchema) {
+		s.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		s.Spec.ForProvider.Database = nil
+		s.Spec.ForProvider.DatabaseRef = &v1alpha1.LocalReference{Name: db.Name}
+		s.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: owner.Name}
+		s.Spec.ForProvider.Comment = ptr.To("stock levels")
+		s.Spec.ForProvider.RevokePublicPrivileges = true
+	})
+	create(ctx, t, s, owner, db)
+	waitReady(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	t.Run("Catalog", func(t *testing.T) {
+		o, comment, public, found := schemaState(ctx, t, "inventory", "stock")
+		if !found || o != "inventory_owner" || len(public) != 0 {
+			t.Errorf("schema: found %t, owner %q, PUBLIC holds %v", found, o, public)
+		}
+		if want := "stock levels\n[provider-postgresql uid=" + string(s.UID) + "]"; comment != want {
+			t.Errorf("comment = %q, want %q", comment, want)
+		}
+		if s.Status.AtProvider.Database != "inventory" || s.Status.AtProvider.InstanceUID != string(main.UID) {
+			t.Errorf("status.atProvider = %+v", s.Status.AtProvider)
+		}
+	})
+
+	t.Run("PublicAccessRevokedAgain", func(t *testing.T) {
+		if _, err := connect(ctx, t, "inventory").Exec(ctx, "GRANT USAGE, CREATE ON SCHEMA stock TO PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			_, _, public, _ := schemaState(ctx, t, "inventory", "stock")
+			return len(public) == 0, nil
+		})
+		if err != nil {
+			t.Fatalf("PUBLIC's privileges were not revoked: %v", err)
+		}
+	})
+
+	t.Run("DropRestrictSaysWhatBlocks", func(t *testing.T) {
+		if _, err := connect(ctx, t, "inventory").Exec(ctx, "CREATE TABLE stock.levels (sku text)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		got := &v1alpha1.PostgreSQLSchema{}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(s), got); err != nil {
+				return false, err
+			}
+			c := got.GetCondition(xpv2.TypeSynced)
+			return strings.Contains(c.Message, "table stock.levels depends on schema stock"), nil
+		})
+		if err != nil {
+			t.Fatalf("the blocked drop does not say what blocks it: %v (Synced: %q)", err, got.GetCondition(xpv2.TypeSynced).Message)
+		}
+		if !strings.Contains(got.GetCondition(xpv2.TypeSynced).Message, "cascadeOnDelete") {
+			t.Errorf("the message does not say how to proceed: %q", got.GetCondition(xpv2.TypeSynced).Message)
+		}
+		if _, _, _, found := schemaState(ctx, t, "inventory", "stock"); !found {
+			t.Fatal("a RESTRICT drop removed a schema holding a table")
+		}
+		orig := got.DeepCopy()
+		got.Spec.ForProvider.CascadeOnDelete = true
+		if err := env.Kube.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, s)
+		if _, _, _, found := schemaState(ctx, t, "inventory", "stock"); found {
+			t.Error("the schema survived a CASCADE drop")
+		}
+	})
+}
+
+func TestSchemaRetainedByDefault(t *testing.T) {
+	ctx := context.Background()
+	s := newSchema("kept", "postgres")
+	create(ctx, t, s)
+	waitReady(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.Kube.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, s)
+	if _, _, _, found := schemaState(ctx, t, "postgres", "kept"); !found {
+		t.Error("deleting a PostgreSQLSchema without the Delete policy dropped the schema")
+	}
+}
+
+func TestSchemaConflict(t *testing.T) {
+	ctx := context.Background()
+	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE SCHEMA legacy; COMMENT ON SCHEMA legacy IS 'hand made'"); err != nil {
+		t.Fatal(err)
+	}
+	s := newSchema("legacy", "postgres", func(s *v1alpha1.PostgreSQLSchema) {
+		s.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		s.Spec.ForProvider.Comment = ptr.To("mine now")
+	})
+	create(ctx, t, s)
+	waitReady(ctx, t, s, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	for _, want := range []string{"Confirmed: the schema exists", "Uncertain:", `\dn+ legacy`, "COMMENT ON SCHEMA"} {
+		if msg := s.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("Conflict message %q lacks %q", msg, want)
+		}
+	}
+	if err := env.Kube.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, s)
+	_, comment, _, found := schemaState(ctx, t, "postgres", "legacy")
+	if !found || comment != "hand made" {
+		t.Errorf("a schema the provider did not create was changed or dropped: found %t, comment %q", found, comment)
+	}
+}
