@@ -225,13 +225,17 @@ func TestDefaultPrivilegesValidation(t *testing.T) {
 	}{
 		"PrivilegeNotForTables": {
 			reason: "EXECUTE is a function privilege.",
-			mutate: func(p *v1alpha1.PostgreSQLDefaultPrivilegesParameters) { p.Privileges = []v1alpha1.Privilege{"EXECUTE"} },
-			want:   []string{"spec.forProvider.privileges", "privileges on Tables are ALL, SELECT"},
+			mutate: func(p *v1alpha1.PostgreSQLDefaultPrivilegesParameters) {
+				p.Privileges = []v1alpha1.Privilege{"EXECUTE"}
+			},
+			want: []string{"spec.forProvider.privileges", "privileges on Tables are ALL, SELECT"},
 		},
 		"PrivilegeNotForTypes": {
 			reason: "Types only have USAGE.",
-			mutate: func(p *v1alpha1.PostgreSQLDefaultPrivilegesParameters) { p.ObjectType = v1alpha1.DefaultPrivilegesTypes },
-			want:   []string{"spec.forProvider.privileges", "privileges on Types are ALL or USAGE"},
+			mutate: func(p *v1alpha1.PostgreSQLDefaultPrivilegesParameters) {
+				p.ObjectType = v1alpha1.DefaultPrivilegesTypes
+			},
+			want: []string{"spec.forProvider.privileges", "privileges on Types are ALL or USAGE"},
 		},
 		"SchemasInSchema": {
 			reason: "PostgreSQL refuses IN SCHEMA with ON SCHEMAS.",
