@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -277,12 +278,8 @@ func MembershipStatements(role, group string, want, got Membership, appliedAdmin
 	if version >= Version16 {
 		// Re-granting an existing membership with new options updates them
 		// (PostgreSQL 16+).
-		if want.Inherit != nil && (!got.Member || got.Inherit == nil || *got.Inherit != *want.Inherit) {
-			opts = append(opts, "INHERIT "+strings.ToUpper(fmt.Sprint(*want.Inherit)))
-		}
-		if want.Set != nil && (!got.Member || got.Set == nil || *got.Set != *want.Set) {
-			opts = append(opts, "SET "+strings.ToUpper(fmt.Sprint(*want.Set)))
-		}
+		opts = append(opts, option("INHERIT", want.Inherit, got.Inherit, got.Member)...)
+		opts = append(opts, option("SET", want.Set, got.Set, got.Member)...)
 	}
 	var stmts []string
 	if !got.Member || len(opts) > 0 {
@@ -296,6 +293,15 @@ func MembershipStatements(role, group string, want, got Membership, appliedAdmin
 		stmts = append(stmts, "REVOKE ADMIN OPTION FOR "+g+" FROM "+r)
 	}
 	return stmts, nil
+}
+
+// option returns the WITH option kw when want is set and differs from what
+// an existing membership has.
+func option(kw string, want, got *bool, member bool) []string {
+	if want == nil || member && got != nil && *got == *want {
+		return nil
+	}
+	return []string{kw + " " + strings.ToUpper(strconv.FormatBool(*want))}
 }
 
 // RevokeMembershipStatement ends role's membership in group.

@@ -141,9 +141,7 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
-		msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(got.ServerVersion), strings.Join(unsupported, ", "), strings.ToLower(string(p.ObjectType)))
-		mg.SetConditions(condition(ReasonUnsupported, msg))
-		return managed.ExternalObservation{}, errors.New(msg)
+		return managed.ExternalObservation{}, unsupportedError(mg, got.ServerVersion, unsupported, strings.ToLower(string(p.ObjectType)))
 	}
 	e.held = got.Held
 	e.want = postgres.PrivilegeWant{Privileges: privileges, GrantOption: p.WithGrantOption, Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption}
@@ -201,7 +199,11 @@ func (e *defaultsExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDe
 	ap := &mg.Status.AtProvider
 	revoke := revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)
-	return managed.ExternalDelete{}, errors.Wrap(execAll(ctx, e.pool, stmts), errRevoke)
+	if err := execAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, errRevoke)
+	}
+	ap.AppliedPrivileges, ap.AppliedGrantOption = nil, false
+	return managed.ExternalDelete{}, nil
 }
 
 func (e *defaultsExternal) Disconnect(context.Context) error { return nil }

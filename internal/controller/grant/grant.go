@@ -157,26 +157,60 @@ func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGran
 	return e.observePrivileges(ctx, mg)
 }
 
-func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+// prepare sets the target and the pool the grant's statements run on.
+func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	e.target = postgres.GrantTarget{
 		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema,
 		AllInSchema: p.AllInSchema != nil && *p.AllInSchema,
+		// Objects removed from the spec are observed too, to revoke there.
+		Objects: union(p.Objects, ap.AppliedObjects),
 	}
-	// Objects removed from the spec are observed too, to revoke there.
-	e.target.Objects = slices.Clone(p.Objects)
-	for _, o := range ap.AppliedObjects {
-		if !slices.Contains(e.target.Objects, o) {
-			e.target.Objects = append(e.target.Objects, o)
-		}
-	}
-	var err error
 	// Database privileges can be granted from any database; the others
 	// only from the target's own.
-	if e.pool = e.conn.Pool; e.target.Kind != postgres.KindDatabase {
-		if e.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
-			return managed.ExternalObservation{}, err
+	if e.target.Kind == postgres.KindDatabase {
+		e.pool = e.conn.Pool
+		return nil
+	}
+	var err error
+	e.pool, err = e.conn.Database(ctx, ap.Database)
+	return err
+}
+
+// missingParent names what a grant waits for when the observation found
+// no grantee or no database/schema, "" when both exist.
+func (e *grantExternal) missingParent(ap v1alpha1.PostgreSQLGrantObservation, got *postgres.ObservedGrant) string {
+	switch {
+	case !got.RoleExists:
+		return fmt.Sprintf("role %q", ap.Role)
+	case got.ParentExists:
+		return ""
+	case e.target.Kind == postgres.KindDatabase:
+		return fmt.Sprintf("database %q", ap.Database)
+	default:
+		return fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database)
+	}
+}
+
+// split sorts the observed objects into those the spec names (all of them
+// for a database, a schema or everything in a schema) and those unlisted
+// since the grant granted on them.
+func (e *grantExternal) split(listed []string, objects []postgres.ObservedObject) {
+	e.objects, e.removed = nil, nil
+	single := e.target.Kind == postgres.KindDatabase || e.target.Kind == postgres.KindSchema
+	for _, o := range objects {
+		if e.target.AllInSchema || single || slices.Contains(listed, o.Name) {
+			e.objects = append(e.objects, o)
+		} else {
+			e.removed = append(e.removed, o)
 		}
+	}
+}
+
+func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	if err := e.prepare(ctx, mg); err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
@@ -188,30 +222,14 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if !got.RoleExists {
-		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
-	}
-	if !got.ParentExists {
-		what := fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database)
-		if e.target.Kind == postgres.KindDatabase {
-			what = fmt.Sprintf("database %q", ap.Database)
-		}
+	if what := e.missingParent(*ap, got); what != "" {
 		return e.absent(mg, what)
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
-		msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on a %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(got.ServerVersion), strings.Join(unsupported, ", "), strings.ToLower(string(p.ObjectType)))
-		mg.SetConditions(condition(ReasonUnsupported, msg))
-		return managed.ExternalObservation{}, errors.New(msg)
+		return managed.ExternalObservation{}, unsupportedError(mg, got.ServerVersion, unsupported, "a "+strings.ToLower(string(p.ObjectType)))
 	}
-	e.objects, e.removed = nil, nil
-	for _, o := range got.Objects {
-		if e.target.AllInSchema || e.target.Kind == postgres.KindDatabase || e.target.Kind == postgres.KindSchema || slices.Contains(p.Objects, o.Name) {
-			e.objects = append(e.objects, o)
-		} else {
-			e.removed = append(e.removed, o)
-		}
-	}
+	e.split(p.Objects, got.Objects)
 	e.want = postgres.PrivilegeWant{
 		Privileges: privileges, GrantOption: p.WithGrantOption != nil && *p.WithGrantOption,
 		Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption,
@@ -221,15 +239,10 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0}, nil
+		all := append(slices.Clone(e.objects), e.removed...)
+		return managed.ExternalObservation{ResourceExists: len(revocable(ap.AppliedPrivileges, heldOf(all))) > 0}, nil
 	}
-	var missing []string
-	for _, m := range got.Missing {
-		if slices.Contains(p.Objects, m) {
-			missing = append(missing, m)
-		}
-	}
-	if len(missing) > 0 {
+	if missing := intersect(got.Missing, p.Objects); len(missing) > 0 {
 		msg := fmt.Sprintf("waiting for %s %s to exist in schema %q of database %q", strings.ToLower(string(p.ObjectType)), strings.Join(missing, ", "), ap.Schema, ap.Database)
 		mg.SetConditions(condition(ReasonNotHeld, msg))
 		return managed.ExternalObservation{}, errors.New(msg)
@@ -239,14 +252,23 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	e.plan = postgres.PlanPrivileges(e.want, held)
-	removedHeld := len(e.removed) > 0 && len(revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
-	if len(ap.Privileges) == len(privileges) && len(e.objects) > 0 || len(e.objects) == 0 && e.target.AllInSchema {
+	removedHeld := len(revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
+	// Everything in an empty schema holds everything.
+	if len(e.objects) == 0 && e.target.AllInSchema || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, orNone(e.plan.Grant))))
 	}
 	exists := len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
 	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld}, nil
+}
+
+// unsupportedError sets and returns the condition of privileges the server
+// is too old for.
+func unsupportedError(mg resource.Managed, version int, unsupported []string, on string) error {
+	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
+	mg.SetConditions(condition(ReasonUnsupported, msg))
+	return errors.New(msg)
 }
 
 // absent handles a grantee or target that does not exist: nothing is left
@@ -309,7 +331,11 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 			stmts = append(stmts, postgres.RevokeStatement(ap.Role, e.target, refsOf(all), revoke, false))
 		}
 	}
-	return managed.ExternalDelete{}, errors.Wrap(execAll(ctx, e.pool, stmts), errRevoke)
+	if err := execAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, errRevoke)
+	}
+	ap.AppliedPrivileges, ap.AppliedGrantOption, ap.AppliedMembership = nil, false, false
+	return managed.ExternalDelete{}, nil
 }
 
 func (e *grantExternal) Disconnect(context.Context) error { return nil }
@@ -424,6 +450,16 @@ func union(a, b []string) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 

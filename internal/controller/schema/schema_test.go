@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, com
 	err := connect(ctx, t, db).QueryRow(ctx, `SELECT pg_get_userbyid(nspowner)::text, coalesce(obj_description(oid, 'pg_namespace'), ''),
 		coalesce(ARRAY(SELECT a.privilege_type FROM aclexplode(nspacl) a WHERE a.grantee = 0), '{}') FROM pg_namespace WHERE nspname = $1`, name).
 		Scan(&owner, &comment, &public)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", nil, false
 	}
 	if err != nil {
