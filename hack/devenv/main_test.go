@@ -12,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/apis"
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -60,7 +63,9 @@ func TestDev(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready",
-		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "get secret orders-postgresql", "make dev-down"} {
+		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "PostgreSQLSchema/shop/sales is Ready",
+		"PostgreSQLGrant/shop/orders-reader-select is Ready", "PostgreSQLGrant/shop/orders-owner-membership is Ready",
+		"PostgreSQLDefaultPrivileges/shop/orders-reader-select is Ready", "get secret orders-postgresql", "make dev-down"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the output does not say %q:\n%s", want, text)
 		}
@@ -106,6 +111,39 @@ func TestDev(t *testing.T) {
 	if in.Status.Phase != v1alpha1.InstancePhaseReady || in.Status.PostgreSQLVersion == "" {
 		t.Errorf("the example Instance is %q with version %q", in.Status.Phase, in.Status.PostgreSQLVersion)
 	}
+	t.Run("ExamplesWorkTogether", func(t *testing.T) {
+		// The application role, member of the owner role, creates a table
+		// in the sales schema; the reporting role reads it and cannot
+		// write. Both log in with the Secrets the provider wrote.
+		secret := func(name string) map[string][]byte {
+			sec := &corev1.Secret{}
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, sec); err != nil {
+				t.Fatal(err)
+			}
+			return sec.Data
+		}
+		app, err := providertest.ConnectWithSecret(ctx, secret("orders-postgresql"), "orders")
+		if err != nil {
+			t.Fatalf("the orders role cannot log in to the orders database: %v", err)
+		}
+		defer app.Close(ctx) //nolint:errcheck // Test.
+		if _, err := app.Exec(ctx, "SET ROLE orders_owner; CREATE TABLE sales.invoices (id int); INSERT INTO sales.invoices VALUES (1)"); err != nil {
+			t.Fatalf("the orders role cannot create a table as orders_owner: %v", err)
+		}
+		reader, err := providertest.ConnectWithSecret(ctx, secret("orders-reader-postgresql"), "")
+		if err != nil {
+			t.Fatalf("the reporting role cannot log in with its Secret: %v", err)
+		}
+		defer reader.Close(ctx) //nolint:errcheck // Test.
+		var n int
+		if err := reader.QueryRow(ctx, "SELECT count(*) FROM sales.invoices").Scan(&n); err != nil || n != 1 {
+			t.Errorf("the reporting role cannot read the new table: %d, %v", n, err)
+		}
+		if _, err := reader.Exec(ctx, "INSERT INTO sales.invoices VALUES (2)"); !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
+			t.Errorf("the reporting role could write, or failed otherwise: %v", err)
+		}
+	})
+
 	if pid, alive := running(filepath.Join(state, "devenv.pid")); !alive || pid != os.Getpid() {
 		t.Errorf("the pid file says %d (alive %t), want this process %d", pid, alive, os.Getpid())
 	}
@@ -152,6 +190,9 @@ func newScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -253,13 +253,15 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	}
 	e.plan = postgres.PlanPrivileges(e.want, held)
 	removedHeld := len(revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
-	// Everything in an empty schema holds everything.
-	if len(e.objects) == 0 && e.target.AllInSchema || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
+	// A grant on everything in an empty schema holds: there is nothing
+	// to grant on until a first object appears.
+	empty := len(e.objects) == 0 && e.target.AllInSchema
+	if empty || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, orNone(e.plan.Grant))))
 	}
-	exists := len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
+	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
 	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld}, nil
 }
 

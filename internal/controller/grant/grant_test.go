@@ -271,6 +271,19 @@ func TestGrantAllTablesInSchemaCoversLaterTables(t *testing.T) {
 	}
 }
 
+func TestGrantAllTablesInAnEmptySchemaIsReady(t *testing.T) {
+	ctx := context.Background()
+	sql(ctx, t, "CREATE ROLE rempty; CREATE SCHEMA sempty")
+	g := newGrant("empty", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("rempty"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("sempty"),
+		AllInSchema: ptr.To(true), Privileges: privileges("SELECT"),
+	})
+	create(ctx, t, g)
+	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	sql(ctx, t, "CREATE TABLE sempty.first (id int)")
+	waitHolds(ctx, t, "has_table_privilege('rempty', 'sempty.first', 'SELECT')", true)
+}
+
 func TestGrantNamedObjects(t *testing.T) {
 	ctx := context.Background()
 	sql(ctx, t, `CREATE ROLE rnamed; CREATE SCHEMA snamed; CREATE TABLE snamed.a (id int); CREATE TABLE snamed.b (id int);
