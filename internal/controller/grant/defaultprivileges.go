@@ -64,11 +64,13 @@ type defaultsExternal struct {
 	kube client.Client
 	conn *instance.Connection
 
-	pool   *pgxpool.Pool
-	target postgres.DefaultPrivilegesTarget
-	want   postgres.PrivilegeWant
-	held   postgres.Held
-	plan   postgres.PrivilegePlan
+	pool *pgxpool.Pool
+	// observed is status.atProvider as Observe left it: see grantExternal.
+	observed v1alpha1.PostgreSQLDefaultPrivilegesObservation
+	target   postgres.DefaultPrivilegesTarget
+	want     postgres.PrivilegeWant
+	held     postgres.Held
+	plan     postgres.PrivilegePlan
 }
 
 var defaultKinds = map[v1alpha1.DefaultPrivilegesObjectType]postgres.ObjectKind{
@@ -116,6 +118,7 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
+	defer func() { e.observed = *mg.Status.AtProvider.DeepCopy() }()
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	e.target = postgres.DefaultPrivilegesTarget{Owner: ap.Owner, Schema: ap.Schema, Kind: defaultKinds[p.ObjectType]}
 	if e.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
@@ -178,6 +181,7 @@ func (e *defaultsExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDe
 }
 
 func (e *defaultsExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalUpdate, error) {
+	mg.Status.AtProvider = *e.observed.DeepCopy()
 	ap := &mg.Status.AtProvider
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, e.plan, e.want.GrantOption)
 	// Recorded before granting: see the PostgreSQLGrant's Update.
@@ -196,6 +200,7 @@ func (e *defaultsExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDe
 
 func (e *defaultsExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
+	mg.Status.AtProvider = *e.observed.DeepCopy()
 	ap := &mg.Status.AtProvider
 	revoke := revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)

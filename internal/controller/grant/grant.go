@@ -92,6 +92,12 @@ type grantExternal struct {
 	conn *instance.Connection
 
 	pool *pgxpool.Pool
+	// observed is status.atProvider as Observe left it. The managed
+	// reconciler may refresh the resource from the API server between
+	// Observe and Create (to record that a create is pending), which
+	// resets the status to the stored one: Create, Update and Delete start
+	// from this copy instead.
+	observed v1alpha1.PostgreSQLGrantObservation
 	// For privileges:
 	target  postgres.GrantTarget
 	want    postgres.PrivilegeWant
@@ -151,6 +157,7 @@ func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGran
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
+	defer func() { e.observed = *mg.Status.AtProvider.DeepCopy() }()
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
 		return e.observeMembership(ctx, mg)
 	}
@@ -290,6 +297,7 @@ func (e *grantExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 }
 
 func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalUpdate, error) {
+	mg.Status.AtProvider = *e.observed.DeepCopy()
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
 		return managed.ExternalUpdate{}, e.updateMembership(ctx, mg)
 	}
@@ -318,6 +326,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 
 func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
+	mg.Status.AtProvider = *e.observed.DeepCopy()
 	ap := &mg.Status.AtProvider
 	var stmts []string
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {

@@ -167,6 +167,28 @@ func TestGrantRegression465(t *testing.T) {
 	if diff := cmp.Diff([]string{"SELECT"}, g.Status.AtProvider.AppliedPrivileges); diff != "" {
 		t.Errorf("status.atProvider.appliedPrivileges (-want +got):\n%s", diff)
 	}
+	// Each change on the server is an event on the grant, and none
+	// failed.
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := env.Kube.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID != g.UID {
+				continue
+			}
+			seen[e.Reason] = true
+			if e.Type == corev1.EventTypeWarning {
+				return false, fmt.Errorf("warning event %s: %s", e.Reason, e.Message)
+			}
+		}
+		return seen["CreatedExternalResource"] && seen["UpdatedExternalResource"], nil
+	})
+	if err != nil {
+		t.Errorf("no create and update events on the grant: %v", err)
+	}
 }
 
 // TestGrantRegression240 is provider-sql #240: a grant is Ready when the
