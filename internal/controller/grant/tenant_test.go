@@ -2,7 +2,9 @@ package grant_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,6 +76,24 @@ func TestTenantScenario(t *testing.T) {
 	if r := connectGrant.Spec.ForProvider.RoleRef; r == nil || r.Name != ro.Name {
 		t.Errorf("the role selector was not recorded in roleRef: %+v", r)
 	}
+
+	t.Run("NoStatementsWhenUpToDate", func(t *testing.T) {
+		if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+			t.Fatal(err)
+		}
+		defer env.Postgres.SetLogStatement(ctx, "none") //nolint:errcheck // Best effort.
+		before := logLen(t)
+		time.Sleep(7 * time.Second) // About three polls of seven resources.
+		log := serverLog(t, before)
+		if n := strings.Count(log, "pg_default_acl"); n < 2 {
+			t.Fatalf("only %d observations of the default privileges in 7s; the poll is not running", n)
+		}
+		for _, ddl := range []string{"GRANT ", "REVOKE ", "ALTER ", "CREATE ", "COMMENT ON", "DROP "} {
+			if strings.Contains(log, ddl) {
+				t.Errorf("up-to-date resources issued %s:\n%s", ddl, log)
+			}
+		}
+	})
 
 	appSecret, err := env.ConnectionSecret(ctx, ns, "tenant-app-conn")
 	if err != nil {
