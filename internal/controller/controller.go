@@ -12,6 +12,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/controller/grant"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/role"
 	pgschema "github.com/ayatori/provider-postgresql/internal/controller/schema"
 )
@@ -43,6 +44,11 @@ var kinds = []kind{
 		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
 		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
 	}, setup: grant.SetupDefaultPrivileges},
+	{name: "Lock", gvks: []schema.GroupVersionKind{
+		v1alpha1.LockGroupVersionKind, v1alpha1.ClusterLockGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
+		v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind,
+		v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
+	}, setup: lock.Setup},
 }
 
 // Setup starts every controller now. It suits tests, where the CRDs are

@@ -72,6 +72,22 @@ var (
 	PostgreSQLDefaultPrivilegesGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLDefaultPrivilegesKind)
 )
 
+// Lock type metadata.
+var (
+	LockKind             = reflect.TypeOf(Lock{}).Name()
+	LockGroupKind        = schema.GroupKind{Group: Group, Kind: LockKind}.String()
+	LockKindAPIVersion   = LockKind + "." + SchemeGroupVersion.String()
+	LockGroupVersionKind = SchemeGroupVersion.WithKind(LockKind)
+)
+
+// ClusterLock type metadata.
+var (
+	ClusterLockKind             = reflect.TypeOf(ClusterLock{}).Name()
+	ClusterLockGroupKind        = schema.GroupKind{Group: Group, Kind: ClusterLockKind}.String()
+	ClusterLockKindAPIVersion   = ClusterLockKind + "." + SchemeGroupVersion.String()
+	ClusterLockGroupVersionKind = SchemeGroupVersion.WithKind(ClusterLockKind)
+)
+
 // AnnotationRotatePassword requests a new generated password for a login
 // PostgreSQLRole: set it to any new value (a timestamp, say) to rotate.
 const AnnotationRotatePassword = Group + "/rotate-password"
@@ -83,4 +99,6 @@ func init() {
 	SchemeBuilder.Register(&PostgreSQLSchema{}, &PostgreSQLSchemaList{})
 	SchemeBuilder.Register(&PostgreSQLGrant{}, &PostgreSQLGrantList{})
 	SchemeBuilder.Register(&PostgreSQLDefaultPrivileges{}, &PostgreSQLDefaultPrivilegesList{})
+	SchemeBuilder.Register(&Lock{}, &LockList{})
+	SchemeBuilder.Register(&ClusterLock{}, &ClusterLockList{})
 }

@@ -1,0 +1,21 @@
+// Package cluster holds the manifests a cluster admin applies beside the
+// provider package (a provider package can carry neither an admission
+// policy nor extra RBAC). They are embedded so that the provider can
+// install the Lock policy itself (--install-lock-policy) and tests apply
+// exactly what ships.
+package cluster
+
+import "embed"
+
+// Manifests are the YAML files of this folder.
+//
+//go:embed *.yaml
+var Manifests embed.FS
+
+// Names of the Lock admission policy's objects.
+const (
+	LockPolicyName       = "provider-postgresql-lock"
+	LockPolicyParamsName = "provider-postgresql-lock-policy"
+	LockPolicyFile       = "lock-policy.yaml"
+	LockPolicyParamsFile = "lock-policy-params.yaml"
+)

@@ -1,0 +1,557 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const (
+	ns = "shop"
+	// providerIdentity is who the controllers act as, as a provider pinned
+	// to the ServiceAccount the README recommends would.
+	providerIdentity = "system:serviceaccount:crossplane-system:provider-postgresql"
+)
+
+var (
+	env  *providertest.Env
+	main *v1alpha1.PostgreSQLInstance
+)
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	crds, err := controlplane.CrossplaneCRDs(ctx, "protection.crossplane.io_usages.yaml", "protection.crossplane.io_clusterusages.yaml")
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		ControllerManager: true, CRDDirs: crds, Identity: providerIdentity,
+	}, func(e *providertest.Env) {
+		env, main = e, e.Main
+		if err := installPolicy(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}))
+}
+
+// installPolicy applies the shipped cluster/lock-policy*.yaml, with the
+// parameters naming this environment's provider identity.
+func installPolicy(ctx context.Context) error {
+	objs, err := lock.PolicyManifests()
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			if !strings.Contains(cm.Data["annotationWriters"], "system:serviceaccount:crossplane-system:provider-postgresql") {
+				return fmt.Errorf("the shipped parameters no longer name the provider's ServiceAccount: %v", cm.Data)
+			}
+		}
+		if err := env.Kube.Create(ctx, o); err != nil {
+			return fmt.Errorf("cannot apply %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func admin(ctx context.Context, t *testing.T) *pgx.Conn {
+	t.Helper()
+	c, err := env.Postgres.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
+	return c
+}
+
+func databaseExists(ctx context.Context, t *testing.T, name string) bool {
+	t.Helper()
+	var n int
+	if err := admin(ctx, t).QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+func newDatabase(namespace, name string, mutate ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
+	d := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	for _, m := range mutate {
+		m(d)
+	}
+	return d
+}
+
+func newLock(namespace, name, kind, target, reason string) *v1alpha1.Lock {
+	return &v1alpha1.Lock{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: kind, Name: target}, Reason: reason},
+	}
+}
+
+func create(ctx context.Context, t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitReady(ctx context.Context, t *testing.T, obj providertest.Conditioned, status corev1.ConditionStatus, reason xpv2.ConditionReason) {
+	t.Helper()
+	if err := env.WaitForReady(ctx, obj, status, reason, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitGone(ctx context.Context, t *testing.T, obj client.Object) {
+	t.Helper()
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("%s was not deleted: %v", obj.GetName(), err)
+	}
+}
+
+// message is the denial the policy gives for locks.
+func message(locks ...string) string {
+	return "resource is protected by Lock(s) [" + strings.Join(locks, ", ") + "]; delete the Lock(s) before deleting this resource"
+}
+
+// waitDeleteDenied waits until a dry-run delete of obj (which passes
+// admission and changes nothing) is refused with want: the policy takes a
+// moment to see a new annotation.
+func waitDeleteDenied(ctx context.Context, t *testing.T, obj client.Object, want string) {
+	t.Helper()
+	var last error
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		last = env.Kube.Delete(ctx, obj, client.DryRunAll)
+		return last != nil && strings.Contains(last.Error(), want), nil
+	})
+	if err != nil {
+		t.Fatalf("deleting %s was not refused with %q; last answer: %v", obj.GetName(), want, last)
+	}
+}
+
+func annotation(ctx context.Context, t *testing.T, obj client.Object) string {
+	t.Helper()
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetAnnotations()[v1alpha1.AnnotationLocked]
+}
+
+func usage(ctx context.Context, namespace, name string, cluster bool) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	kind := "Usage"
+	if cluster {
+		kind = "ClusterUsage"
+	}
+	u.SetAPIVersion("protection.crossplane.io/v1beta1")
+	u.SetKind(kind)
+	return u, env.Kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+}
+
+func TestLocksAccumulateAndRelease(t *testing.T) {
+	ctx := context.Background()
+	db := newDatabase(ns, "ledger")
+	b := newLock(ns, "b-audit", v1alpha1.PostgreSQLDatabaseKind, "ledger", "")
+	a := newLock(ns, "a-prod", v1alpha1.PostgreSQLDatabaseKind, "ledger", "Production data")
+	create(ctx, t, db, b)
+	waitReady(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	waitReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	create(ctx, t, a)
+	waitReady(ctx, t, a, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	if !a.Status.Active || a.Status.TargetUID != string(db.UID) {
+		t.Errorf("status = %+v", a.Status)
+	}
+	if got := annotation(ctx, t, db.DeepCopy()); got != "a-prod,b-audit" {
+		t.Errorf("annotation = %q, want a-prod,b-audit", got)
+	}
+
+	t.Run("DeleteDeniedNamingEveryLockSorted", func(t *testing.T) {
+		waitDeleteDenied(ctx, t, db, message("a-prod", "b-audit"))
+		err := env.Kube.Delete(ctx, db)
+		if err == nil || !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), message("a-prod", "b-audit")) {
+			t.Fatalf("a real delete: %v", err)
+		}
+		if !databaseExists(ctx, t, "ledger") {
+			t.Fatal("the PostgreSQL database is gone")
+		}
+	})
+
+	t.Run("UsagesMirrorTheLocks", func(t *testing.T) {
+		for name, reason := range map[string]string{"a-prod": "Production data", "b-audit": "protected by Lock shop/b-audit"} {
+			u, err := usage(ctx, ns, name, false)
+			if err != nil {
+				t.Fatalf("Usage %s: %v", name, err)
+			}
+			got, _, _ := unstructured.NestedString(u.Object, "spec", "reason")
+			of, _, _ := unstructured.NestedString(u.Object, "spec", "of", "resourceRef", "name")
+			kind, _, _ := unstructured.NestedString(u.Object, "spec", "of", "kind")
+			if !strings.HasPrefix(got, reason) || of != "ledger" || kind != v1alpha1.PostgreSQLDatabaseKind {
+				t.Errorf("Usage %s: reason %q, of %s %s", name, got, kind, of)
+			}
+		}
+	})
+
+	t.Run("StrippingTheAnnotationIsDenied", func(t *testing.T) {
+		cur := db.DeepCopy()
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		an := cur.GetAnnotations()
+		delete(an, v1alpha1.AnnotationLocked)
+		cur.SetAnnotations(an)
+		err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig))
+		if err == nil || !strings.Contains(err.Error(), "is kept by provider-postgresql from Lock objects") {
+			t.Fatalf("a plain user removed the annotation: %v", err)
+		}
+		// Other changes by the same user pass: only the annotation is guarded.
+		cur = orig.DeepCopy()
+		an = cur.GetAnnotations()
+		an["example.com/note"] = "hello"
+		cur.SetAnnotations(an)
+		if err := env.Kube.Patch(ctx, cur, client.MergeFrom(orig)); err != nil {
+			t.Errorf("an unrelated annotation change was refused: %v", err)
+		}
+	})
+
+	t.Run("LastLockGoneDeletable", func(t *testing.T) {
+		if err := env.Kube.Delete(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, a)
+		if _, err := usage(ctx, ns, "a-prod", false); !kerrors.IsNotFound(err) {
+			t.Errorf("the Usage of a deleted Lock: %v", err)
+		}
+		waitDeleteDenied(ctx, t, db, message("b-audit"))
+		if err := env.Kube.Delete(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, b)
+		if got := annotation(ctx, t, db.DeepCopy()); got != "" {
+			t.Errorf("annotation after the last Lock = %q", got)
+		}
+		if err := env.Kube.Delete(ctx, db); err != nil {
+			t.Fatalf("deleting after the last Lock went: %v", err)
+		}
+		waitGone(ctx, t, db)
+	})
+}
+
+func TestLockInvalidTargets(t *testing.T) {
+	ctx := context.Background()
+	other := newLock(ns, "other-group", "ConfigMap", "settings", "")
+	other.Spec.TargetRef.APIVersion = "v1"
+	cases := map[*v1alpha1.Lock]string{
+		other: "is not in group database.ayatori.ddupan.top",
+		newLock(ns, "lock-on-lock", v1alpha1.LockKind, "other-group", ""):          "a Lock cannot target a Lock",
+		newLock(ns, "unknown-kind", "PostgreSQLTable", "orders", ""):               "kind PostgreSQLTable is not served",
+		newLock(ns, "wrong-scope", v1alpha1.PostgreSQLInstanceKind, main.Name, ""): "protect it with a ClusterLock",
+	}
+	for l := range cases {
+		create(ctx, t, l)
+	}
+	for l, want := range cases {
+		waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
+		if l.Status.Active || !strings.Contains(l.GetCondition(xpv2.TypeReady).Message, want) {
+			t.Errorf("%s: active %t, message %q, want %q", l.Name, l.Status.Active, l.GetCondition(xpv2.TypeReady).Message, want)
+		}
+	}
+	for l := range cases {
+		if err := env.Kube.Delete(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, l)
+	}
+}
+
+func TestLockTargetAppearingLater(t *testing.T) {
+	ctx := context.Background()
+	l := newLock(ns, "early", v1alpha1.PostgreSQLRoleKind, "latecomer", "")
+	create(ctx, t, l)
+	waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
+	if l.Status.Active {
+		t.Error("active without a target")
+	}
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "latecomer", Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	create(ctx, t, r)
+	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	waitDeleteDenied(ctx, t, r, message("early"))
+
+	t.Run("TargetRecreatedWithANewUID", func(t *testing.T) {
+		// Lift the lock on the first object by force, as a cluster admin
+		// removing the policy's guard would, then recreate the target.
+		if err := env.Kube.Delete(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, l)
+		if err := env.Kube.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, r)
+		l = newLock(ns, "early", v1alpha1.PostgreSQLRoleKind, "latecomer", "")
+		create(ctx, t, l)
+		waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
+		r2 := r.DeepCopy()
+		r2.ResourceVersion, r2.UID = "", ""
+		create(ctx, t, r2)
+		waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+		if l.Status.TargetUID != string(r2.UID) {
+			t.Errorf("targetUID %s, want the new object's %s", l.Status.TargetUID, r2.UID)
+		}
+		waitDeleteDenied(ctx, t, r2, message("early"))
+	})
+}
+
+func TestConcurrentLocksLoseNoEntry(t *testing.T) {
+	ctx := context.Background()
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	create(ctx, t, r)
+	var names []string
+	for i := range 8 {
+		l := newLock(ns, fmt.Sprintf("busy-%d", i), v1alpha1.PostgreSQLRoleKind, "busy", "")
+		names = append(names, l.Name)
+		create(ctx, t, l)
+	}
+	want := strings.Join(names, ",")
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		return annotation(ctx, t, r.DeepCopy()) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("annotation %q, want %q: %v", annotation(ctx, t, r.DeepCopy()), want, err)
+	}
+	waitDeleteDenied(ctx, t, r, message(names...))
+}
+
+func TestClusterLockProtectsAnInstance(t *testing.T) {
+	ctx := context.Background()
+	spare, err := env.Instance(ctx, "spare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &v1alpha1.ClusterLock{
+		ObjectMeta: metav1.ObjectMeta{Name: "keep-spare"},
+		Spec: v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: v1alpha1.PostgreSQLInstanceKind, Name: "spare"},
+			Reason: "Shared server registration"},
+	}
+	create(ctx, t, cl)
+	waitReady(ctx, t, cl, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	waitDeleteDenied(ctx, t, spare, message("keep-spare"))
+	u, err := usage(ctx, "", "keep-spare", true)
+	if err != nil {
+		t.Fatalf("ClusterUsage: %v", err)
+	}
+	if reason, _, _ := unstructured.NestedString(u.Object, "spec", "reason"); reason != "Shared server registration" {
+		t.Errorf("ClusterUsage reason %q", reason)
+	}
+	if err := env.Kube.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, cl)
+	if _, err := usage(ctx, "", "keep-spare", true); !kerrors.IsNotFound(err) {
+		t.Errorf("the ClusterUsage of a deleted ClusterLock: %v", err)
+	}
+	if err := env.Kube.Delete(ctx, spare); err != nil {
+		t.Fatalf("deleting the Instance after its ClusterLock went: %v", err)
+	}
+	waitGone(ctx, t, spare)
+}
+
+func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
+	ctx := context.Background()
+	const batch = "batch"
+	if err := env.Namespace(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	locked := newDatabase(batch, "kept")
+	l := newLock(batch, "keep", v1alpha1.PostgreSQLDatabaseKind, "kept", "")
+	create(ctx, t, locked, l)
+	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	waitDeleteDenied(ctx, t, locked, message("keep"))
+	err := env.Kube.DeleteAllOf(ctx, &v1alpha1.PostgreSQLDatabase{}, client.InNamespace(batch))
+	if err == nil || !strings.Contains(err.Error(), message("keep")) {
+		t.Fatalf("DeleteCollection: %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(locked), locked); err != nil || locked.GetDeletionTimestamp() != nil {
+		t.Errorf("the locked database after a DeleteCollection: %v, deleting %v", err, locked.GetDeletionTimestamp())
+	}
+}
+
+func TestPolicyMissingIsVisible(t *testing.T) {
+	ctx := context.Background()
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: "provider-postgresql-lock"}, binding); err != nil {
+		t.Fatal(err)
+	}
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "unguarded", Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	l := newLock(ns, "guard", v1alpha1.PostgreSQLRoleKind, "unguarded", "")
+	create(ctx, t, r, l)
+	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+
+	if err := env.Kube.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b := binding.DeepCopy()
+		b.ResourceVersion, b.UID = "", ""
+		if err := env.Kube.Create(context.Background(), b); err != nil {
+			t.Errorf("cannot restore the binding: %v", err)
+		}
+	})
+	waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing)
+	if msg := l.GetCondition(xpv2.TypeReady).Message; l.Status.Active || !strings.Contains(msg, "deletes are NOT refused") {
+		t.Errorf("without the binding: active %t, message %q", l.Status.Active, msg)
+	}
+}
+
+func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
+	ctx := context.Background()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
+	create(ctx, t, owner)
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+	// Both would be dropped in PostgreSQL if deleted: Delete is allowed.
+	dependent := func(name string) *v1alpha1.PostgreSQLDatabase {
+		return newDatabase(ns, name, func(d *v1alpha1.PostgreSQLDatabase) {
+			d.OwnerReferences = []metav1.OwnerReference{ref}
+			d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		})
+	}
+	locked, free := dependent("gc_locked"), dependent("gc_free")
+	locked.Name, free.Name = "gc-locked", "gc-free"
+	locked.Spec.ForProvider.Name, free.Spec.ForProvider.Name = ptr.To("gc_locked"), ptr.To("gc_free")
+	l := newLock(ns, "keep-gc", v1alpha1.PostgreSQLDatabaseKind, "gc-locked", "")
+	create(ctx, t, locked, free, l)
+	waitReady(ctx, t, locked, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	waitReady(ctx, t, free, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	waitDeleteDenied(ctx, t, locked, message("keep-gc"))
+
+	if err := env.Kube.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	// The garbage collector has acted once the unlocked dependent is gone
+	// (from the API server and from PostgreSQL).
+	waitGone(ctx, t, free)
+	if databaseExists(ctx, t, "gc_free") {
+		t.Error("the unlocked dependent's database was not dropped: the test proves nothing")
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(locked), locked); err != nil || locked.GetDeletionTimestamp() != nil {
+		t.Fatalf("the locked dependent: %v, deleting %v", err, locked.GetDeletionTimestamp())
+	}
+	if !databaseExists(ctx, t, "gc_locked") {
+		t.Error("the PostgreSQL database behind the locked dependent is gone")
+	}
+	// And the garbage collector did try, and was refused.
+	log := filepath.Join(env.ControlPlane.Dir, "kube-controller-manager.log")
+	err := providertest.Wait(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(log)
+		return strings.Contains(string(b), message("keep-gc")), err
+	})
+	if err != nil {
+		t.Errorf("the garbage collector's log does not show its delete refused: %v", err)
+	}
+}
+
+func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
+	ctx := context.Background()
+	const vault = "vault"
+	if err := env.Namespace(ctx, vault); err != nil {
+		t.Fatal(err)
+	}
+	db := newDatabase(vault, "vault_data")
+	db.Name = "vault-data"
+	db.Spec.ForProvider.Name = ptr.To("vault_data")
+	l := newLock(vault, "keep-vault", v1alpha1.PostgreSQLDatabaseKind, "vault-data", "Customer data")
+	create(ctx, t, db, l)
+	waitReady(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	waitDeleteDenied(ctx, t, db, message("keep-vault"))
+
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vault}}
+	if err := env.Kube.Delete(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	var cause string
+	err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKey{Name: vault}, nsObj); err != nil {
+			return false, err
+		}
+		for _, c := range nsObj.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && strings.Contains(c.Message, message("keep-vault")) {
+				cause = string(c.Type) + ": " + c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the Terminating namespace does not name the Lock as the cause: %v (%+v)", err, nsObj.Status)
+	}
+	t.Logf("namespace condition: %s", cause)
+	if nsObj.Status.Phase != corev1.NamespaceTerminating {
+		t.Errorf("namespace phase %s", nsObj.Status.Phase)
+	}
+	// The namespace controller may not delete the Lock itself.
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil || l.GetDeletionTimestamp() != nil {
+		t.Fatalf("the Lock during namespace deletion: %v, deleting %v", err, l.GetDeletionTimestamp())
+	}
+	if !databaseExists(ctx, t, "vault_data") {
+		t.Fatal("the PostgreSQL database is gone")
+	}
+
+	// A person deletes the Lock: the namespace completes.
+	if err := env.Kube.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	err = providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKey{Name: vault}, nsObj)
+		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the namespace did not complete after the Lock was deleted: %v (%+v)", err, nsObj.Status)
+	}
+	if !databaseExists(ctx, t, "vault_data") {
+		t.Error("the retained database was dropped with its namespace")
+	}
+}
