@@ -38,6 +38,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -80,6 +81,8 @@ func main() {
 				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
 		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
 				Default(postgres.DefaultIdleTimeout.String()).Duration()
+		installLockPolicy = app.Flag("install-lock-policy", "Install (and keep up to date) the ValidatingAdmissionPolicy that enforces Locks, its binding, and its parameter ConfigMap in --namespace when absent, naming this provider's identity. Needs cluster/rbac-install-lock-policy.yaml; without this flag, apply cluster/lock-policy*.yaml yourself.").
+					Default("false").Bool()
 		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
 				Default("30s").Duration()
 	)
@@ -173,6 +176,14 @@ func main() {
 	// stopped its reconciles.
 	defer pools.Close()
 	metrics.Registry.MustRegister(pools)
+
+	if *installLockPolicy {
+		direct, err := client.New(cfg, client.Options{Scheme: scheme})
+		kingpin.FatalIfError(err, "Cannot create an API client")
+		kingpin.FatalIfError(lock.InstallPolicy(ctx, direct, *namespace),
+			"Cannot install the Lock admission policy (apply cluster/rbac-install-lock-policy.yaml, or drop --install-lock-policy and apply cluster/lock-policy*.yaml yourself)")
+		log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
+	}
 
 	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, config.Config{
 		Options:    o,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -76,7 +77,7 @@ func TestProviderProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--leader-election",
+	cmd := exec.Command(bin, "--leader-election", "--install-lock-policy",
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "POD_NAMESPACE="+ns)
@@ -127,6 +128,24 @@ func TestProviderProcess(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, `controller_runtime_reconcile_total{controller="crd-gate"`)
 	})
 
+	// --install-lock-policy installed the shipped policy, bound it to the
+	// parameters in the provider's namespace, which name the provider's
+	// own identity.
+	if _, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil {
+		t.Errorf("the Lock admission policy: %v", err)
+	}
+	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil || b.Spec.ParamRef.Namespace != ns {
+		t.Errorf("the Lock admission policy's binding: %v, %+v", err, b)
+	}
+	me, err := kc.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "provider-postgresql-lock-policy", metav1.GetOptions{}); err != nil ||
+		!strings.Contains(cm.Data["annotationWriters"], me.Status.UserInfo.Username) {
+		t.Errorf("the Lock policy's parameters do not name the provider (%s): %v, %+v", me.Status.UserInfo.Username, err, cm)
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +188,7 @@ func TestHelpDocumentsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
 		"--metrics-bind-address", "$PROVIDER_METRICS_BIND_ADDRESS",
 		"--health-probe-bind-address", "$PROVIDER_HEALTH_PROBE_BIND_ADDRESS",
 		"--graceful-shutdown-timeout", "$PROVIDER_GRACEFUL_SHUTDOWN_TIMEOUT",
+		"--[no-]install-lock-policy", "$PROVIDER_INSTALL_LOCK_POLICY",
 	} {
 		if !strings.Contains(help, want) {
 			t.Errorf("--help does not mention %s", want)

@@ -164,6 +164,9 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	cmd := exec.Command(bin,
 		"--namespace="+providerNamespace,
 		"--poll=30s",
+		// make dev shows Locks working: the provider installs the
+		// admission policy behind them, naming its own identity.
+		"--install-lock-policy",
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
 		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)

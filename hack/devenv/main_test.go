@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +66,8 @@ func TestDev(t *testing.T) {
 	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready",
 		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "PostgreSQLSchema/shop/sales is Ready",
 		"PostgreSQLGrant/shop/orders-reader-select is Ready", "PostgreSQLGrant/shop/orders-owner-membership is Ready",
-		"PostgreSQLDefaultPrivileges/shop/orders-reader-select is Ready", "get secret orders-postgresql", "make dev-down"} {
+		"PostgreSQLDefaultPrivileges/shop/orders-reader-select is Ready", "Lock/shop/orders-data is Ready", "ClusterLock/main-instance is Ready",
+		"get secret orders-postgresql", "make dev-down"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the output does not say %q:\n%s", want, text)
 		}
@@ -141,6 +143,17 @@ func TestDev(t *testing.T) {
 		}
 		if _, err := reader.Exec(ctx, "INSERT INTO sales.invoices VALUES (2)"); !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
 			t.Errorf("the reporting role could write, or failed otherwise: %v", err)
+		}
+	})
+
+	t.Run("LockedExamplesAreNotDeletable", func(t *testing.T) {
+		err := kube.Delete(ctx, &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "resource is protected by Lock(s) [orders-data]") {
+			t.Errorf("deleting the locked example database: %v", err)
+		}
+		err = kube.Delete(ctx, &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main"}}, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "resource is protected by Lock(s) [main-instance]") {
+			t.Errorf("deleting the locked example Instance: %v", err)
 		}
 	})
 
