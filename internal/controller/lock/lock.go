@@ -336,6 +336,10 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		t.SetAnnotations(a)
 		return r.kube.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
+	if kerrors.IsForbidden(err) {
+		return "", errors.Wrapf(err, "the API server refused the provider's own change to the %s annotation of %s %s: add the provider's ServiceAccount to annotationWriters in the ConfigMap %s of the Lock policy",
+			v1alpha1.AnnotationLocked, gvk.Kind, key.Name, "provider-postgresql-lock-policy")
+	}
 	if err != nil && !kerrors.IsNotFound(err) {
 		return "", errors.Wrapf(err, "cannot update the %s annotation of %s %s", v1alpha1.AnnotationLocked, gvk.Kind, key.Name)
 	}
