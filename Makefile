@@ -73,8 +73,9 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager and kubectl.
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core, its CLI and function-auto-ready.
 	hack/controlplane-tools.sh
+	hack/crossplane-tools.sh
 
 .PHONY: test
 test: tools ## Unit and integration tests against a real API server and PostgreSQL.

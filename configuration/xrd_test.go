@@ -11,6 +11,7 @@ import (
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -51,6 +52,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
