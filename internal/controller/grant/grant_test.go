@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,19 +35,9 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func admin(ctx context.Context, t *testing.T) *pgx.Conn {
-	t.Helper()
-	c, err := env.Postgres.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
-	return c
-}
-
 func sql(ctx context.Context, t *testing.T, stmts string) {
 	t.Helper()
-	if _, err := admin(ctx, t).Exec(ctx, stmts); err != nil {
+	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, stmts); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -59,7 +47,7 @@ func sql(ctx context.Context, t *testing.T, stmts string) {
 func holds(ctx context.Context, t *testing.T, check string) bool {
 	t.Helper()
 	var ok bool
-	if err := admin(ctx, t).QueryRow(ctx, "SELECT "+check).Scan(&ok); err != nil {
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT "+check).Scan(&ok); err != nil {
 		t.Fatal(err)
 	}
 	return ok
@@ -72,33 +60,6 @@ func waitHolds(ctx context.Context, t *testing.T, check string, want bool) {
 	})
 	if err != nil {
 		t.Fatalf("%s did not become %t: %v", check, want, err)
-	}
-}
-
-func create(ctx context.Context, t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Kube.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func waitReady(ctx context.Context, t *testing.T, obj providertest.Conditioned, status corev1.ConditionStatus, reason xpv2.ConditionReason) {
-	t.Helper()
-	if err := env.WaitForReady(ctx, obj, status, reason, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitGone(ctx context.Context, t *testing.T, obj client.Object) {
-	t.Helper()
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		return kerrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("%s was not deleted: %v", obj.GetName(), err)
 	}
 }
 
@@ -150,8 +111,8 @@ func TestGrantRegression465(t *testing.T) {
 		Role: ptr.To("r465"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("s465"),
 		Objects: []string{"orders"}, Privileges: privileges("SELECT", "INSERT", "UPDATE"),
 	})
-	create(ctx, t, g)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if !holds(ctx, t, "has_table_privilege('r465', 's465.orders', 'SELECT, INSERT, UPDATE')") {
 		t.Fatal("the grant is Ready but the privileges are not held")
 	}
@@ -163,7 +124,7 @@ func TestGrantRegression465(t *testing.T) {
 	if !holds(ctx, t, "has_table_privilege('r465', 's465.orders', 'SELECT')") {
 		t.Error("SELECT, still listed, was revoked")
 	}
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if diff := cmp.Diff([]string{"SELECT"}, g.Status.AtProvider.AppliedPrivileges); diff != "" {
 		t.Errorf("status.atProvider.appliedPrivileges (-want +got):\n%s", diff)
 	}
@@ -205,8 +166,8 @@ func TestGrantRegression240(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
-	create(ctx, t, g)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	before := logLen(t)
 	time.Sleep(7 * time.Second) // About three polls.
 	log := serverLog(t, before)
@@ -226,7 +187,7 @@ func TestGrantRegression240(t *testing.T) {
 		if err := env.Kube.Delete(ctx, g); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, g)
+		env.Gone(ctx, t, g)
 		if holds(ctx, t, "has_table_privilege('r240', 's240.orders', 'SELECT')") {
 			t.Error("SELECT, granted by the grant, survived its deletion")
 		}
@@ -243,15 +204,15 @@ func TestGrantKeepsPrivilegesHeldBefore(t *testing.T) {
 	g := newGrant("pre", v1alpha1.PostgreSQLGrantParameters{
 		Role: ptr.To("rpre"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("dpre"), Privileges: privileges("CONNECT", "TEMPORARY"),
 	})
-	create(ctx, t, g)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if diff := cmp.Diff([]string{"TEMPORARY"}, g.Status.AtProvider.AppliedPrivileges); diff != "" {
 		t.Errorf("status.atProvider.appliedPrivileges (-want +got):\n%s", diff)
 	}
 	if err := env.Kube.Delete(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, g)
+	env.Gone(ctx, t, g)
 	if holds(ctx, t, "has_database_privilege('rpre', 'dpre', 'TEMPORARY')") {
 		t.Error("TEMPORARY survived the grant's deletion")
 	}
@@ -267,8 +228,8 @@ func TestGrantAllTablesInSchemaCoversLaterTables(t *testing.T) {
 		Role: ptr.To("rall"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("sall"),
 		AllInSchema: ptr.To(true), Privileges: privileges("SELECT"), WithGrantOption: ptr.To(true),
 	})
-	create(ctx, t, g)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	for _, rel := range []string{"sall.a", "sall.v"} {
 		if !holds(ctx, t, fmt.Sprintf("has_table_privilege('rall', '%s', 'SELECT WITH GRANT OPTION')", rel)) {
 			t.Errorf("%s: SELECT WITH GRANT OPTION not held", rel)
@@ -285,7 +246,7 @@ func TestGrantAllTablesInSchemaCoversLaterTables(t *testing.T) {
 	if err := env.Kube.Delete(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, g)
+	env.Gone(ctx, t, g)
 	for _, rel := range []string{"sall.a", "sall.v", "sall.later"} {
 		if holds(ctx, t, fmt.Sprintf("has_table_privilege('rall', '%s', 'SELECT')", rel)) {
 			t.Errorf("%s: SELECT survived the grant's deletion", rel)
@@ -300,8 +261,8 @@ func TestGrantAllTablesInAnEmptySchemaIsReady(t *testing.T) {
 		Role: ptr.To("rempty"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("sempty"),
 		AllInSchema: ptr.To(true), Privileges: privileges("SELECT"),
 	})
-	create(ctx, t, g)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	sql(ctx, t, "CREATE TABLE sempty.first (id int)")
 	waitHolds(ctx, t, "has_table_privilege('rempty', 'sempty.first', 'SELECT')", true)
 }
@@ -318,8 +279,8 @@ func TestGrantNamedObjects(t *testing.T) {
 			Role: ptr.To("rnamed"), ObjectType: v1alpha1.GrantObjectFunction, Database: ptr.To("postgres"), Schema: ptr.To("snamed"),
 			Objects: []string{"add(integer, text)"}, Privileges: privileges("EXECUTE"),
 		})
-		create(ctx, t, g)
-		waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		env.Create(ctx, t, g)
+		env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 		if !holds(ctx, t, "has_function_privilege('rnamed', 'snamed.add(integer, text)', 'EXECUTE')") {
 			t.Error("EXECUTE not held on the named overload")
 		}
@@ -333,13 +294,13 @@ func TestGrantNamedObjects(t *testing.T) {
 			Role: ptr.To("rnamed"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("snamed"),
 			Objects: []string{"a", "b", "c"}, Privileges: privileges("SELECT"),
 		})
-		create(ctx, t, g)
-		waitReady(ctx, t, g, corev1.ConditionFalse, grant.ReasonNotHeld)
+		env.Create(ctx, t, g)
+		env.Ready(ctx, t, g, corev1.ConditionFalse, grant.ReasonNotHeld)
 		if msg := g.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "waiting for table c to exist") {
 			t.Errorf("Ready message %q does not name the missing table", msg)
 		}
 		sql(ctx, t, "CREATE TABLE snamed.c (id int)")
-		waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 		update(ctx, t, g, func(g *v1alpha1.PostgreSQLGrant) { g.Spec.ForProvider.Objects = []string{"a", "c"} })
 		waitHolds(ctx, t, "has_table_privilege('rnamed', 'snamed.b', 'SELECT')", false)
 		if !holds(ctx, t, "has_table_privilege('rnamed', 'snamed.a', 'SELECT') AND has_table_privilege('rnamed', 'snamed.c', 'SELECT')") {
@@ -357,9 +318,9 @@ func TestMembershipGrant(t *testing.T) {
 	old := newGrant("membership-old", v1alpha1.PostgreSQLGrantParameters{
 		Role: ptr.To("mold"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"),
 	})
-	create(ctx, t, g, old)
-	waitReady(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	waitReady(ctx, t, old, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, g, old)
+	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, old, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if !holds(ctx, t, "pg_has_role('mmember', 'mgroup', 'MEMBER WITH ADMIN OPTION')") {
 		t.Fatal("membership with admin option not held")
 	}
@@ -375,15 +336,15 @@ func TestMembershipGrant(t *testing.T) {
 		v := newGrant("membership-set", v1alpha1.PostgreSQLGrantParameters{
 			Role: ptr.To("mmember"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"), Set: ptr.To(false),
 		})
-		create(ctx, t, v)
-		waitReady(ctx, t, v, corev1.ConditionFalse, grant.ReasonUnsupported)
+		env.Create(ctx, t, v)
+		env.Ready(ctx, t, v, corev1.ConditionFalse, grant.ReasonUnsupported)
 		if msg := v.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "need PostgreSQL 16 or newer") {
 			t.Errorf("message %q", msg)
 		}
 		if err := env.Kube.Delete(ctx, v); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, v)
+		env.Gone(ctx, t, v)
 	})
 
 	if err := env.Kube.Delete(ctx, g); err != nil {
@@ -392,8 +353,8 @@ func TestMembershipGrant(t *testing.T) {
 	if err := env.Kube.Delete(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, g)
-	waitGone(ctx, t, old)
+	env.Gone(ctx, t, g)
+	env.Gone(ctx, t, old)
 	if holds(ctx, t, "pg_has_role('mmember', 'mgroup', 'MEMBER')") {
 		t.Error("the membership survived its grant's deletion")
 	}
@@ -421,13 +382,13 @@ func TestDefaultPrivilegesRegression458(t *testing.T) {
 		Role: ptr.To("g458"), Owner: ptr.To("o458"), Database: ptr.To("postgres"), Schema: ptr.To("s458"),
 		ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: privileges("SELECT", "INSERT"),
 	})
-	create(ctx, t, d)
-	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, d)
+	env.Ready(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	var acl []string
 	read := func() {
 		t.Helper()
 		acl = nil
-		err := admin(ctx, t).QueryRow(ctx, `SELECT coalesce(ARRAY(SELECT a.privilege_type FROM pg_default_acl d, aclexplode(d.defaclacl) a
+		err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT coalesce(ARRAY(SELECT a.privilege_type FROM pg_default_acl d, aclexplode(d.defaclacl) a
 			WHERE d.defaclrole = 'o458'::regrole AND d.defaclnamespace = 's458'::regnamespace AND d.defaclobjtype = 'r' AND a.grantee = 'g458'::regrole ORDER BY 1), '{}')`).Scan(&acl)
 		if err != nil {
 			t.Fatal(err)
@@ -453,13 +414,13 @@ func TestDefaultPrivilegesRegression458(t *testing.T) {
 	if err := env.Kube.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, d)
+	env.Gone(ctx, t, d)
 	read()
 	if len(acl) != 0 {
 		t.Errorf("after deletion pg_default_acl still gives %v", acl)
 	}
 	var other int
-	if err := admin(ctx, t).QueryRow(ctx, `SELECT count(*) FROM pg_default_acl WHERE defaclrole = 'o458'::regrole AND defaclnamespace = 's458b'::regnamespace`).Scan(&other); err != nil || other != 1 {
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT count(*) FROM pg_default_acl WHERE defaclrole = 'o458'::regrole AND defaclnamespace = 's458b'::regnamespace`).Scan(&other); err != nil || other != 1 {
 		t.Errorf("an entry the resource did not set was touched (count %d, err %v)", other, err)
 	}
 }

@@ -66,9 +66,9 @@ func TestTenantScenario(t *testing.T) {
 		ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: privileges("SELECT"),
 	})
 	// In reverse order: everything waits for what it refers to.
-	create(ctx, t, defaults, usageGrant, connectGrant, schema, db, ro, app)
+	env.Create(ctx, t, defaults, usageGrant, connectGrant, schema, db, ro, app)
 	for _, o := range []providertest.Conditioned{app, ro, db, schema, connectGrant, usageGrant, defaults} {
-		waitReady(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	}
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(connectGrant), connectGrant); err != nil {
 		t.Fatal(err)

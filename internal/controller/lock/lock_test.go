@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,20 +102,10 @@ func installPolicy(ctx context.Context) error {
 	return nil
 }
 
-func admin(ctx context.Context, t *testing.T) *pgx.Conn {
-	t.Helper()
-	c, err := env.Postgres.Connect(ctx, "postgres")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
-	return c
-}
-
 func databaseExists(ctx context.Context, t *testing.T, name string) bool {
 	t.Helper()
 	var n int
-	if err := admin(ctx, t).QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n == 1
@@ -137,33 +126,6 @@ func newLock(namespace, name, kind, target, reason string) *v1alpha1.Lock {
 	return &v1alpha1.Lock{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec:       v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: kind, Name: target}, Reason: reason},
-	}
-}
-
-func create(ctx context.Context, t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Kube.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func waitReady(ctx context.Context, t *testing.T, obj providertest.Conditioned, status corev1.ConditionStatus, reason xpv2.ConditionReason) {
-	t.Helper()
-	if err := env.WaitForReady(ctx, obj, status, reason, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitGone(ctx context.Context, t *testing.T, obj client.Object) {
-	t.Helper()
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
-	})
-	if err != nil {
-		t.Fatalf("%s was not deleted: %v", obj.GetName(), err)
 	}
 }
 
@@ -211,11 +173,11 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 	db := newDatabase(ns, "ledger")
 	b := newLock(ns, "b-audit", v1alpha1.PostgreSQLDatabaseKind, "ledger", "")
 	a := newLock(ns, "a-prod", v1alpha1.PostgreSQLDatabaseKind, "ledger", "Production data")
-	create(ctx, t, db, b)
-	waitReady(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	waitReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	create(ctx, t, a)
-	waitReady(ctx, t, a, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, db, b)
+	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, a)
+	env.Ready(ctx, t, a, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	if !a.Status.Active || a.Status.TargetUID != string(db.UID) {
 		t.Errorf("status = %+v", a.Status)
 	}
@@ -276,7 +238,7 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 		if err := env.Kube.Delete(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, a)
+		env.Gone(ctx, t, a)
 		if _, err := usage(ctx, ns, "a-prod", false); !kerrors.IsNotFound(err) {
 			t.Errorf("the Usage of a deleted Lock: %v", err)
 		}
@@ -284,14 +246,14 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 		if err := env.Kube.Delete(ctx, b); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, b)
+		env.Gone(ctx, t, b)
 		if got := annotation(ctx, t, db.DeepCopy()); got != "" {
 			t.Errorf("annotation after the last Lock = %q", got)
 		}
 		if err := env.Kube.Delete(ctx, db); err != nil {
 			t.Fatalf("deleting after the last Lock went: %v", err)
 		}
-		waitGone(ctx, t, db)
+		env.Gone(ctx, t, db)
 	})
 }
 
@@ -306,10 +268,10 @@ func TestLockInvalidTargets(t *testing.T) {
 		newLock(ns, "wrong-scope", v1alpha1.PostgreSQLInstanceKind, main.Name, ""): "protect it with a ClusterLock",
 	}
 	for l := range cases {
-		create(ctx, t, l)
+		env.Create(ctx, t, l)
 	}
 	for l, want := range cases {
-		waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
+		env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonInvalidTarget)
 		if l.Status.Active || !strings.Contains(l.GetCondition(xpv2.TypeReady).Message, want) {
 			t.Errorf("%s: active %t, message %q, want %q", l.Name, l.Status.Active, l.GetCondition(xpv2.TypeReady).Message, want)
 		}
@@ -318,15 +280,15 @@ func TestLockInvalidTargets(t *testing.T) {
 		if err := env.Kube.Delete(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, l)
+		env.Gone(ctx, t, l)
 	}
 }
 
 func TestLockTargetAppearingLater(t *testing.T) {
 	ctx := context.Background()
 	l := newLock(ns, "early", v1alpha1.PostgreSQLRoleKind, "latecomer", "")
-	create(ctx, t, l)
-	waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
+	env.Create(ctx, t, l)
+	env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
 	if l.Status.Active {
 		t.Error("active without a target")
 	}
@@ -334,8 +296,8 @@ func TestLockTargetAppearingLater(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "latecomer", Namespace: ns},
 		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
 	}
-	create(ctx, t, r)
-	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, r)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	waitDeleteDenied(ctx, t, r, message("early"))
 
 	t.Run("TargetRecreatedWithANewUID", func(t *testing.T) {
@@ -344,18 +306,18 @@ func TestLockTargetAppearingLater(t *testing.T) {
 		if err := env.Kube.Delete(ctx, l); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, l)
+		env.Gone(ctx, t, l)
 		if err := env.Kube.Delete(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, r)
+		env.Gone(ctx, t, r)
 		l = newLock(ns, "early", v1alpha1.PostgreSQLRoleKind, "latecomer", "")
-		create(ctx, t, l)
-		waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
+		env.Create(ctx, t, l)
+		env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonMissingReference)
 		r2 := r.DeepCopy()
 		r2.ResourceVersion, r2.UID = "", ""
-		create(ctx, t, r2)
-		waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+		env.Create(ctx, t, r2)
+		env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 		if l.Status.TargetUID != string(r2.UID) {
 			t.Errorf("targetUID %s, want the new object's %s", l.Status.TargetUID, r2.UID)
 		}
@@ -369,12 +331,12 @@ func TestConcurrentLocksLoseNoEntry(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: ns},
 		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
 	}
-	create(ctx, t, r)
+	env.Create(ctx, t, r)
 	var names []string
 	for i := range 8 {
 		l := newLock(ns, fmt.Sprintf("busy-%d", i), v1alpha1.PostgreSQLRoleKind, "busy", "")
 		names = append(names, l.Name)
-		create(ctx, t, l)
+		env.Create(ctx, t, l)
 	}
 	want := strings.Join(names, ",")
 	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
@@ -397,8 +359,8 @@ func TestClusterLockProtectsAnInstance(t *testing.T) {
 		Spec: v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: v1alpha1.PostgreSQLInstanceKind, Name: "spare"},
 			Reason: "Shared server registration"},
 	}
-	create(ctx, t, cl)
-	waitReady(ctx, t, cl, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, cl)
+	env.Ready(ctx, t, cl, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	waitDeleteDenied(ctx, t, spare, message("keep-spare"))
 	u, err := usage(ctx, "", "keep-spare", true)
 	if err != nil {
@@ -410,14 +372,14 @@ func TestClusterLockProtectsAnInstance(t *testing.T) {
 	if err := env.Kube.Delete(ctx, cl); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, cl)
+	env.Gone(ctx, t, cl)
 	if _, err := usage(ctx, "", "keep-spare", true); !kerrors.IsNotFound(err) {
 		t.Errorf("the ClusterUsage of a deleted ClusterLock: %v", err)
 	}
 	if err := env.Kube.Delete(ctx, spare); err != nil {
 		t.Fatalf("deleting the Instance after its ClusterLock went: %v", err)
 	}
-	waitGone(ctx, t, spare)
+	env.Gone(ctx, t, spare)
 }
 
 func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
@@ -428,8 +390,8 @@ func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
 	}
 	locked := newDatabase(batch, "kept")
 	l := newLock(batch, "keep", v1alpha1.PostgreSQLDatabaseKind, "kept", "")
-	create(ctx, t, locked, l)
-	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, locked, l)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	waitDeleteDenied(ctx, t, locked, message("keep"))
 	err := env.Kube.DeleteAllOf(ctx, &v1alpha1.PostgreSQLDatabase{}, client.InNamespace(batch))
 	if err == nil || !strings.Contains(err.Error(), message("keep")) {
@@ -451,8 +413,8 @@ func TestPolicyMissingIsVisible(t *testing.T) {
 		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
 	}
 	l := newLock(ns, "guard", v1alpha1.PostgreSQLRoleKind, "unguarded", "")
-	create(ctx, t, r, l)
-	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, r, l)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 
 	if err := env.Kube.Delete(ctx, binding); err != nil {
 		t.Fatal(err)
@@ -464,7 +426,7 @@ func TestPolicyMissingIsVisible(t *testing.T) {
 			t.Errorf("cannot restore the binding: %v", err)
 		}
 	})
-	waitReady(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing)
+	env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing)
 	if msg := l.GetCondition(xpv2.TypeReady).Message; l.Status.Active || !strings.Contains(msg, "deletes are NOT refused") {
 		t.Errorf("without the binding: active %t, message %q", l.Status.Active, msg)
 	}
@@ -473,7 +435,7 @@ func TestPolicyMissingIsVisible(t *testing.T) {
 func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
 	ctx := context.Background()
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
-	create(ctx, t, owner)
+	env.Create(ctx, t, owner)
 	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
 	// Both would be dropped in PostgreSQL if deleted: Delete is allowed.
 	dependent := func(name string) *v1alpha1.PostgreSQLDatabase {
@@ -486,10 +448,10 @@ func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
 	locked.Name, free.Name = "gc-locked", "gc-free"
 	locked.Spec.ForProvider.Name, free.Spec.ForProvider.Name = ptr.To("gc_locked"), ptr.To("gc_free")
 	l := newLock(ns, "keep-gc", v1alpha1.PostgreSQLDatabaseKind, "gc-locked", "")
-	create(ctx, t, locked, free, l)
-	waitReady(ctx, t, locked, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	waitReady(ctx, t, free, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, locked, free, l)
+	env.Ready(ctx, t, locked, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, free, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	waitDeleteDenied(ctx, t, locked, message("keep-gc"))
 
 	if err := env.Kube.Delete(ctx, owner); err != nil {
@@ -497,7 +459,7 @@ func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
 	}
 	// The garbage collector has acted once the unlocked dependent is gone
 	// (from the API server and from PostgreSQL).
-	waitGone(ctx, t, free)
+	env.Gone(ctx, t, free)
 	if databaseExists(ctx, t, "gc_free") {
 		t.Error("the unlocked dependent's database was not dropped: the test proves nothing")
 	}
@@ -528,9 +490,9 @@ func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
 	db.Name = "vault-data"
 	db.Spec.ForProvider.Name = ptr.To("vault_data")
 	l := newLock(vault, "keep-vault", v1alpha1.PostgreSQLDatabaseKind, "vault-data", "Customer data")
-	create(ctx, t, db, l)
-	waitReady(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	waitReady(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Create(ctx, t, db, l)
+	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	waitDeleteDenied(ctx, t, db, message("keep-vault"))
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vault}}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,32 +33,6 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func connect(ctx context.Context, t *testing.T, db string) *pgx.Conn {
-	t.Helper()
-	c, err := env.Postgres.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(ctx)) })
-	return c
-}
-
-func create(ctx context.Context, t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Kube.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func waitReady(ctx context.Context, t *testing.T, obj providertest.Conditioned, status corev1.ConditionStatus, reason xpv2.ConditionReason) {
-	t.Helper()
-	if err := env.WaitForReady(ctx, obj, status, reason, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func newSchema(name, database string, mutate ...func(*v1alpha1.PostgreSQLSchema)) *v1alpha1.PostgreSQLSchema {
 	s := &v1alpha1.PostgreSQLSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -77,7 +50,7 @@ func newSchema(name, database string, mutate ...func(*v1alpha1.PostgreSQLSchema)
 // schemaState reads a schema's owner, comment and PUBLIC privileges.
 func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, comment string, public []string, found bool) {
 	t.Helper()
-	err := connect(ctx, t, db).QueryRow(ctx, `SELECT pg_get_userbyid(nspowner)::text, coalesce(obj_description(oid, 'pg_namespace'), ''),
+	err := env.Connect(ctx, t, db).QueryRow(ctx, `SELECT pg_get_userbyid(nspowner)::text, coalesce(obj_description(oid, 'pg_namespace'), ''),
 		coalesce(ARRAY(SELECT a.privilege_type FROM aclexplode(nspacl) a WHERE a.grantee = 0), '{}') FROM pg_namespace WHERE nspname = $1`, name).
 		Scan(&owner, &comment, &public)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -87,17 +60,6 @@ func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, com
 		t.Fatal(err)
 	}
 	return owner, comment, public, true
-}
-
-func waitGone(ctx context.Context, t *testing.T, obj client.Object) {
-	t.Helper()
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		return kerrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("%s was not deleted: %v", obj.GetName(), err)
-	}
 }
 
 func TestSchemaLifecycle(t *testing.T) {
@@ -125,8 +87,8 @@ func TestSchemaLifecycle(t *testing.T) {
 		s.Spec.ForProvider.Comment = ptr.To("stock levels")
 		s.Spec.ForProvider.RevokePublicPrivileges = true
 	})
-	create(ctx, t, s, owner, db)
-	waitReady(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, s, owner, db)
+	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
 	t.Run("Catalog", func(t *testing.T) {
 		o, comment, public, found := schemaState(ctx, t, "inventory", "stock")
@@ -142,7 +104,7 @@ func TestSchemaLifecycle(t *testing.T) {
 	})
 
 	t.Run("PublicAccessRevokedAgain", func(t *testing.T) {
-		if _, err := connect(ctx, t, "inventory").Exec(ctx, "GRANT USAGE, CREATE ON SCHEMA stock TO PUBLIC"); err != nil {
+		if _, err := env.Connect(ctx, t, "inventory").Exec(ctx, "GRANT USAGE, CREATE ON SCHEMA stock TO PUBLIC"); err != nil {
 			t.Fatal(err)
 		}
 		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
@@ -155,7 +117,7 @@ func TestSchemaLifecycle(t *testing.T) {
 	})
 
 	t.Run("DropRestrictSaysWhatBlocks", func(t *testing.T) {
-		if _, err := connect(ctx, t, "inventory").Exec(ctx, "CREATE TABLE stock.levels (sku text)"); err != nil {
+		if _, err := env.Connect(ctx, t, "inventory").Exec(ctx, "CREATE TABLE stock.levels (sku text)"); err != nil {
 			t.Fatal(err)
 		}
 		if err := env.Kube.Delete(ctx, s); err != nil {
@@ -183,7 +145,7 @@ func TestSchemaLifecycle(t *testing.T) {
 		if err := env.Kube.Patch(ctx, got, client.MergeFrom(orig)); err != nil {
 			t.Fatal(err)
 		}
-		waitGone(ctx, t, s)
+		env.Gone(ctx, t, s)
 		if _, _, _, found := schemaState(ctx, t, "inventory", "stock"); found {
 			t.Error("the schema survived a CASCADE drop")
 		}
@@ -193,12 +155,12 @@ func TestSchemaLifecycle(t *testing.T) {
 func TestSchemaRetainedByDefault(t *testing.T) {
 	ctx := context.Background()
 	s := newSchema("kept", "postgres")
-	create(ctx, t, s)
-	waitReady(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, s)
+	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if err := env.Kube.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, s)
+	env.Gone(ctx, t, s)
 	if _, _, _, found := schemaState(ctx, t, "postgres", "kept"); !found {
 		t.Error("deleting a PostgreSQLSchema without the Delete policy dropped the schema")
 	}
@@ -206,15 +168,15 @@ func TestSchemaRetainedByDefault(t *testing.T) {
 
 func TestSchemaConflict(t *testing.T) {
 	ctx := context.Background()
-	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE SCHEMA legacy; COMMENT ON SCHEMA legacy IS 'hand made'"); err != nil {
+	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, "CREATE SCHEMA legacy; COMMENT ON SCHEMA legacy IS 'hand made'"); err != nil {
 		t.Fatal(err)
 	}
 	s := newSchema("legacy", "postgres", func(s *v1alpha1.PostgreSQLSchema) {
 		s.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
 		s.Spec.ForProvider.Comment = ptr.To("mine now")
 	})
-	create(ctx, t, s)
-	waitReady(ctx, t, s, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	env.Create(ctx, t, s)
+	env.Ready(ctx, t, s, corev1.ConditionFalse, v1alpha1.ReasonConflict)
 	for _, want := range []string{"Confirmed: the schema exists", "Uncertain:", `\dn+ legacy`, "COMMENT ON SCHEMA"} {
 		if msg := s.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
 			t.Errorf("Conflict message %q lacks %q", msg, want)
@@ -223,7 +185,7 @@ func TestSchemaConflict(t *testing.T) {
 	if err := env.Kube.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, s)
+	env.Gone(ctx, t, s)
 	_, comment, _, found := schemaState(ctx, t, "postgres", "legacy")
 	if !found || comment != "hand made" {
 		t.Errorf("a schema the provider did not create was changed or dropped: found %t, comment %q", found, comment)
