@@ -118,6 +118,8 @@ func Dynamic(s Spec, o Options) (*Composed, error) {
 			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
 				Name: ptr.To(db), OwnerRef: &v1alpha1.LocalReference{Name: ownerRole.Name},
 				Extensions: extensions(s.Extensions),
+				// Only this tenant connects: not every role on the server.
+				RevokePublicPrivileges: true,
 			},
 		},
 	}

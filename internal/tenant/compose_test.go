@@ -35,6 +35,9 @@ func TestDynamic(t *testing.T) {
 				if *owner.Spec.ForProvider.Name != "orders_owner" || *owner.Spec.ForProvider.Login {
 					t.Errorf("owner role %s login %t", *owner.Spec.ForProvider.Name, *owner.Spec.ForProvider.Login)
 				}
+				if !db.Spec.ForProvider.RevokePublicPrivileges {
+					t.Error("the tenant database lets every role connect")
+				}
 				if db.Spec.ForProvider.OwnerRef.Name != owner.Name || *db.Spec.ForProvider.Name != "orders" {
 					t.Errorf("database %s owned by %s", *db.Spec.ForProvider.Name, db.Spec.ForProvider.OwnerRef.Name)
 				}

@@ -133,6 +133,14 @@ type PostgreSQLDatabaseParameters struct {
 	// +optional
 	Comment *string `json:"comment,omitempty"`
 
+	// RevokePublicPrivileges keeps PUBLIC (every role) from holding CONNECT
+	// or TEMPORARY on the database, which PostgreSQL grants it by default:
+	// only the owner, its members and roles given access (PostgreSQLGrant)
+	// can connect. A grant to PUBLIC made by hand is revoked at the next
+	// poll.
+	// +optional
+	RevokePublicPrivileges bool `json:"revokePublicPrivileges,omitempty"`
+
 	// Extensions ensured present in the database: created, updated to the
 	// version asked for, moved to the schema asked for. An extension removed
 	// from this list is not dropped.

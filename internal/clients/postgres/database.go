@@ -21,6 +21,9 @@ type DatabaseSettings struct {
 	IsTemplate       bool
 	// Comment without the provider's marker.
 	Comment string
+	// RevokePublic keeps PUBLIC from holding any privilege on the
+	// database (CONNECT, TEMPORARY), when desired.
+	RevokePublic bool
 }
 
 // DatabaseCreateOptions are the settings CREATE DATABASE takes once. Empty
@@ -47,6 +50,8 @@ type ObservedDatabase struct {
 	// Sessions is the number of sessions connected to the database, the
 	// observer's own excluded.
 	Sessions int
+	// PublicPrivileges are the privileges PUBLIC holds on the database.
+	PublicPrivileges []string
 }
 
 // observeDatabaseSQL reads a database, its open sessions and the identity
@@ -58,7 +63,9 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_contr
        coalesce(d.datcollate, ''), coalesce(d.datctype, ''),
        coalesce(d.datconnlimit, -1), coalesce(d.datallowconn, false), coalesce(d.datistemplate, false),
        coalesce(shobj_description(d.oid, 'pg_database'), ''),
-       (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int
+       (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int,
+       coalesce(ARRAY(SELECT p.privilege_type FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) AS p
+                       WHERE p.grantee = 0 ORDER BY 1), '{}')
   FROM (SELECT 1) AS one
   LEFT JOIN pg_database d ON d.datname = $1`
 
@@ -69,7 +76,7 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	var system, comment string
 	var exists bool
 	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&system, &exists, &o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
-		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions)
+		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.PublicPrivileges)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
 	}
@@ -115,7 +122,15 @@ func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateO
 	if len(opts) > 0 {
 		create += " WITH " + strings.Join(opts, " ")
 	}
-	return []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+	stmts := []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+	if s.RevokePublic {
+		stmts = append(stmts, revokePublicOnDatabase(id))
+	}
+	return stmts
+}
+
+func revokePublicOnDatabase(id string) string {
+	return "REVOKE ALL ON DATABASE " + id + " FROM PUBLIC"
 }
 
 // UpdateDatabaseStatements returns the statements that bring an observed
@@ -142,6 +157,9 @@ func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDa
 	}
 	if want.Comment != got.Comment || got.MarkerOwner != uid {
 		stmts = append(stmts, "COMMENT ON DATABASE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	}
+	if want.RevokePublic && len(got.PublicPrivileges) > 0 {
+		stmts = append(stmts, revokePublicOnDatabase(id))
 	}
 	return stmts
 }

@@ -148,3 +148,37 @@ func TestDatabaseRoundTrip(t *testing.T) {
 		t.Errorf("a missing database observed as %v, %v", missing, err)
 	}
 }
+
+func TestDatabaseRevokePublic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	s := DatabaseSettings{ConnectionLimit: -1, AllowConnections: true, RevokePublic: true}
+	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_private", s, DatabaseCreateOptions{}, "uid-p")); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := ObserveDatabase(ctx, conn, "rt_private")
+	if err != nil || got == nil {
+		t.Fatalf("ObserveDatabase = %v, %v", got, err)
+	}
+	if len(got.PublicPrivileges) != 0 {
+		t.Errorf("PUBLIC holds %v on a database created with RevokePublic", got.PublicPrivileges)
+	}
+	if stmts := UpdateDatabaseStatements("rt_private", s, *got, "uid-p"); len(stmts) != 0 {
+		t.Errorf("an up-to-date private database needs %v", stmts)
+	}
+	if _, err := conn.Exec(ctx, "GRANT CONNECT ON DATABASE rt_private TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ = ObserveDatabase(ctx, conn, "rt_private")
+	if diff := cmp.Diff([]string{"CONNECT"}, got.PublicPrivileges); diff != "" {
+		t.Errorf("PUBLIC's privileges (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`REVOKE ALL ON DATABASE "rt_private" FROM PUBLIC`}, UpdateDatabaseStatements("rt_private", s, *got, "uid-p")); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	public, _, _ := ObserveDatabase(ctx, conn, "postgres")
+	if diff := cmp.Diff([]string{"CONNECT", "TEMPORARY"}, public.PublicPrivileges); diff != "" {
+		t.Errorf("a default database's PUBLIC privileges (-want +got):\n%s", diff)
+	}
+}

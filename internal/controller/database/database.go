@@ -344,6 +344,7 @@ func desired(mg *v1alpha1.PostgreSQLDatabase, owner string) postgres.DatabaseSet
 	if p.Comment != nil {
 		s.Comment = *p.Comment
 	}
+	s.RevokePublic = p.RevokePublicPrivileges
 	return s
 }
 
