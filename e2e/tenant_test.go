@@ -1,0 +1,203 @@
+// Package e2e runs the product end to end on a local control plane (with
+// the garbage collector): the provider's controllers, a real PostgreSQL,
+// Crossplane core out of cluster with the tenant Configuration's XRD and
+// Composition, and the composition functions as local processes.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ayatori/provider-postgresql/configuration"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+var env *providertest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 5 * time.Second, Instance: "main", Namespaces: []string{"shop", "finance"}, ControllerManager: true}, func(e *providertest.Env) {
+		env = e
+	}))
+}
+
+// applyConfiguration creates the XRD and Composition that ship in
+// configuration/.
+func applyConfiguration(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, f := range []string{"definition.yaml", "composition.yaml"} {
+		b, err := configuration.Files.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				t.Fatal(err)
+			}
+			if err := env.Kube.Create(ctx, u); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+		}
+	}
+}
+
+func tenantClaim(ns, name, spec string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(`{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLTenant",
+		"metadata": {"name": "`+name+`", "namespace": "`+ns+`"}, "spec": `+spec+`}`)), 4096).Decode(&u.Object); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// waitClaimReady waits until the claim reports Ready=True.
+func waitClaimReady(ctx context.Context, t *testing.T, core *crossplane.Core, c *unstructured.Unstructured) {
+	t.Helper()
+	var conds []any
+	err := providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		conds, _, _ = unstructured.NestedSlice(c.Object, "status", "conditions")
+		for _, x := range conds {
+			if m, ok := x.(map[string]any); ok && m["type"] == "Ready" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("claim %s/%s not Ready: %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), err, conds, core.LogTail())
+	}
+}
+
+func TestTenantEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	core, err := crossplane.Start(ctx, crossplane.Options{Config: env.ControlPlane.Config, Kubeconfig: env.ControlPlane.Kubeconfig, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(core.Stop)
+	tools, err := crossplane.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := filepath.Join(t.TempDir(), "function-tenant")
+	build := exec.Command("go", "build", "-o", fn, "./cmd/function-tenant")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build the function: %v\n%s", err, out)
+	}
+	logs := t.TempDir()
+	if err := core.RunFunction(ctx, env.Kube, "function-postgresql-tenant", fn, logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := core.RunFunction(ctx, env.Kube, "function-auto-ready", filepath.Join(tools, "function-auto-ready"), logs); err != nil {
+		t.Fatal(err)
+	}
+	applyConfiguration(ctx, t)
+	t.Logf("Crossplane core, functions and the Configuration up in %s", time.Since(start).Round(time.Millisecond))
+
+	orders := tenantClaim("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
+	err = providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		// The claim CRD appears once core has established the XRD.
+		return env.Kube.Create(ctx, orders) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the claim was never accepted; core's log:\n%s", core.LogTail())
+	}
+	waitClaimReady(ctx, t, core, orders)
+	t.Logf("claim Ready %s after start", time.Since(start).Round(time.Millisecond))
+
+	secret, err := env.ConnectionSecret(ctx, "shop", "main-orders-postgresql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if db, _, _ := unstructured.NestedString(orders.Object, "status", "database"); db != "orders" {
+		t.Errorf("claim status.database = %q", db)
+	}
+
+	t.Run("TenantUsesItsDatabase", func(t *testing.T) {
+		c, err := providertest.ConnectWithSecret(ctx, secret, "")
+		if err != nil {
+			t.Fatalf("the tenant cannot log in with its Secret: %v", err)
+		}
+		defer c.Close(ctx) //nolint:errcheck // Test.
+		var db, user string
+		if err := c.QueryRow(ctx, "SELECT current_database(), session_user").Scan(&db, &user); err != nil || db != "orders" || user != "orders" {
+			t.Errorf("connected to %q as %q: %v", db, user, err)
+		}
+		if _, err := c.Exec(ctx, "CREATE TABLE items (id int); INSERT INTO items VALUES (1)"); err != nil {
+			t.Errorf("the tenant cannot create a table: %v", err)
+		}
+		var ext int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto'").Scan(&ext); err != nil || ext != 1 {
+			t.Errorf("pgcrypto installed: %d, %v", ext, err)
+		}
+	})
+
+	billing := tenantClaim("finance", "billing", `{"instanceRef": {"name": "main"}}`)
+	if err := env.Kube.Create(ctx, billing); err != nil {
+		t.Fatal(err)
+	}
+	waitClaimReady(ctx, t, core, billing)
+	t.Run("OtherTenantIsolated", func(t *testing.T) {
+		other, err := env.ConnectionSecret(ctx, "finance", "main-billing-postgresql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := providertest.ConnectWithSecret(ctx, other, "orders")
+		if err == nil {
+			_ = c.Close(ctx)
+			t.Fatal("the billing tenant connected to the orders database")
+		}
+		if !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
+			t.Logf("refused with: %v", err)
+		}
+	})
+
+	t.Run("DeletingTheClaimKeepsTheDataAndEndsTheLogin", func(t *testing.T) {
+		if err := env.Kube.Delete(ctx, orders); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+			c, err := providertest.ConnectWithSecret(ctx, secret, "")
+			if err == nil {
+				_ = c.Close(ctx)
+			}
+			return err != nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the tenant can still log in after its claim was deleted: %v", err)
+		}
+		admin := env.Connect(ctx, t, "orders")
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil || n != 1 {
+			t.Errorf("the retained database lost its data: %d, %v", n, err)
+		}
+	})
+	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))
+}
