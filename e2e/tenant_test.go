@@ -5,20 +5,20 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
@@ -35,34 +35,27 @@ func TestMain(m *testing.M) {
 }
 
 // applyConfiguration creates the XRD and Composition that ship in
-// configuration/.
-func applyConfiguration(ctx context.Context, t *testing.T) {
+// configuration/ and waits until core offers the claim.
+func applyConfiguration(ctx context.Context, t *testing.T, core *crossplane.Core) {
 	t.Helper()
-	for _, f := range []string{"definition.yaml", "composition.yaml"} {
-		b, err := configuration.Files.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	objs, err := configuration.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		if err := env.Kube.Create(ctx, u); err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				t.Fatal(err)
-			}
-			if err := env.Kube.Create(ctx, u); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-		}
+	}
+	if err := core.WaitOffered(ctx, env.Kube, configuration.XRDName); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func tenantClaim(ns, name, spec string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	if err := yaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(`{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLTenant",
-		"metadata": {"name": "`+name+`", "namespace": "`+ns+`"}, "spec": `+spec+`}`)), 4096).Decode(&u.Object); err != nil {
+	if err := json.Unmarshal([]byte(`{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLTenant",
+		"metadata": {"name": "`+name+`", "namespace": "`+ns+`"}, "spec": `+spec+`}`), &u.Object); err != nil {
 		panic(err)
 	}
 	return u
@@ -118,17 +111,11 @@ func TestTenantEndToEnd(t *testing.T) {
 	if err := core.RunFunction(ctx, env.Kube, "function-auto-ready", filepath.Join(tools, "function-auto-ready"), logs); err != nil {
 		t.Fatal(err)
 	}
-	applyConfiguration(ctx, t)
+	applyConfiguration(ctx, t, core)
 	t.Logf("Crossplane core, functions and the Configuration up in %s", time.Since(start).Round(time.Millisecond))
 
 	orders := tenantClaim("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
-	err = providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		// The claim CRD appears once core has established the XRD.
-		return env.Kube.Create(ctx, orders) == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the claim was never accepted; core's log:\n%s", core.LogTail())
-	}
+	env.Create(ctx, t, orders)
 	waitClaimReady(ctx, t, core, orders)
 	t.Logf("claim Ready %s after start", time.Since(start).Round(time.Millisecond))
 
@@ -160,9 +147,7 @@ func TestTenantEndToEnd(t *testing.T) {
 	})
 
 	billing := tenantClaim("finance", "billing", `{"instanceRef": {"name": "main"}}`)
-	if err := env.Kube.Create(ctx, billing); err != nil {
-		t.Fatal(err)
-	}
+	env.Create(ctx, t, billing)
 	waitClaimReady(ctx, t, core, billing)
 	t.Run("OtherTenantIsolated", func(t *testing.T) {
 		other, err := env.ConnectionSecret(ctx, "finance", "main-billing-postgresql")
@@ -177,6 +162,29 @@ func TestTenantEndToEnd(t *testing.T) {
 		if !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
 			t.Logf("refused with: %v", err)
 		}
+	})
+
+	t.Run("LockProtectsThroughCrossplaneUsage", func(t *testing.T) {
+		// No admission policy here: the Lock's Usage, enforced by core's
+		// own webhook, is what refuses the delete.
+		db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
+		l := &v1alpha1.Lock{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keep-orders"},
+			Spec:       v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: v1alpha1.PostgreSQLDatabaseKind, Name: "orders"}, Reason: "Orders data stays"},
+		}
+		env.Create(ctx, t, l)
+		var last error
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			last = env.Kube.Delete(ctx, db, client.DryRunAll)
+			return last != nil && strings.Contains(last.Error(), "Orders data stays"), nil
+		})
+		if err != nil {
+			t.Fatalf("core's Usage webhook did not refuse deleting the locked database: %v; core's log:\n%s", last, core.LogTail())
+		}
+		if err := env.Kube.Delete(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		env.Gone(ctx, t, l)
 	})
 
 	t.Run("DeletingTheClaimKeepsTheDataAndEndsTheLogin", func(t *testing.T) {

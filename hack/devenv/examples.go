@@ -133,6 +133,9 @@ func waitReady(ctx context.Context, kube client.Client, objs []*unstructured.Uns
 			status, reason, msg := readyCondition(got)
 			if status == "True" {
 				say("%s is Ready", key)
+				// Keep what the cluster filled in, such as a claim's
+				// status.secretName.
+				u.Object = got.Object
 				delete(pending, key)
 				continue
 			}
@@ -187,15 +190,18 @@ func name(u *unstructured.Unstructured) string {
 func roleHints(objs []*unstructured.Unstructured, caFile string) string {
 	var b strings.Builder
 	for _, u := range objs {
-		if u.GetKind() != v1alpha1.PostgreSQLRoleKind {
-			continue
+		var secret string
+		switch u.GetKind() {
+		case v1alpha1.PostgreSQLRoleKind:
+			secret, _, _ = unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
+		case "PostgreSQLTenant":
+			secret, _, _ = unstructured.NestedString(u.Object, "status", "secretName")
 		}
-		secret, _, _ := unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
 		if secret == "" {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\nLog in as an example role with its connection Secret:\n\n")
+			b.WriteString("\nLog in as an example role or tenant with its connection Secret:\n\n")
 		}
 		fmt.Fprintf(&b, "  PGSSLROOTCERT=%s psql \"$(kubectl -n %s get secret %s -o jsonpath='{.data.uri}' | base64 -d)\"\n",
 			caFile, u.GetNamespace(), secret)

@@ -26,7 +26,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
 )
@@ -180,11 +182,19 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	}
 	say("healthy: http://127.0.0.1:%d/readyz, metrics at http://127.0.0.1:%d/metrics", probePort, metricsPort)
 
-	step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
 	kube, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		return err
 	}
+	step("starting Crossplane core out of cluster, the tenant composition functions, and the tenant Configuration (configuration/)")
+	core, err := startCrossplane(ctx, kube, cp, root, state, out)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, core.Stop)
+	say("XRD %s established; PostgreSQLTenant claims are offered", configuration.XRDName)
+
+	step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
 	applied, err := applyExamples(ctx, kube, filepath.Join(root, "examples"), pg, say)
 	if err != nil {
 		return err
@@ -228,6 +238,53 @@ Stop with Ctrl-C here, or `+"`make dev-down`"+` from another terminal.
 		return fmt.Errorf("the provider exited; its log:\n%s", provider.LogTail())
 	}
 	return nil
+}
+
+// startCrossplane runs core against the local control plane, builds and
+// runs the tenant function beside function-auto-ready, and installs the
+// XRD and Composition of configuration/.
+func startCrossplane(ctx context.Context, kube client.Client, cp *controlplane.ControlPlane, root, state string, out io.Writer) (*crossplane.Core, error) {
+	tools, err := crossplane.Tools()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(state, "crossplane")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	core, err := crossplane.Start(ctx, crossplane.Options{Config: cp.Config, Kubeconfig: cp.Kubeconfig, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	fn := filepath.Join(state, "function-tenant")
+	build := exec.CommandContext(ctx, "go", "build", "-o", fn, "./cmd/function-tenant")
+	build.Dir, build.Stdout, build.Stderr = root, out, out
+	if err := build.Run(); err != nil {
+		core.Stop()
+		return nil, err
+	}
+	for name, bin := range map[string]string{"function-postgresql-tenant": fn, "function-auto-ready": filepath.Join(tools, "function-auto-ready")} {
+		if err := core.RunFunction(ctx, kube, name, bin, dir); err != nil {
+			core.Stop()
+			return nil, err
+		}
+	}
+	objs, err := configuration.Objects()
+	if err == nil {
+		for _, u := range objs {
+			if err = kube.Create(ctx, u); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = core.WaitOffered(ctx, kube, configuration.XRDName)
+	}
+	if err != nil {
+		core.Stop()
+		return nil, err
+	}
+	return core, nil
 }
 
 func waitHealthy(ctx context.Context, p *proc.Process, probePort int) error {

@@ -67,6 +67,7 @@ func TestDev(t *testing.T) {
 		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "PostgreSQLSchema/shop/sales is Ready",
 		"PostgreSQLGrant/shop/orders-reader-select is Ready", "PostgreSQLGrant/shop/orders-owner-membership is Ready",
 		"PostgreSQLDefaultPrivileges/shop/orders-reader-select is Ready", "Lock/shop/orders-data is Ready", "ClusterLock/main-instance is Ready",
+		"PostgreSQLTenant/shop/inventory is Ready", "get secret main-inventory-postgresql",
 		"get secret orders-postgresql", "make dev-down"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the output does not say %q:\n%s", want, text)
@@ -77,7 +78,7 @@ func TestDev(t *testing.T) {
 	// password from its Secret.
 	var hint string
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, "PGSSLROOTCERT=") {
+		if strings.Contains(line, "PGSSLROOTCERT=") && strings.Contains(line, "get secret orders-postgresql ") {
 			hint = strings.TrimSpace(line)
 		}
 	}
@@ -143,6 +144,23 @@ func TestDev(t *testing.T) {
 		}
 		if _, err := reader.Exec(ctx, "INSERT INTO sales.invoices VALUES (2)"); !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
 			t.Errorf("the reporting role could write, or failed otherwise: %v", err)
+		}
+	})
+
+	t.Run("TenantClaimDelivers", func(t *testing.T) {
+		sec := &corev1.Secret{}
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "main-inventory-postgresql"}, sec); err != nil {
+			t.Fatal(err)
+		}
+		c, err := providertest.ConnectWithSecret(ctx, sec.Data, "")
+		if err != nil {
+			t.Fatalf("the example tenant cannot log in with its Secret: %v", err)
+		}
+		defer c.Close(ctx) //nolint:errcheck // Test.
+		var db string
+		var ext int
+		if err := c.QueryRow(ctx, "SELECT current_database(), (SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto')::int").Scan(&db, &ext); err != nil || db != "inventory" || ext != 1 {
+			t.Errorf("tenant connected to %q with pgcrypto %d: %v", db, ext, err)
 		}
 	})
 
