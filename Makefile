@@ -47,6 +47,10 @@ dev-down: ## Stop a `make dev` started in another terminal and remove what it le
 build: ## Build the provider binary into _output/bin.
 	CGO_ENABLED=0 go build -trimpath -o $(OUTPUT_DIR)/bin/provider ./cmd/provider
 
+.PHONY: xpkg
+xpkg: ## Build the provider package _output/xpkg/provider-postgresql.xpkg with its runtime image, without Docker.
+	hack/xpkg.sh
+
 ##@ Code generation
 
 .PHONY: generate
