@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,13 +64,19 @@ func waitHolds(ctx context.Context, t *testing.T, check string, want bool) {
 	}
 }
 
+// update changes obj as a user would: read, change, write, again when the
+// controller wrote in between (its status updates change the
+// resourceVersion too).
 func update[T client.Object](ctx context.Context, t *testing.T, obj T, mutate func(T)) {
 	t.Helper()
-	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		t.Fatal(err)
-	}
-	mutate(obj)
-	if err := env.Kube.Update(ctx, obj); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return env.Kube.Update(ctx, obj)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
