@@ -48,7 +48,7 @@ build: ## Build the provider binary into _output/bin.
 	CGO_ENABLED=0 go build -trimpath -o $(OUTPUT_DIR)/bin/provider ./cmd/provider
 
 .PHONY: xpkg
-xpkg: ## Build the provider package _output/xpkg/provider-postgresql.xpkg with its runtime image, without Docker.
+xpkg: ## Build the provider, tenant function and tenant Configuration packages into _output/xpkg, without Docker.
 	hack/xpkg.sh
 
 ##@ Code generation

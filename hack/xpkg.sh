@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the provider package without Docker: a static linux binary, a
-# minimal runtime image around it (hack/image: no base image is fetched),
-# written as a docker-save tarball, embedded by `crossplane xpkg build`.
+# Builds the packages without Docker: for the provider and the tenant
+# composition function, a static linux binary in a minimal runtime image
+# (hack/image: no base image is fetched) written as a docker-save tarball
+# and embedded by `crossplane xpkg build`; and the tenant Configuration.
 #
 #   hack/xpkg.sh [output folder]      default: _output/xpkg
 set -euo pipefail
@@ -15,12 +16,27 @@ cd "$root"
 "$root/hack/crossplane-tools.sh" >/dev/null
 cli="$("$root/hack/crossplane-tools.sh" --dir)/crossplane-cli"
 
-echo "xpkg: building the provider binary (linux/$(go env GOARCH), static)"
-CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w -X github.com/ayatori/provider-postgresql/internal/version.Version=${version}" \
-  -o "$out/provider" ./cmd/provider
-echo "xpkg: building the runtime image"
-go run ./hack/image --binary "$out/provider" --name provider --tag "provider-postgresql:${version}" --out "$out/provider-image.tar"
-echo "xpkg: building the package"
+# image <name> <package> <binary name>: a static binary in a runtime image.
+image() {
+  local name=$1 pkg=$2 bin=$3
+  echo "xpkg: building $name (linux/$(go env GOARCH), static) and its runtime image"
+  CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w -X github.com/ayatori/provider-postgresql/internal/version.Version=${version}" \
+    -o "$out/$bin" "$pkg"
+  go run ./hack/image --binary "$out/$bin" --name "$bin" --tag "$name:${version}" --out "$out/$name-image.tar"
+}
+
+image provider-postgresql ./cmd/provider provider
 "$cli" xpkg build --package-root=package --examples-root=package/examples \
-  --embed-runtime-image-tarball="$out/provider-image.tar" -o "$out/provider-postgresql.xpkg"
-echo "xpkg: wrote $out/provider-postgresql.xpkg ($(du -h "$out/provider-postgresql.xpkg" | cut -f1))"
+  --embed-runtime-image-tarball="$out/provider-postgresql-image.tar" -o "$out/provider-postgresql.xpkg"
+
+image function-postgresql-tenant ./cmd/function-tenant function-tenant
+"$cli" xpkg build --package-root=cmd/function-tenant/package --examples-root=cmd/function-tenant/package/examples \
+  --embed-runtime-image-tarball="$out/function-postgresql-tenant-image.tar" -o "$out/function-postgresql-tenant.xpkg"
+
+echo "xpkg: building the tenant Configuration"
+"$cli" xpkg build --package-root=configuration --ignore='testdata/*,testdata/*/*' --examples-root=configuration/examples \
+  -o "$out/configuration-postgresql-tenant.xpkg"
+
+for p in provider-postgresql function-postgresql-tenant configuration-postgresql-tenant; do
+  echo "xpkg: wrote $out/$p.xpkg ($(du -h "$out/$p.xpkg" | cut -f1))"
+done

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -20,11 +21,11 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 )
 
-// TestProviderPackage builds the provider's .xpkg the way `make xpkg` does
-// and unpacks it: the package layer holds the Provider meta and every CRD
-// of package/crds, and the embedded runtime image runs the provider as a
-// non-root user on this machine's architecture.
-func TestProviderPackage(t *testing.T) {
+// TestPackages builds the packages the way `make xpkg` does and unpacks
+// them: each package layer holds its meta and objects, and each embedded
+// runtime image runs its binary as a non-root user on this machine's
+// architecture.
+func TestPackages(t *testing.T) {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -35,26 +36,51 @@ func TestProviderPackage(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/xpkg.sh: %v\n%s", err, b)
 	}
-	path := filepath.Join(out, "provider-postgresql.xpkg")
+	t.Run("Provider", func(t *testing.T) { providerPackage(t, root, out) })
+	t.Run("Function", func(t *testing.T) {
+		kinds, files := unpack(t, filepath.Join(out, "function-postgresql-tenant.xpkg"), "/usr/local/bin/function-tenant", 40<<20)
+		if len(kinds) == 0 || kinds[0] != "Function" {
+			t.Errorf("the package holds %v, want the Function meta first", kinds)
+		}
+		if len(files["usr/local/bin/function-tenant"]) == 0 {
+			t.Error("the runtime image holds no function binary")
+		}
+	})
+	t.Run("Configuration", func(t *testing.T) {
+		img, err := tarball.ImageFromPath(filepath.Join(out, "configuration-postgresql-tenant.xpkg"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds, _ := contents(t, img)
+		if diff := strings.Join(kinds, ","); diff != "Configuration,Composition,CompositeResourceDefinition" {
+			t.Errorf("the Configuration package holds %v", kinds)
+		}
+	})
+}
+
+// unpack opens a package with an embedded runtime image and checks the
+// image's entrypoint, user, platform and size; it returns the kinds in the
+// package layer and the binaries found.
+func unpack(t *testing.T, path, entrypoint string, maxSize int64) ([]string, map[string][]byte) {
+	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("provider-postgresql.xpkg: %.1f MiB", float64(st.Size())/(1<<20))
-	if st.Size() > 40<<20 {
+	t.Logf("%s: %.1f MiB", filepath.Base(path), float64(st.Size())/(1<<20))
+	if st.Size() > maxSize {
 		t.Errorf("the package is %d bytes; keep the image small", st.Size())
 	}
-
 	img, err := tarball.ImageFromPath(path, nil)
 	if err != nil {
-		t.Fatalf("the .xpkg is not an image tarball: %v", err)
+		t.Fatalf("%s is not an image tarball: %v", path, err)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep := cfg.Config.Entrypoint; len(ep) != 1 || ep[0] != "/usr/local/bin/provider" {
-		t.Errorf("entrypoint %v", ep)
+	if ep := cfg.Config.Entrypoint; len(ep) != 1 || ep[0] != entrypoint {
+		t.Errorf("entrypoint %v, want %s", ep, entrypoint)
 	}
 	if u := cfg.Config.User; u != User+":"+User {
 		t.Errorf("user %q, want the non-root %s", u, User)
@@ -62,57 +88,14 @@ func TestProviderPackage(t *testing.T) {
 	if cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH {
 		t.Errorf("platform %s/%s", cfg.OS, cfg.Architecture)
 	}
+	return contents(t, img)
+}
 
-	files := map[string][]byte{}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.Typeflag == tar.TypeReg && (h.Name == "package.yaml" || strings.HasSuffix(h.Name, "bin/provider")) {
-				b, _ := io.ReadAll(tr)
-				files[h.Name] = b
-			}
-		}
-		_ = rc.Close()
-	}
+func providerPackage(t *testing.T, root, out string) {
+	kinds, files := unpack(t, filepath.Join(out, "provider-postgresql.xpkg"), "/usr/local/bin/provider", 40<<20)
+	crds := crdNames(t, files["package.yaml"])
 	if len(files["usr/local/bin/provider"]) == 0 {
 		t.Error("the runtime image holds no provider binary")
-	}
-	pkg := files["package.yaml"]
-	if len(pkg) == 0 {
-		t.Fatal("no package.yaml layer")
-	}
-	var kinds, crds []string
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(pkg), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		kinds = append(kinds, u.GetKind())
-		if u.GetKind() == "CustomResourceDefinition" {
-			crds = append(crds, u.GetName())
-		}
 	}
 	if len(kinds) == 0 || kinds[0] != "Provider" {
 		t.Errorf("the package starts with %v, want the Provider meta", kinds)
@@ -132,4 +115,75 @@ func TestProviderPackage(t *testing.T) {
 	if strings.Join(want, ",") != strings.Join(crds, ",") {
 		t.Errorf("package CRDs %v, want every CRD of package/crds %v", crds, want)
 	}
+}
+
+// contents reads the package layer's kinds and the files of interest (the
+// package itself and binaries) from an image.
+func contents(t *testing.T, img v1.Image) ([]string, map[string][]byte) {
+	t.Helper()
+	files := map[string][]byte{}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg && (h.Name == "package.yaml" || strings.HasPrefix(h.Name, "usr/local/bin/")) {
+				b, _ := io.ReadAll(tr)
+				files[h.Name] = b
+			}
+		}
+		_ = rc.Close()
+	}
+	pkg := files["package.yaml"]
+	if len(pkg) == 0 {
+		t.Fatal("no package.yaml layer")
+	}
+	var kinds []string
+	for _, u := range decode(t, pkg) {
+		kinds = append(kinds, u.GetKind())
+	}
+	return kinds, files
+}
+
+func decode(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func crdNames(t *testing.T, pkg []byte) []string {
+	t.Helper()
+	var crds []string
+	for _, u := range decode(t, pkg) {
+		if u.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, u.GetName())
+		}
+	}
+	return crds
 }
