@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,6 +163,29 @@ func TestTenantEndToEnd(t *testing.T) {
 		if !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
 			t.Logf("refused with: %v", err)
 		}
+	})
+
+	t.Run("LockOnTheClaim", func(t *testing.T) {
+		// The claim kind only exists once core established the XRD; a Lock
+		// still finds it and annotates the claim.
+		l := &v1alpha1.Lock{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "finance", Name: "keep-billing"},
+			Spec:       v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: "PostgreSQLTenant", Name: "billing"}},
+		}
+		env.Create(ctx, t, l)
+		// No admission policy in this environment: PolicyMissing, with the
+		// claim annotated.
+		env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing)
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(billing), billing); err != nil {
+			t.Fatal(err)
+		}
+		if got := billing.GetAnnotations()[v1alpha1.AnnotationLocked]; got != "keep-billing" {
+			t.Errorf("the claim's locked annotation = %q", got)
+		}
+		if err := env.Kube.Delete(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		env.Gone(ctx, t, l)
 	})
 
 	t.Run("LockProtectsThroughCrossplaneUsage", func(t *testing.T) {
