@@ -56,7 +56,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDatabase](&connector{kube: kube, pools: c.Pools, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
+				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}
+			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
@@ -65,20 +68,6 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLDatabase{}).
 		Complete(config.Reconciler(name, c, r))
-}
-
-type connector struct {
-	kube      client.Client
-	pools     *postgres.Registry
-	instances instance.Connector
-}
-
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase], error) {
-	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
-	if err != nil {
-		return nil, err
-	}
-	return &external{kube: c.kube, pools: c.pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}, nil
 }
 
 type external struct {

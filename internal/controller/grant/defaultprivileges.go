@@ -33,7 +33,10 @@ func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLDefaultPrivileges](&defaultsConnector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
+				return &defaultsExternal{kube: kube, conn: conn}
+			})),
 		managed.WithInitializers(),
 		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(d *v1alpha1.PostgreSQLDefaultPrivileges) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
 			return d.GetNamespace(), d.Spec.InstanceRef.Name, d.Spec.ForProvider.RoleSelector, &d.Spec.ForProvider.RoleRef
@@ -45,19 +48,6 @@ func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLDefaultPrivileges{}).
 		Complete(config.Reconciler(name, c, r))
-}
-
-type defaultsConnector struct {
-	kube      client.Client
-	instances instance.Connector
-}
-
-func (c *defaultsConnector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges], error) {
-	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
-	if err != nil {
-		return nil, err
-	}
-	return &defaultsExternal{kube: c.kube, conn: conn}, nil
 }
 
 type defaultsExternal struct {
@@ -126,7 +116,7 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 	}
 	got, system, err := postgres.ObserveDefaultPrivileges(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return e.absent(mg, fmt.Sprintf("database %q", ap.Database))
+		return absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
@@ -136,11 +126,11 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 	}
 	switch {
 	case !got.RoleExists:
-		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
+		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	case !got.OwnerExists:
-		return e.absent(mg, fmt.Sprintf("role %q", ap.Owner))
+		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Owner))
 	case !got.SchemaExists:
-		return e.absent(mg, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
+		return absent(mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
@@ -164,15 +154,6 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(e.plan.Grant))))
 	}
 	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: e.plan.Empty()}, nil
-}
-
-func (e *defaultsExternal) absent(mg resource.Managed, what string) (managed.ExternalObservation, error) {
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{}, nil
-	}
-	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, e.conn.Instance.GetName())
-	mg.SetConditions(condition(ReasonNotHeld, msg))
-	return managed.ExternalObservation{}, errors.New(msg)
 }
 
 func (e *defaultsExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalCreation, error) {

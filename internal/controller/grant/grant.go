@@ -57,7 +57,10 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLGrant](&grantConnector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
+				return &grantExternal{kube: kube, conn: conn}
+			})),
 		// A grant has no name of its own in PostgreSQL.
 		managed.WithInitializers(),
 		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(g *v1alpha1.PostgreSQLGrant) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
@@ -70,19 +73,6 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLGrant{}).
 		Complete(config.Reconciler(name, c, r))
-}
-
-type grantConnector struct {
-	kube      client.Client
-	instances instance.Connector
-}
-
-func (c *grantConnector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant], error) {
-	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
-	if err != nil {
-		return nil, err
-	}
-	return &grantExternal{kube: c.kube, conn: conn}, nil
 }
 
 // grantExternal observes once per reconcile and keeps what it found for
@@ -221,7 +211,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	}
 	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return e.absent(mg, fmt.Sprintf("database %q", ap.Database))
+		return absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
@@ -230,7 +220,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{}, err
 	}
 	if what := e.missingParent(*ap, got); what != "" {
-		return e.absent(mg, what)
+		return absent(mg, e.conn, what)
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
@@ -282,11 +272,11 @@ func unsupportedError(mg resource.Managed, version int, unsupported []string, on
 
 // absent handles a grantee or target that does not exist: nothing is left
 // to revoke for a grant being deleted; otherwise the grant waits.
-func (e *grantExternal) absent(mg resource.Managed, what string) (managed.ExternalObservation, error) {
+func absent(mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, nil
 	}
-	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, e.conn.Instance.GetName())
+	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, conn.Instance.GetName())
 	mg.SetConditions(condition(ReasonNotHeld, msg))
 	return managed.ExternalObservation{}, errors.New(msg)
 }
@@ -363,10 +353,10 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	}
 	e.membership = got
 	if !got.RoleExists {
-		return e.absent(mg, fmt.Sprintf("role %q", ap.Role))
+		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	}
 	if !got.GroupExists {
-		return e.absent(mg, fmt.Sprintf("role %q", ap.MemberOf))
+		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.MemberOf))
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {

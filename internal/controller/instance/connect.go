@@ -78,6 +78,24 @@ func ConflictCondition(msg string) xpv2.Condition {
 	}
 }
 
+// ConnectorFor returns the connector of a kind living on an Instance: it
+// resolves the Instance the resource refers to (the one it was bound to,
+// once it has connected) and builds the kind's external client from the
+// Connection.
+func ConnectorFor[T interface {
+	resource.Managed
+	v1alpha1.InstanceUser
+}](c Connector, build func(*Connection) managed.TypedExternalClient[T]) managed.TypedExternalConnector[T] {
+	return managed.TypedExternalConnectorFn[T](func(ctx context.Context, mg T) (managed.TypedExternalClient[T], error) {
+		name, uid := mg.InstanceBinding()
+		conn, err := c.Connect(ctx, mg, v1alpha1.InstanceReference{Name: name}, uid)
+		if err != nil {
+			return nil, err
+		}
+		return build(conn), nil
+	})
+}
+
 // ObserveOnlyCondition is the Ready condition of an imported object that
 // exists: False, because the contract says existence is not Ready for
 // delivery, and an import never authorises changes.

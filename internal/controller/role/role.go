@@ -56,16 +56,17 @@ const (
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind)
 	kube := mgr.GetClient()
+	publisher := managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme())
+	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
 	if err != nil {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLRole](&connector{
-			kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
-			publisher: managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme()),
-			verified:  &verifiedPasswords{m: map[types.UID]verified{}},
-		}),
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
+				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords}
+			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
@@ -114,21 +115,6 @@ func rolesOnInstance(kube client.Reader) handler.MapFunc {
 		}
 		return reqs
 	}
-}
-
-type connector struct {
-	kube      client.Client
-	instances instance.Connector
-	publisher *managed.APILocalSecretPublisher
-	verified  *verifiedPasswords
-}
-
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.TypedExternalClient[*v1alpha1.PostgreSQLRole], error) {
-	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
-	if err != nil {
-		return nil, err
-	}
-	return &external{kube: c.kube, pools: c.instances.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: c.publisher, verified: c.verified}, nil
 }
 
 type external struct {

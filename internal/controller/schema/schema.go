@@ -41,7 +41,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLSchema](&connector{kube: kube, instances: instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools}}),
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
+				return &external{kube: kube, conn: conn}
+			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLSchemaGroupVersionKind), o...)
@@ -50,19 +53,6 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLSchema{}).
 		Complete(config.Reconciler(name, c, r))
-}
-
-type connector struct {
-	kube      client.Client
-	instances instance.Connector
-}
-
-func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema], error) {
-	conn, err := c.instances.Connect(ctx, mg, mg.Spec.InstanceRef, mg.Status.AtProvider.InstanceUID)
-	if err != nil {
-		return nil, err
-	}
-	return &external{kube: c.kube, conn: conn}, nil
 }
 
 type external struct {
