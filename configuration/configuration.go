@@ -47,3 +47,12 @@ func Objects() ([]*unstructured.Unstructured, error) {
 
 // XRDName is the name of the tenant XRD.
 const XRDName = "xpostgresqltenants.database.ayatori.ddupan.top"
+
+// The functions the Composition's pipeline calls, by the names Crossplane
+// gives them when it installs them as dependencies of the Configuration:
+// the package's repository as a DNS label (ghcr.io/ayatori/x is
+// ayatori-x). Installed under other names, the pipeline finds no function.
+const (
+	FunctionTenant    = "ayatori-function-postgresql-tenant"
+	FunctionAutoReady = "crossplane-contrib-function-auto-ready"
+)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
 )
@@ -94,7 +95,7 @@ func TestRender(t *testing.T) {
 	if err := os.WriteFile(functions, []byte(`apiVersion: pkg.crossplane.io/v1
 kind: Function
 metadata:
-  name: function-postgresql-tenant
+  name: `+configuration.FunctionTenant+`
   annotations:
     render.crossplane.io/runtime: Development
     render.crossplane.io/runtime-development-target: `+tenantAddr+`
@@ -104,7 +105,7 @@ spec:
 apiVersion: pkg.crossplane.io/v1
 kind: Function
 metadata:
-  name: function-auto-ready
+  name: `+configuration.FunctionAutoReady+`
   annotations:
     render.crossplane.io/runtime: Development
     render.crossplane.io/runtime-development-target: `+readyAddr+`

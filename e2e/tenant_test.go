@@ -106,10 +106,10 @@ func TestTenantEndToEnd(t *testing.T) {
 		t.Fatalf("cannot build the function: %v\n%s", err, out)
 	}
 	logs := t.TempDir()
-	if err := core.RunFunction(ctx, env.Kube, "function-postgresql-tenant", fn, logs); err != nil {
+	if err := core.RunFunction(ctx, env.Kube, configuration.FunctionTenant, fn, logs); err != nil {
 		t.Fatal(err)
 	}
-	if err := core.RunFunction(ctx, env.Kube, "function-auto-ready", filepath.Join(tools, "function-auto-ready"), logs); err != nil {
+	if err := core.RunFunction(ctx, env.Kube, configuration.FunctionAutoReady, filepath.Join(tools, "function-auto-ready"), logs); err != nil {
 		t.Fatal(err)
 	}
 	applyConfiguration(ctx, t, core)

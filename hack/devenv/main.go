@@ -263,7 +263,7 @@ func startCrossplane(ctx context.Context, kube client.Client, cp *controlplane.C
 		core.Stop()
 		return nil, err
 	}
-	for name, bin := range map[string]string{"function-postgresql-tenant": fn, "function-auto-ready": filepath.Join(tools, "function-auto-ready")} {
+	for name, bin := range map[string]string{configuration.FunctionTenant: fn, configuration.FunctionAutoReady: filepath.Join(tools, "function-auto-ready")} {
 		if err := core.RunFunction(ctx, kube, name, bin, dir); err != nil {
 			core.Stop()
 			return nil, err
