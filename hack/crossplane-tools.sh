@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds Crossplane core, the crossplane CLI and function-auto-ready from the
+# Builds Crossplane core, its RBAC manager (tools/crossplane/rbacmanager: the
+# core module's controllers with the metrics listener off), the crossplane
+# CLI and function-auto-ready from the
 # Go module proxy, using the wrapper modules under tools/, and caches them
 # outside the repository keyed by version. Cold builds take several minutes
 # on 2 cores; warm ones are instant.
@@ -40,6 +42,7 @@ build() {
 
 build crossplane crossplane github.com/crossplane/crossplane/v2/cmd/crossplane \
   "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${CROSSPLANE_VERSION}"
+build rbac-manager crossplane ./rbacmanager "-s -w"
 build crossplane-cli crossplane-cli github.com/crossplane/cli/v2/cmd/crossplane \
   "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${CLI_VERSION}"
 build function-auto-ready function-auto-ready github.com/crossplane/function-auto-ready "-s -w"

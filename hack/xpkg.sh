@@ -5,10 +5,14 @@
 # and embedded by `crossplane xpkg build`; and the tenant Configuration.
 #
 #   hack/xpkg.sh [output folder]      default: _output/xpkg
+#
+# GOARCH picks the architecture (default: this machine's); VERSION the
+# version stamped into the binaries (default: git describe).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/_output/xpkg}
+arch=${GOARCH:-$(go env GOARCH)}
 version=${VERSION:-$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)}
 mkdir -p "$out"
 cd "$root"
@@ -19,10 +23,10 @@ cli="$("$root/hack/crossplane-tools.sh" --dir)/crossplane-cli"
 # image <name> <package> <binary name>: a static binary in a runtime image.
 image() {
   local name=$1 pkg=$2 bin=$3
-  echo "xpkg: building $name (linux/$(go env GOARCH), static) and its runtime image"
-  CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w -X github.com/ayatori/provider-postgresql/internal/version.Version=${version}" \
+  echo "xpkg: building $name (linux/$arch, static) and its runtime image"
+  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags "-s -w -X github.com/ayatori/provider-postgresql/internal/version.Version=${version}" \
     -o "$out/$bin" "$pkg"
-  go run ./hack/image --binary "$out/$bin" --name "$bin" --tag "$name:${version}" --out "$out/$name-image.tar"
+  GOARCH= go run ./hack/image --binary "$out/$bin" --name "$bin" --arch "$arch" --tag "$name:${version}" --out "$out/$name-image.tar"
 }
 
 image provider-postgresql ./cmd/provider provider

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authnv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -170,28 +172,71 @@ func TestProviderProcess(t *testing.T) {
 	}
 }
 
-func TestHelpDocumentsEveryFlagWithItsEnvironmentVariable(t *testing.T) {
+// TestFlagsReferenceMatchesHelp keeps the flags reference of
+// docs/install.md and the binary's --help in step: every flag with its
+// short form, environment variable and default, in both directions.
+func TestFlagsReferenceMatchesHelp(t *testing.T) {
 	out, err := exec.Command(providerBinary, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("--help: %v\n%s", err, out)
 	}
-	help := string(out)
-	for _, want := range []string{
-		"--[no-]debug", "$PROVIDER_DEBUG",
-		"--[no-]leader-election", "$LEADER_ELECTION",
-		"--namespace", "$POD_NAMESPACE",
-		"--sync", "$PROVIDER_SYNC",
-		"--poll=", "$PROVIDER_POLL)",
-		"--poll-jitter", "$PROVIDER_POLL_JITTER",
-		"--poll-state-metric", "$PROVIDER_POLL_STATE_METRIC",
-		"--max-reconcile-rate", "$PROVIDER_MAX_RECONCILE_RATE",
-		"--metrics-bind-address", "$PROVIDER_METRICS_BIND_ADDRESS",
-		"--health-probe-bind-address", "$PROVIDER_HEALTH_PROBE_BIND_ADDRESS",
-		"--graceful-shutdown-timeout", "$PROVIDER_GRACEFUL_SHUTDOWN_TIMEOUT",
-		"--[no-]install-lock-policy", "$PROVIDER_INSTALL_LOCK_POLICY",
-	} {
-		if !strings.Contains(help, want) {
-			t.Errorf("--help does not mention %s", want)
+	help := helpFlags(string(out))
+	if len(help) < 10 {
+		t.Fatalf("read only %d flags from --help:\n%s", len(help), out)
+	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(help, docFlags(string(doc))); diff != "" {
+		t.Errorf("docs/install.md's flags reference differs from --help (-help +docs):\n%s", diff)
+	}
+}
+
+// flagRow is one flag as --help and the docs describe it.
+type flagRow struct{ Short, Env, Default string }
+
+var (
+	helpFlagLine = regexp.MustCompile(`^ {2,6}(?:-(\w), )?--(\[no-\])?([a-z][a-z-]*)(?:=("[^"]*"|\S+))?`)
+	helpEnv      = regexp.MustCompile(`\(\$([A-Z_]+)\)\s*$`)
+	docFlagRow   = regexp.MustCompile("^\\| `--([a-z-]+)`(?:, `-(\\w)`)? \\| `([A-Z_]+)` \\| `([^`]*)` \\|")
+)
+
+// helpFlags reads kingpin's --help: a flag line, its wrapped help, and the
+// environment variable at the end of the entry.
+func helpFlags(help string) map[string]flagRow {
+	flags := map[string]flagRow{}
+	var cur string
+	for _, line := range strings.Split(help, "\n") {
+		if m := helpFlagLine.FindStringSubmatch(line); m != nil {
+			cur = m[3]
+			def := strings.Trim(m[4], `"`)
+			if m[2] != "" {
+				def = "false"
+			}
+			flags[cur] = flagRow{Short: m[1], Default: def}
+		}
+		if m := helpEnv.FindStringSubmatch(line); m != nil && cur != "" {
+			r := flags[cur]
+			r.Env = m[1]
+			flags[cur] = r
 		}
 	}
+	delete(flags, "help")
+	delete(flags, "version")
+	return flags
+}
+
+func docFlags(doc string) map[string]flagRow {
+	flags := map[string]flagRow{}
+	for _, line := range strings.Split(doc, "\n") {
+		if m := docFlagRow.FindStringSubmatch(line); m != nil {
+			flags[m[1]] = flagRow{Short: m[2], Env: m[3], Default: m[4]}
+		}
+	}
+	return flags
 }

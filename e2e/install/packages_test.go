@@ -1,4 +1,4 @@
-package main
+package install
 
 import (
 	"archive/tar"
@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -21,24 +20,18 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 )
 
-// TestPackages builds the packages the way `make xpkg` does and unpacks
-// them: each package layer holds its meta and objects, and each embedded
-// runtime image runs its binary as a non-root user on this machine's
-// architecture.
+// TestPackages unpacks the packages `make xpkg` builds: each package
+// layer holds its meta and objects, and each embedded runtime image runs its
+// binary as a non-root user on this machine's architecture.
 func TestPackages(t *testing.T) {
+	out := packages(t)
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
-	cmd := exec.Command(filepath.Join(root, "hack", "xpkg.sh"), out)
-	cmd.Env = append(os.Environ(), "VERSION=v0.0.0-test")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("hack/xpkg.sh: %v\n%s", err, b)
-	}
 	t.Run("Provider", func(t *testing.T) { providerPackage(t, root, out) })
 	t.Run("Function", func(t *testing.T) {
-		kinds, files := unpack(t, filepath.Join(out, "function-postgresql-tenant.xpkg"), "/usr/local/bin/function-tenant", 40<<20)
+		kinds, files := unpack(t, filepath.Join(out, "function-postgresql-tenant.xpkg"), "/usr/local/bin/function-tenant")
 		if len(kinds) == 0 || kinds[0] != "Function" {
 			t.Errorf("the package holds %v, want the Function meta first", kinds)
 		}
@@ -61,14 +54,14 @@ func TestPackages(t *testing.T) {
 // unpack opens a package with an embedded runtime image and checks the
 // image's entrypoint, user, platform and size; it returns the kinds in the
 // package layer and the binaries found.
-func unpack(t *testing.T, path, entrypoint string, maxSize int64) ([]string, map[string][]byte) {
+func unpack(t *testing.T, path, entrypoint string) ([]string, map[string][]byte) {
 	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %.1f MiB", filepath.Base(path), float64(st.Size())/(1<<20))
-	if st.Size() > maxSize {
+	if st.Size() > maxPackageSize {
 		t.Errorf("the package is %d bytes; keep the image small", st.Size())
 	}
 	img, err := tarball.ImageFromPath(path, nil)
@@ -82,8 +75,8 @@ func unpack(t *testing.T, path, entrypoint string, maxSize int64) ([]string, map
 	if ep := cfg.Config.Entrypoint; len(ep) != 1 || ep[0] != entrypoint {
 		t.Errorf("entrypoint %v, want %s", ep, entrypoint)
 	}
-	if u := cfg.Config.User; u != User+":"+User {
-		t.Errorf("user %q, want the non-root %s", u, User)
+	if u := cfg.Config.User; u != nonRoot+":"+nonRoot {
+		t.Errorf("user %q, want the non-root %s", u, nonRoot)
 	}
 	if cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH {
 		t.Errorf("platform %s/%s", cfg.OS, cfg.Architecture)
@@ -91,8 +84,14 @@ func unpack(t *testing.T, path, entrypoint string, maxSize int64) ([]string, map
 	return contents(t, img)
 }
 
+// maxPackageSize bounds a package with its runtime image: keep them small.
+const maxPackageSize = 40 << 20
+
+// nonRoot is the user hack/image runs binaries as.
+const nonRoot = "65532"
+
 func providerPackage(t *testing.T, root, out string) {
-	kinds, files := unpack(t, filepath.Join(out, "provider-postgresql.xpkg"), "/usr/local/bin/provider", 40<<20)
+	kinds, files := unpack(t, filepath.Join(out, "provider-postgresql.xpkg"), "/usr/local/bin/provider")
 	crds := crdNames(t, files["package.yaml"])
 	if len(files["usr/local/bin/provider"]) == 0 {
 		t.Error("the runtime image holds no provider binary")
@@ -186,4 +185,35 @@ func crdNames(t *testing.T, pkg []byte) []string {
 		}
 	}
 	return crds
+}
+
+// TestDockerfiles keeps cluster/images/*/Dockerfile, for those who build
+// with Docker, in step with the images make xpkg builds: the same command
+// built statically, at the same path, run as the same non-root user.
+func TestDockerfiles(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for image, c := range map[string]struct{ pkg, bin string }{
+		"provider-postgresql":        {"./cmd/provider", "provider"},
+		"function-postgresql-tenant": {"./cmd/function-tenant", "function-tenant"},
+	} {
+		b, err := os.ReadFile(filepath.Join(root, "cluster", "images", image, "Dockerfile"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		df := string(b)
+		for _, want := range []string{
+			"CGO_ENABLED=0",
+			"-o /out/" + c.bin + " " + c.pkg + "\n",
+			"COPY --from=build /out/" + c.bin + " /usr/local/bin/" + c.bin + "\n",
+			"USER " + nonRoot + ":" + nonRoot + "\n",
+			`ENTRYPOINT ["/usr/local/bin/` + c.bin + `"]`,
+		} {
+			if !strings.Contains(df, want) {
+				t.Errorf("cluster/images/%s/Dockerfile lacks %q", image, want)
+			}
+		}
+	}
 }

@@ -36,18 +36,19 @@ func main() {
 	nm := flag.String("name", "", "name of the binary in the image (/usr/local/bin/<name>)")
 	tag := flag.String("tag", "", "image reference recorded in the tarball")
 	out := flag.String("out", "", "docker-save tarball to write")
+	arch := flag.String("arch", runtime.GOARCH, "the binary's architecture, recorded in the image")
 	flag.Parse()
 	if *bin == "" || *nm == "" || *tag == "" || *out == "" {
 		fmt.Fprintln(os.Stderr, "image: --binary, --name, --tag and --out are required")
 		os.Exit(2)
 	}
-	if err := build(*bin, *nm, *tag, *out); err != nil {
+	if err := build(*bin, *nm, *tag, *out, *arch); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func build(bin, nm, tag, out string) error {
+func build(bin, nm, tag, out, arch string) error {
 	exe, err := os.ReadFile(bin)
 	if err != nil {
 		return err
@@ -75,7 +76,7 @@ func build(bin, nm, tag, out string) error {
 		return err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
+	cfg.OS, cfg.Architecture = "linux", arch
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cfg.Config.Entrypoint = []string{"/usr/local/bin/" + nm}
 	cfg.Config.User = User + ":" + User

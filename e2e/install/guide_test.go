@@ -1,0 +1,515 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ayatori/provider-postgresql/configuration"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/registry"
+)
+
+// providerName is the Provider package object's name (docs/install.md says why).
+const providerName = "ayatori-provider-postgresql"
+
+// serviceAccount is the name the runtime config pins.
+const serviceAccount = "provider-postgresql"
+
+// TestInstallGuide follows docs/install.md from an empty cluster to an
+// uninstall, running each of its shell blocks as written and checking
+// after each what the guide promises.
+func TestInstallGuide(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := guide(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range steps {
+		names = append(names, s.name)
+	}
+	// The checks below follow these steps; a new step needs its checks.
+	if diff := cmp.Diff([]string{"runtime-config", "cluster-manifests", "install-provider", "register-instance", "first-claim", "lock", "upgrade", "uninstall"}, names); diff != "" {
+		t.Fatalf("the guide's steps changed (-checked +guide):\n%s", diff)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	out := packages(t)
+	tools, err := crossplane.Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+
+	// The packages, pushed where the guide's references lead once Crossplane
+	// rewrites them. One build serves as both provider versions: a version
+	// label gives each its own digest, so Crossplane sees an upgrade.
+	reg, err := registry.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	for _, p := range []struct{ file, repo, tag string }{
+		{filepath.Join(out, "provider-postgresql.xpkg"), "ayatori/provider-postgresql", "v0.1.0"},
+		{filepath.Join(out, "provider-postgresql.xpkg"), "ayatori/provider-postgresql", "v0.2.0"},
+		{filepath.Join(out, "function-postgresql-tenant.xpkg"), "ayatori/function-postgresql-tenant", "v0.1.0"},
+		{filepath.Join(out, "configuration-postgresql-tenant.xpkg"), "ayatori/configuration-postgresql-tenant", "v0.1.0"},
+		{autoReadyPackage(t, root, tools, work), "crossplane-contrib/function-auto-ready", "v0.7.0"},
+	} {
+		if _, err := reg.Push(ctx, p.file, p.repo, p.tag, p.tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Join(work, "controlplane"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{NoCRDs: true, ControllerManager: true, Dir: filepath.Join(work, "controlplane")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop() //nolint:errcheck // Best effort.
+	pg, err := pgserver.Start(ctx, pgserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop() //nolint:errcheck // Best effort.
+	core, err := crossplane.Start(ctx, crossplane.Options{Config: cp.Config, Kubeconfig: cp.Kubeconfig, Dir: filepath.Join(work, "crossplane"), RBACManager: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer core.Stop()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, extv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kube, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(cp.Config)
+	for prefix, to := range map[string]string{"ghcr.io/ayatori/": reg.Host + "/ayatori/", "xpkg.crossplane.io/crossplane-contrib/": reg.Host + "/crossplane-contrib/"} {
+		ic := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
+			"metadata": map[string]any{"generateName": "loopback-"},
+			"spec": map[string]any{
+				"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": prefix}},
+				"rewriteImage": map[string]any{"prefix": to},
+			},
+		}}
+		if err := kube.Create(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The packaged binaries run here, not copies built on the side.
+	_, files := unpack(t, filepath.Join(out, "provider-postgresql.xpkg"), "/usr/local/bin/provider")
+	providerBin := writeExecutable(t, work, "provider", files["usr/local/bin/provider"])
+	_, files = unpack(t, filepath.Join(out, "function-postgresql-tenant.xpkg"), "/usr/local/bin/function-tenant")
+	functionBin := writeExecutable(t, work, "function-tenant", files["usr/local/bin/function-tenant"])
+
+	kl := &kubelet{kc: kc, cfg: cp.Config, provider: providerName, bin: providerBin, dir: filepath.Join(work, "kubelet")}
+	if err := os.MkdirAll(kl.dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	klCtx, stopKubelet := context.WithCancel(ctx)
+	klDone := make(chan struct{})
+	go func() { kl.run(klCtx); close(klDone) }()
+	defer func() { stopKubelet(); <-klDone }()
+
+	sh := shell(t, root, work, cp.Kubeconfig, tools, pg)
+	diagnose := func() string {
+		b, _ := sh(ctx, "kubectl get providers.pkg.crossplane.io,providerrevisions.pkg.crossplane.io,deployments -A -o yaml | grep -B2 -A6 'message:\\|type: ' || true")
+		return "\npackages:\n" + string(b) + "\nprovider (stand-in kubelet: " + kl.status() + ") log:\n" + kl.logTail() + "\ncore log:\n" + core.LogTail()
+	}
+	run := func(name string) {
+		t.Helper()
+		for _, s := range steps {
+			if s.name == name {
+				start := time.Now()
+				b, err := sh(ctx, s.script)
+				if err != nil {
+					t.Fatalf("step %s of docs/install.md failed: %v\n%s%s", name, err, b, diagnose())
+				}
+				t.Logf("step %s (%s):\n%s", name, time.Since(start).Round(100*time.Millisecond), b)
+				return
+			}
+		}
+		t.Fatalf("no step %s", name)
+	}
+
+	run("runtime-config")
+	run("cluster-manifests")
+
+	run("install-provider")
+	rev := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
+	if !conditionTrue(rev, "RevisionHealthy") {
+		t.Errorf("ProviderRevision %s is not RevisionHealthy: %v", rev.GetName(), rev.Object["status"])
+	}
+	checkCRDs(ctx, t, kube, root)
+	dep := deploymentOf(ctx, t, kube, rev.GetName())
+	if sa := dep.Spec.Template.Spec.ServiceAccountName; sa != serviceAccount {
+		t.Errorf("the Deployment runs as ServiceAccount %q, want the pinned %q", sa, serviceAccount)
+	}
+	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--poll=1m") || !strings.Contains(args, "--max-conns=20") {
+		t.Errorf("the Deployment's args %q miss the runtime config's flags", args)
+	}
+	// Crossplane's RBAC manager binds the pinned ServiceAccount to the
+	// provider's own CRDs; cluster/rbac.yaml adds the rest.
+	for _, ra := range []authzv1.ResourceAttributes{
+		{Group: "database.ayatori.ddupan.top", Resource: "postgresqldatabases", Verb: "update", Namespace: "shop"},
+		{Group: "database.ayatori.ddupan.top", Resource: "postgresqltenants", Verb: "patch", Namespace: "shop"},
+		{Group: "protection.crossplane.io", Resource: "usages", Verb: "create", Namespace: "shop"},
+		{Resource: "namespaces", Verb: "list"},
+	} {
+		waitAllowed(ctx, t, kc, "system:serviceaccount:crossplane-system:"+serviceAccount, ra)
+	}
+	if sa, err := kl.ready(ctx, 1, 2*time.Minute); err != nil {
+		t.Fatalf("the provider did not become ready as its Deployment's ServiceAccount: %v%s", err, diagnose())
+	} else {
+		t.Logf("the packaged provider runs as ServiceAccount %s with %v", sa, dep.Spec.Template.Spec.Containers[0].Args)
+	}
+
+	run("register-instance")
+
+	// Core runs functions with the External runtime here: serve the two
+	// functions once the Configuration's dependencies are installed.
+	fnErr := make(chan error, 2)
+	go func() {
+		fnErr <- core.RunInstalledFunction(ctx, kube, configuration.FunctionTenant, functionBin, work)
+	}()
+	go func() {
+		fnErr <- core.RunInstalledFunction(ctx, kube, configuration.FunctionAutoReady, filepath.Join(tools, "function-auto-ready"), work)
+	}()
+	run("first-claim")
+	for range 2 {
+		if err := <-fnErr; err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "main-orders-postgresql"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := providertest.ConnectWithSecret(ctx, secret.Data, "")
+	if err != nil {
+		t.Fatalf("the tenant cannot log in with its Secret: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE orders (id int PRIMARY KEY); INSERT INTO orders VALUES (42)"); err != nil {
+		t.Fatalf("the tenant cannot create a table: %v", err)
+	}
+	_ = conn.Close(ctx)
+
+	run("lock")
+
+	run("upgrade")
+	rev2 := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
+	if rev2.GetName() == rev.GetName() {
+		t.Fatalf("the active revision is still %s after the upgrade", rev.GetName())
+	}
+	if img, _, _ := unstructured.NestedString(rev2.Object, "spec", "image"); !strings.HasSuffix(img, ":v0.2.0") {
+		t.Errorf("the active revision's image is %s, want v0.2.0", img)
+	}
+	if sa, err := kl.ready(ctx, 2, 2*time.Minute); err != nil {
+		t.Fatalf("the upgraded provider did not become ready: %v%s", err, diagnose())
+	} else if sa != serviceAccount {
+		t.Errorf("after the upgrade the provider runs as %q, want the pinned %q", sa, serviceAccount)
+	}
+	// One provider of that source, not a second copy installed by the
+	// dependency resolver while the revision was replaced.
+	providers := &unstructured.UnstructuredList{}
+	providers.SetAPIVersion("pkg.crossplane.io/v1")
+	providers.SetKind("ProviderList")
+	if err := kube.List(ctx, providers); err != nil {
+		t.Fatal(err)
+	}
+	var pkgs []string
+	for _, p := range providers.Items {
+		pkgs = append(pkgs, p.GetName())
+	}
+	if diff := cmp.Diff([]string{providerName}, pkgs); diff != "" {
+		t.Errorf("Providers after the upgrade (-want +got):\n%s", diff)
+	}
+	// The upgraded provider reconciles what the old one created.
+	waitReady(ctx, t, kube, "database.ayatori.ddupan.top/v1alpha1", "PostgreSQLInstance", "", "main")
+	waitReady(ctx, t, kube, "database.ayatori.ddupan.top/v1alpha1", "PostgreSQLTenant", "shop", "orders")
+
+	run("uninstall")
+	for _, kind := range []string{"Provider", "Function", "Configuration"} {
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion("pkg.crossplane.io/v1")
+		l.SetKind(kind + "List")
+		if err := kube.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range l.Items {
+			t.Errorf("the uninstall left %s %s behind", kind, p.GetName())
+		}
+	}
+	if err := providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		crds := &extv1.CustomResourceDefinitionList{}
+		if err := kube.List(ctx, crds); err != nil {
+			return false, err
+		}
+		for _, c := range crds.Items {
+			if c.Spec.Group == "database.ayatori.ddupan.top" {
+				return false, nil
+			}
+		}
+		_, running := kl.running()
+		return !running, nil
+	}); err != nil {
+		t.Errorf("the provider's CRDs or its process outlived the uninstall: %v%s", err, diagnose())
+	}
+	// Nothing of value was lost: the tenant's data and its owner remain;
+	// only its login is gone.
+	admin, err := pg.Connect(ctx, "orders")
+	if err != nil {
+		t.Fatalf("the tenant's database is gone: %v", err)
+	}
+	defer admin.Close(ctx) //nolint:errcheck // Best effort.
+	var id int
+	if err := admin.QueryRow(ctx, "SELECT id FROM orders").Scan(&id); err != nil || id != 42 {
+		t.Errorf("the tenant's row: %d, %v", id, err)
+	}
+	var roles []string
+	rows, err := admin.Query(ctx, "SELECT rolname FROM pg_roles WHERE rolname LIKE 'orders%' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		roles = append(roles, r)
+	}
+	if diff := cmp.Diff([]string{"orders_owner"}, roles); diff != "" {
+		t.Errorf("roles after the uninstall (-want +got):\n%s", diff)
+	}
+}
+
+// shell returns a runner of the guide's blocks: bash, from the repository
+// root, with kubectl and the crossplane CLI on PATH, the test cluster's
+// kubeconfig, and the server variables the guide asks the reader to set.
+func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Server) func(context.Context, string) ([]byte, error) {
+	t.Helper()
+	bin := filepath.Join(work, "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"kubectl":    filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
+		"crossplane": filepath.Join(tools, "crossplane-cli"),
+	} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca := filepath.Join(work, "db-ca.crt")
+	if err := os.WriteFile(ca, pg.CA.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(work, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"PATH=" + bin + ":/usr/bin:/bin",
+		"HOME=" + home,
+		"KUBECONFIG=" + kubeconfig,
+		"PG_HOST=" + pg.Host,
+		"PG_HOSTADDR=" + pg.Hostaddr,
+		"PG_PORT=" + strconv.Itoa(pg.Port),
+		"PG_CA_FILE=" + ca,
+		"PG_ADMIN_USER=" + pg.AdminUser,
+		"PG_ADMIN_PASSWORD=" + pg.AdminPassword,
+	}
+	return func(ctx context.Context, script string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+script)
+		cmd.Dir, cmd.Env = root, env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		// The admin password is an input of one step; it never shows.
+		return bytes.ReplaceAll(out.Bytes(), []byte(pg.AdminPassword), []byte("<redacted>")), err
+	}
+}
+
+// autoReadyPackage builds a Function package of the function-auto-ready
+// binary hack/crossplane-tools.sh built, like its upstream package.
+func autoReadyPackage(t *testing.T, root, tools, work string) string {
+	t.Helper()
+	img := filepath.Join(work, "function-auto-ready-image.tar")
+	pkg := filepath.Join(work, "function-auto-ready.xpkg")
+	for _, args := range [][]string{
+		{"go", "run", "./hack/image", "--binary", filepath.Join(tools, "function-auto-ready"), "--name", "function-auto-ready", "--tag", "function-auto-ready:v0.7.0", "--out", img},
+		{filepath.Join(tools, "crossplane-cli"), "xpkg", "build", "--package-root=e2e/install/testdata/function-auto-ready", "--embed-runtime-image-tarball=" + img, "-o", pkg},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, b)
+		}
+	}
+	return pkg
+}
+
+func writeExecutable(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	if len(b) == 0 {
+		t.Fatalf("the package holds no %s binary", name)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// activeRevision returns the active revision of a package.
+func activeRevision(ctx context.Context, t *testing.T, kube client.Client, kind, pkg string) *unstructured.Unstructured {
+	t.Helper()
+	var active *unstructured.Unstructured
+	if err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("pkg.crossplane.io/v1")
+		list.SetKind(kind + "List")
+		if err := kube.List(ctx, list, client.MatchingLabels{"pkg.crossplane.io/package": pkg}); err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if s, _, _ := unstructured.NestedString(list.Items[i].Object, "spec", "desiredState"); s == "Active" && conditionTrue(&list.Items[i], "RevisionHealthy") {
+				active = &list.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no healthy active %s of %s: %v", kind, pkg, err)
+	}
+	return active
+}
+
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCRDs checks that every CRD of package/crds is established, and that
+// Crossplane manages the managed resource kinds through
+// ManagedResourceDefinitions.
+func checkCRDs(ctx context.Context, t *testing.T, kube client.Client, root string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(root, "package", "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		group, plural, _ := strings.Cut(strings.TrimSuffix(e.Name(), ".yaml"), "_")
+		crd := &extv1.CustomResourceDefinition{}
+		if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := kube.Get(ctx, client.ObjectKey{Name: plural + "." + group}, crd); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == extv1.Established && c.Status == extv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		}); err != nil {
+			t.Errorf("CRD %s.%s not established: %v", plural, group, err)
+		}
+	}
+	mrd := &unstructured.Unstructured{}
+	mrd.SetAPIVersion("apiextensions.crossplane.io/v1alpha1")
+	mrd.SetKind("ManagedResourceDefinition")
+	if err := kube.Get(ctx, client.ObjectKey{Name: "postgresqldatabases.database.ayatori.ddupan.top"}, mrd); err != nil {
+		t.Errorf("no ManagedResourceDefinition for PostgreSQLDatabase: %v", err)
+	} else if s, _, _ := unstructured.NestedString(mrd.Object, "spec", "state"); s != "Active" {
+		t.Errorf("the PostgreSQLDatabase MRD is %q, want Active", s)
+	}
+}
+
+// deploymentOf returns the Deployment Crossplane made for a revision.
+func deploymentOf(ctx context.Context, t *testing.T, kube client.Client, rev string) *appsv1.Deployment {
+	t.Helper()
+	var dep *appsv1.Deployment
+	if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		list := &appsv1.DeploymentList{}
+		if err := kube.List(ctx, list, client.InNamespace(crossplane.Namespace)); err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if s := list.Items[i].Spec.Selector; s != nil && s.MatchLabels["pkg.crossplane.io/revision"] == rev {
+				dep = &list.Items[i]
+			}
+		}
+		return dep != nil, nil
+	}); err != nil {
+		t.Fatalf("no Deployment for revision %s: %v", rev, err)
+	}
+	return dep
+}
+
+// waitAllowed waits until user may do what ra says (the RBAC manager works
+// asynchronously).
+func waitAllowed(ctx context.Context, t *testing.T, kc kubernetes.Interface, user string, ra authzv1.ResourceAttributes) {
+	t.Helper()
+	if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		r, err := kc.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:crossplane-system", "system:authenticated"}, ResourceAttributes: &ra,
+		}}, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed, err
+	}); err != nil {
+		t.Errorf("%s may not %s %s.%s: %v", user, ra.Verb, ra.Resource, ra.Group, err)
+	}
+}
+
+func waitReady(ctx context.Context, t *testing.T, kube client.Client, apiVersion, kind, ns, name string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	if err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return conditionTrue(u, "Ready"), nil
+	}); err != nil {
+		t.Errorf("%s %s/%s is not Ready: %v", kind, ns, name, err)
+	}
+}
