@@ -77,7 +77,7 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core, its CLI and function-auto-ready.
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI and function-auto-ready.
 	hack/controlplane-tools.sh
 	hack/crossplane-tools.sh
 

@@ -4,14 +4,12 @@
 package configuration
 
 import (
-	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
 // Files are the YAML files of the Configuration package.
@@ -28,19 +26,11 @@ func Objects() ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) > 0 {
-				out = append(out, u)
-			}
+		objs, err := manifest.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
 }

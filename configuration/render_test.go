@@ -3,9 +3,7 @@ package configuration_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,13 +17,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
+	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite the render golden files from what the render produces")
@@ -158,17 +155,13 @@ spec:
 // checks it against the installed CRDs (schema and CEL) without storing it.
 func validate(ctx context.Context, t *testing.T, rendered []byte) {
 	t.Helper()
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(rendered), 4096)
+	objs, err := manifest.Decode(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 || u.GetKind() == "Result" {
+	for _, u := range objs {
+		if u.GetKind() == "Result" {
 			continue
 		}
 		// Render sets UIDs that the API server would assign itself.

@@ -2,7 +2,6 @@ package install
 
 import (
 	"archive/tar"
-	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -15,9 +14,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
 // TestPackages unpacks the packages `make xpkg` builds: each package
@@ -159,21 +158,11 @@ func contents(t *testing.T, img v1.Image) ([]string, map[string][]byte) {
 
 func decode(t *testing.T, b []byte) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
+	objs, err := manifest.Decode(b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return objs
 }
 
 func crdNames(t *testing.T, pkg []byte) []string {

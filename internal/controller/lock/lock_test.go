@@ -1,11 +1,8 @@
 package lock_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +14,6 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +24,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
 const (
@@ -85,15 +82,11 @@ func installPolicy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("%s: %w", f, err)
-			}
+		objs, err := manifest.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		for _, u := range objs {
 			if err := env.Kube.Create(ctx, u); err != nil {
 				return fmt.Errorf("cannot apply %s from %s: %w", u.GetName(), f, err)
 			}
