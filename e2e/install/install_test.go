@@ -7,11 +7,11 @@ package install
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +51,7 @@ func packages(t *testing.T) string {
 		cmd := exec.Command(filepath.Join(root, "hack", "xpkg.sh"), buildDir)
 		cmd.Env = append(os.Environ(), "VERSION=v0.1.0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &buildError{err: err, out: string(out)}
+			buildErr = fmt.Errorf("hack/xpkg.sh: %w\n%s", err, out)
 			return
 		}
 		t.Logf("hack/xpkg.sh built the packages in %s", time.Since(start).Round(time.Second))
@@ -61,13 +61,6 @@ func packages(t *testing.T) string {
 	}
 	return buildDir
 }
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "hack/xpkg.sh: " + e.err.Error() + "\n" + e.out }
 
 // A step is a shell block of docs/install.md marked `<!-- run: name -->`.
 type step struct {
@@ -111,7 +104,7 @@ func guide(path string) ([]step, error) {
 			block.WriteString(l + "\n")
 		case l == "```sh":
 			if !marked {
-				return nil, &guideError{line: line, msg: "a sh block without a <!-- run: name --> or <!-- not run: reason --> marker"}
+				return nil, fmt.Errorf("docs/install.md:%d: a sh block without a <!-- run: name --> or <!-- not run: reason --> marker", line)
 			}
 			in = true
 			block.Reset()
@@ -125,10 +118,3 @@ func guide(path string) ([]step, error) {
 	}
 	return steps, sc.Err()
 }
-
-type guideError struct {
-	line int
-	msg  string
-}
-
-func (e *guideError) Error() string { return "docs/install.md:" + strconv.Itoa(e.line) + ": " + e.msg }

@@ -101,13 +101,8 @@ func (k *kubelet) report(ctx context.Context, d *appsv1.Deployment) error {
 	k.mu.Lock()
 	port := k.probe
 	k.mu.Unlock()
-	ready := false
-	if resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"); err == nil {
-		_ = resp.Body.Close()
-		ready = resp.StatusCode == http.StatusOK
-	}
 	status, n := corev1.ConditionFalse, int32(0)
-	if ready {
+	if readyz(port) {
 		status, n = corev1.ConditionTrue, 1
 	}
 	for _, c := range d.Status.Conditions {
@@ -205,7 +200,7 @@ func (k *kubelet) ready(ctx context.Context, starts int, timeout time.Duration) 
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		k.mu.Lock()
-		n, port, sa, p, last := k.starts, k.probe, k.sa, k.cur, k.lastErr
+		n, port, sa, p := k.starts, k.probe, k.sa, k.cur
 		k.mu.Unlock()
 		if n >= starts && port != 0 {
 			select {
@@ -213,20 +208,14 @@ func (k *kubelet) ready(ctx context.Context, starts int, timeout time.Duration) 
 				return "", fmt.Errorf("the provider exited; its log:\n%s", p.LogTail())
 			default:
 			}
-			if resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"); err == nil {
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return sa, nil
-				}
+			if readyz(port) {
+				return sa, nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(250 * time.Millisecond):
-		}
-		if time.Now().After(deadline) && last != nil {
-			return "", last
 		}
 	}
 	k.mu.Lock()
@@ -244,11 +233,24 @@ func (k *kubelet) logTail() string {
 	return k.cur.LogTail()
 }
 
-// running reports how often a provider was started, and whether one runs.
-func (k *kubelet) running() (int, bool) {
+// running reports whether a provider runs.
+func (k *kubelet) running() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.starts, k.cur != nil
+	return k.cur != nil
+}
+
+// readyz asks the provider's readiness endpoint, as a readiness probe would.
+func readyz(port int) bool {
+	if port == 0 {
+		return false
+	}
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/readyz")
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // status says how often the provider started and the last sync error.

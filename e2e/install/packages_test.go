@@ -86,6 +86,18 @@ func unpack(t *testing.T, path, entrypoint string) ([]string, map[string][]byte)
 // maxPackageSize bounds a package with its runtime image: keep them small.
 const maxPackageSize = 40 << 20
 
+// packageFiles returns the package's files of interest (package.yaml and
+// binaries).
+func packageFiles(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	img, err := tarball.ImageFromPath(path, nil)
+	if err != nil {
+		t.Fatalf("%s is not an image tarball: %v", path, err)
+	}
+	_, files := contents(t, img)
+	return files
+}
+
 // nonRoot is the user hack/image runs binaries as.
 const nonRoot = "65532"
 
