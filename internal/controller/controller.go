@@ -8,6 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/binding"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/controller/grant"
@@ -30,8 +31,14 @@ var kinds = []kind{
 	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLInstanceGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
 		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
+		v1alpha1.PostgreSQLBindingGroupVersionKind,
 	}, setup: instance.Setup},
-	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
+	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind, v1alpha1.PostgreSQLBindingGroupVersionKind,
+	}, setup: database.Setup},
+	{name: "PostgreSQLBinding", gvks: []schema.GroupVersionKind{
+		v1alpha1.PostgreSQLBindingGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
+	}, setup: binding.Setup},
 	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
 	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,

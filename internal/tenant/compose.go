@@ -17,18 +17,14 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
+
 // Names of the composed resources within the pipeline.
 const (
-	OwnerRole = "owner-role"
-	Database  = "database"
+	// Binding is the tenant's request for its database. It is all the
+	// tenant gets until the database is bound to it.
+	Binding   = "binding"
 	LoginRole = "login-role"
 )
-
-// maxIdentifier is PostgreSQL's identifier length.
-const maxIdentifier = 63
-
-// ownerSuffix names a tenant's owner role after its database.
-const ownerSuffix = "_owner"
 
 // Spec is what a tenant asks for: a PostgreSQLTenant claim's spec as its
 // composite carries it.
@@ -51,19 +47,11 @@ type Spec struct {
 
 // Options are the platform's choices, set in the Composition's input.
 type Options struct {
-	// DeleteData makes the database and its owner role go with the claim.
-	// By default they are retained, and only the login role is dropped.
+	// DeleteData makes a provisioned database and its owner role Delete
+	// when their record is deleted (the database's reclaim policy, fixed
+	// at provisioning). By default they are retained, and Released when
+	// the tenant goes.
 	DeleteData bool
-}
-
-// Registered is what the explicit path knows of an admin-registered
-// PostgreSQLDatabase.
-type Registered struct {
-	Instance string
-	// Database and Owner are the PostgreSQL names the registered resource
-	// observed; empty until it has.
-	Database string
-	Owner    string
 }
 
 // Status is what the claim's status shows.
@@ -80,121 +68,78 @@ type Composed struct {
 	Status    Status
 }
 
-// Dynamic composes a dynamic request: a NOLOGIN owner role and a database it
-// owns (retained when the claim goes, unless o.DeleteData), and a login role,
-// member of the owner role, whose sessions act as the owner (so what the
-// tenant creates belongs to the retained owner), with its credentials
-// Secret in the claim's namespace. The login role is dropped with the
+// Request composes a tenant's binding: for a dynamic request, one that
+// provisions a database on the Instance (a PostgreSQLDatabase named after
+// the claim, reserved for this binding, not owned by the claim, so it
+// outlives it); for an explicit one, a request for the admin-registered
+// PostgreSQLDatabase. Nothing else is composed before the binding is Bound.
+func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
+	if s.ClaimNamespace == "" || s.ClaimName == "" {
+		return nil, fmt.Errorf("spec.claimRef is not set: the tenant composition serves PostgreSQLTenant claims")
+	}
+	b := &v1alpha1.PostgreSQLBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ClaimNamespace, Name: s.ClaimName},
+		Spec:       v1alpha1.PostgreSQLBindingSpec{Tenant: s.ClaimName},
+	}
+	switch {
+	case s.DatabaseRef != "":
+		b.Spec.DatabaseRef = v1alpha1.LocalReference{Name: s.DatabaseRef}
+	case s.InstanceRef != "":
+		policies := xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
+		if o.DeleteData {
+			policies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		}
+		b.Spec.DatabaseRef = v1alpha1.LocalReference{Name: s.ClaimName}
+		b.Spec.Provision = &v1alpha1.BindingProvision{
+			InstanceRef: v1alpha1.InstanceReference{Name: s.InstanceRef}, Database: def(s.Database, s.ClaimName),
+			Extensions: s.Extensions, ManagementPolicies: policies,
+		}
+	default:
+		return nil, fmt.Errorf("set spec.instanceRef or spec.databaseRef")
+	}
+	return b, nil
+}
+
+// Access composes the login role of a tenant whose binding is Bound to d:
+// a member of the database's owner role whose sessions act as the owner (so
+// what the tenant creates belongs to the retained owner), with its
+// credentials Secret in the claim's namespace. It is dropped with the
 // claim, so the tenant can no longer log in while the data stays.
-func Dynamic(s Spec, o Options) (*Composed, error) {
-	if s.ClaimNamespace == "" || s.ClaimName == "" {
-		return nil, fmt.Errorf("spec.claimRef is not set: the tenant composition serves PostgreSQLTenant claims")
+func Access(s Spec, d v1alpha1.BoundDatabase) (*Composed, error) {
+	if d.Instance == "" || d.Database == "" || d.Owner == "" {
+		return nil, fmt.Errorf("the bound database's instance, name and owner are not known yet")
 	}
-	if s.InstanceRef == "" {
-		return nil, fmt.Errorf("spec.instanceRef.name is required for a dynamic request")
-	}
-	db := def(s.Database, s.ClaimName)
-	owner := OwnerRoleName(db)
-	in := v1alpha1.InstanceReference{Name: s.InstanceRef}
-	retain := xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
-	if o.DeleteData {
-		retain = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
-	}
-
-	ownerRole := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: meta(s, s.ClaimName+"-owner"),
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			ManagementPolicies: retain, InstanceRef: in,
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{
-				Name: ptr.To(owner), Login: ptr.To(false),
-				Comment: ptr.To(fmt.Sprintf("owner of the tenant database %s (PostgreSQLTenant %s/%s)", db, s.ClaimNamespace, s.ClaimName)),
-			},
-		},
-	}
-	database := &v1alpha1.PostgreSQLDatabase{
-		ObjectMeta: meta(s, s.ClaimName),
-		Spec: v1alpha1.PostgreSQLDatabaseSpec{
-			ManagementPolicies: retain, InstanceRef: in,
-			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
-				Name: ptr.To(db), OwnerRef: &v1alpha1.LocalReference{Name: ownerRole.Name},
-				Extensions: extensions(s.Extensions),
-				// Only this tenant connects: not every role on the server.
-				RevokePublicPrivileges: true,
-			},
-		},
-	}
-	c := access(s, Registered{Instance: s.InstanceRef, Database: db, Owner: owner})
-	c.Resources[OwnerRole], c.Resources[Database] = ownerRole, database
-	return c, nil
-}
-
-// Explicit composes access to an admin-registered database: only the login
-// role, member of the database's owner role, and its Secret. Nothing is
-// composed until the registered database has observed its owner.
-func Explicit(s Spec, r Registered) (*Composed, error) {
-	if s.ClaimNamespace == "" || s.ClaimName == "" {
-		return nil, fmt.Errorf("spec.claimRef is not set: the tenant composition serves PostgreSQLTenant claims")
-	}
-	if r.Database == "" || r.Owner == "" {
-		return nil, fmt.Errorf("waiting for PostgreSQLDatabase %s/%s to observe its database and owner", s.ClaimNamespace, s.DatabaseRef)
-	}
-	return access(s, r), nil
-}
-
-// access composes the login role of a tenant of database r.
-func access(s Spec, r Registered) *Composed {
 	login := def(s.LoginRole, s.ClaimName)
-	secret := def(s.SecretName, SecretName(r.Instance, s.ClaimName))
+	secret := def(s.SecretName, SecretName(def(s.InstanceRef, d.Instance), s.ClaimName))
 	role := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: meta(s, s.ClaimName+"-login"),
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ClaimNamespace, Name: s.ClaimName + "-login"},
 		Spec: v1alpha1.PostgreSQLRoleSpec{
 			// Dropped with the claim: the data stays, the access goes.
 			ManagementPolicies:               xpv2.ManagementPolicies{xpv2.ManagementActionAll},
-			InstanceRef:                      v1alpha1.InstanceReference{Name: r.Instance},
+			InstanceRef:                      v1alpha1.InstanceReference{Name: d.Instance},
 			WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: secret},
-			ConnectionDatabase:               r.Database,
+			ConnectionDatabase:               d.Database,
 			// Anything it still owns when dropped goes to the owner role.
 			OwnedObjectsOnDelete: v1alpha1.OwnedObjectsReassign,
-			ReassignOwnedTo:      r.Owner,
+			ReassignOwnedTo:      d.Owner,
 			ForProvider: v1alpha1.PostgreSQLRoleParameters{
-				Name: ptr.To(login), Login: ptr.To(true), MemberOf: []string{r.Owner},
+				Name: ptr.To(login), Login: ptr.To(true), MemberOf: []string{d.Owner},
 				// Sessions act as the owner role, so what the tenant
 				// creates belongs to the retained owner, not to this role.
-				ConfigurationParameters: []v1alpha1.ConfigurationParameter{{Name: "role", Value: r.Owner}},
+				ConfigurationParameters: []v1alpha1.ConfigurationParameter{{Name: "role", Value: d.Owner}},
 				Comment:                 ptr.To(fmt.Sprintf("login of PostgreSQLTenant %s/%s", s.ClaimNamespace, s.ClaimName)),
 			},
 		},
 	}
 	return &Composed{
 		Resources: map[string]client.Object{LoginRole: role},
-		Status:    Status{Instance: r.Instance, Database: r.Database, LoginRole: login, SecretName: secret},
-	}
-}
-
-// OwnerRoleName is the owner role of database db: db_owner, shortened to
-// fit an identifier.
-func OwnerRoleName(db string) string {
-	if len(db) > maxIdentifier-len(ownerSuffix) {
-		db = db[:maxIdentifier-len(ownerSuffix)]
-	}
-	return db + ownerSuffix
+		Status:    Status{Instance: d.Instance, Database: d.Database, LoginRole: login, SecretName: secret},
+	}, nil
 }
 
 // SecretName is the default name of a tenant's Secret.
 func SecretName(instance, claim string) string {
 	return instance + "-" + claim + "-postgresql"
-}
-
-func meta(s Spec, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: s.ClaimNamespace, Name: name}
-}
-
-func extensions(names []string) []v1alpha1.Extension {
-	var out []v1alpha1.Extension
-	for _, n := range names {
-		out = append(out, v1alpha1.Extension{Name: n})
-	}
-	return out
 }
 
 func def(v, fallback string) string {

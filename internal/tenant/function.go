@@ -3,12 +3,13 @@ package tenant
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/request"
@@ -21,16 +22,11 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
-// Requirement names the function asks Crossplane for.
-const (
-	requiredDatabase = "registered-database"
-	requiredTenants  = "tenants-of-database"
-)
-
-// LabelDatabaseRef marks a tenant composite with the registered database it
-// is delivered (namespace.name), so that a second tenant of the same
-// database can be found and refused.
-const LabelDatabaseRef = v1alpha1.Group + "/database-ref"
+// ConditionDatabaseBound is the condition the function sets on the
+// composite and the claim: True once the tenant's binding is Bound, else
+// False with the binding's reason (BoundToAnotherTenant, Released,
+// NotOffered, ObserveOnly, Conflict, PrivilegedOwner, …) and message.
+const ConditionDatabaseBound = "DatabaseBound"
 
 // Input is the function's input in a Composition step.
 type Input struct {
@@ -74,22 +70,30 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		}
 	}
 
-	var c *Composed
-	labels := map[string]string{}
-	if s.DatabaseRef != "" {
-		var wait bool
-		c, wait, err = f.explicit(req, rsp, s)
+	binding, err := Request(s, Options(in))
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
+	}
+	c := &Composed{Resources: map[string]client.Object{Binding: binding}}
+	observed, err := request.GetObservedComposedResources(req)
+	if err != nil {
+		response.Fatal(rsp, errors.Wrap(err, "cannot read the observed resources"))
+		return rsp, nil
+	}
+	// Access is composed only once the database is bound to this
+	// tenant's binding; a binding that stops being Bound takes it away.
+	if bound, reason, msg := boundOf(observed[resource.Name(Binding)]); bound != nil {
+		a, err := Access(s, *bound)
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
 		}
-		if wait {
-			return rsp, nil
-		}
-		labels[LabelDatabaseRef] = s.ClaimNamespace + "." + s.DatabaseRef
-	} else if c, err = Dynamic(s, Options(in)); err != nil {
-		response.Fatal(rsp, err)
-		return rsp, nil
+		a.Resources[Binding] = binding
+		c = a
+		response.ConditionTrue(rsp, ConditionDatabaseBound, reason).WithMessage(msg).TargetCompositeAndClaim()
+	} else {
+		response.ConditionFalse(rsp, ConditionDatabaseBound, reason).WithMessage(msg).TargetCompositeAndClaim()
 	}
 
 	desired, err := request.GetDesiredComposedResources(req)
@@ -127,80 +131,32 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	if len(labels) > 0 {
-		dxr.Resource.SetLabels(labels)
-	}
 	if err := response.SetDesiredCompositeResource(rsp, dxr); err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot set the desired composite"))
 		return rsp, nil
 	}
-	response.Normalf(rsp, "composed %d resource(s) for database %q", len(c.Resources), c.Status.Database)
 	return rsp, nil
 }
 
-// explicit composes access to an admin-registered database. It asks
-// Crossplane for that database and for the other tenants of it first
-// (wait), and refuses a database already delivered to an older tenant.
-func (f *Function) explicit(req *fnv1.RunFunctionRequest, rsp *fnv1.RunFunctionResponse, s Spec) (*Composed, bool, error) {
-	rsp.Requirements = &fnv1.Requirements{Resources: map[string]*fnv1.ResourceSelector{
-		requiredDatabase: {
-			ApiVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLDatabaseKind,
-			Match: &fnv1.ResourceSelector_MatchName{MatchName: s.DatabaseRef}, Namespace: ptr.To(s.ClaimNamespace),
-		},
-		requiredTenants: {
-			ApiVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "XPostgreSQLTenant",
-			Match: &fnv1.ResourceSelector_MatchLabels{MatchLabels: &fnv1.MatchLabels{Labels: map[string]string{LabelDatabaseRef: s.ClaimNamespace + "." + s.DatabaseRef}}},
-		},
-	}}
-	dbs, ok, err := request.GetRequiredResource(req, requiredDatabase)
-	if err != nil {
-		return nil, false, errors.Wrap(err, "cannot read the registered database")
+// boundOf reads the tenant's observed binding: what it delivers once Bound
+// (nil before), and the reason and message of its Ready condition.
+func boundOf(o resource.ObservedComposed) (*v1alpha1.BoundDatabase, string, string) {
+	if o.Resource == nil {
+		return nil, string(v1alpha1.ReasonProvisioning), "waiting for the tenant's PostgreSQLBinding to be created"
 	}
-	if !ok {
-		return nil, true, nil
+	b := &v1alpha1.PostgreSQLBinding{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, b); err != nil {
+		return nil, "Unknown", "cannot read the tenant's PostgreSQLBinding: " + err.Error()
 	}
-	if len(dbs) == 0 {
-		return nil, false, fmt.Errorf("spec.databaseRef: PostgreSQLDatabase %s/%s does not exist", s.ClaimNamespace, s.DatabaseRef)
+	c := b.GetCondition(xpv2.TypeReady)
+	reason, msg := string(c.Reason), c.Message
+	if reason == "" {
+		reason, msg = string(v1alpha1.ReasonProvisioning), "waiting for the provider to observe the tenant's PostgreSQLBinding"
 	}
-	xr, _ := request.GetObservedCompositeResource(req)
-	if others, ok, _ := request.GetRequiredResource(req, requiredTenants); ok {
-		if by := deliveredTo(xr.Resource.Object, others); by != "" {
-			return nil, false, fmt.Errorf("spec.databaseRef: PostgreSQLDatabase %s/%s is already delivered to tenant %s; a database is delivered to one tenant only", s.ClaimNamespace, s.DatabaseRef, by)
-		}
+	if b.Status.Phase != v1alpha1.BindingBound || b.Status.Database == nil || b.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+		return nil, reason, msg
 	}
-	db := dbs[0].Resource
-	r := Registered{}
-	r.Instance, _, _ = unstructured.NestedString(db.Object, "spec", "instanceRef", "name")
-	r.Database, _, _ = unstructured.NestedString(db.Object, "status", "atProvider", "name")
-	r.Owner, _, _ = unstructured.NestedString(db.Object, "status", "atProvider", "owner")
-	c, err := Explicit(s, r)
-	return c, false, err
-}
-
-// deliveredTo returns the claim of another, older tenant among others
-// that was delivered the same database, "" when there is none. The oldest
-// tenant keeps it (ties broken by UID), so two tenants created together
-// never both get it.
-func deliveredTo(self map[string]any, others []resource.Required) string {
-	me := &unstructured.Unstructured{Object: self}
-	var older []string
-	for _, o := range others {
-		u := o.Resource
-		if u.GetUID() == me.GetUID() {
-			continue
-		}
-		a, b := u.GetCreationTimestamp(), me.GetCreationTimestamp()
-		if a.Before(&b) || a.Equal(&b) && u.GetUID() < me.GetUID() {
-			ns, _, _ := unstructured.NestedString(u.Object, "spec", "claimRef", "namespace")
-			name, _, _ := unstructured.NestedString(u.Object, "spec", "claimRef", "name")
-			older = append(older, ns+"/"+name)
-		}
-	}
-	slices.Sort(older)
-	if len(older) == 0 {
-		return ""
-	}
-	return older[0]
+	return b.Status.Database, reason, msg
 }
 
 // specOf reads a tenant composite's spec.

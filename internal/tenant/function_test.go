@@ -19,20 +19,35 @@ const claimXR = `{
   "spec": {%s, "claimRef": {"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLTenant", "namespace": "shop", "name": "orders"}}
 }`
 
-func runRequest(spec string, required map[string]*fnv1.Resources) *fnv1.RunFunctionRequest {
+// observedBinding is the tenant's binding as Crossplane observed it.
+func observedBinding(status string) map[string]*fnv1.Resource {
+	return map[string]*fnv1.Resource{Binding: {Resource: resource.MustStructJSON(`{
+	  "apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLBinding",
+	  "metadata": {"name": "orders", "namespace": "shop", "uid": "b-1"},
+	  "spec": {"tenant": "orders", "databaseRef": {"name": "orders"}}, "status": ` + status + `}`)}}
+}
+
+const boundStatus = `{"phase": "Bound", "conditions": [{"type": "Ready", "status": "True", "reason": "Bound", "message": "bound", "lastTransitionTime": "2026-11-29T10:00:00Z"}],
+  "database": {"name": "orders", "uid": "d-1", "instance": "main", "database": "orders", "owner": "orders_owner"}}`
+
+func runRequest(spec string, observed map[string]*fnv1.Resource) *fnv1.RunFunctionRequest {
 	return &fnv1.RunFunctionRequest{
-		Observed:          &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(strings.Replace(claimXR, "%s", spec, 1))}},
-		RequiredResources: required,
+		Observed: &fnv1.State{Composite: &fnv1.Resource{Resource: resource.MustStructJSON(strings.Replace(claimXR, "%s", spec, 1))}, Resources: observed},
 	}
 }
 
-func fatal(rsp *fnv1.RunFunctionResponse) string {
+func run(t *testing.T, req *fnv1.RunFunctionRequest) *fnv1.RunFunctionResponse {
+	t.Helper()
+	rsp, err := (&Function{}).RunFunction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range rsp.GetResults() {
 		if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
-			return r.GetMessage()
+			t.Fatalf("fatal: %s", r.GetMessage())
 		}
 	}
-	return ""
+	return rsp
 }
 
 func desiredNames(rsp *fnv1.RunFunctionResponse) []string {
@@ -44,127 +59,91 @@ func desiredNames(rsp *fnv1.RunFunctionResponse) []string {
 	return out
 }
 
-func TestRunFunctionDynamic(t *testing.T) {
-	rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(`"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]`, nil))
-	if err != nil {
-		t.Fatal(err)
+func boundCondition(t *testing.T, rsp *fnv1.RunFunctionResponse) *fnv1.Condition {
+	t.Helper()
+	for _, c := range rsp.GetConditions() {
+		if c.GetType() == ConditionDatabaseBound {
+			if c.GetTarget() != fnv1.Target_TARGET_COMPOSITE_AND_CLAIM {
+				t.Errorf("condition target %v, want the claim too", c.GetTarget())
+			}
+			return c
+		}
 	}
-	if msg := fatal(rsp); msg != "" {
-		t.Fatalf("fatal: %s", msg)
+	t.Fatalf("no %s condition in %v", ConditionDatabaseBound, rsp.GetConditions())
+	return nil
+}
+
+func TestRunFunction(t *testing.T) {
+	dynamic := `"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]`
+	cases := map[string]struct {
+		reason   string
+		spec     string
+		observed map[string]*fnv1.Resource
+		composed []string
+		status   map[string]any
+		cond     fnv1.Status
+		condWhy  string
+	}{
+		"FirstRunComposesOnlyTheBinding": {
+			reason: "Nothing but the request is composed before the binding exists.", spec: dynamic,
+			composed: []string{Binding}, status: map[string]any{}, cond: fnv1.Status_STATUS_CONDITION_FALSE, condWhy: "Provisioning",
+		},
+		"HeldByAnotherTenant": {
+			reason: "A binding that is not Bound gets no login role, no Secret, and its reason on the claim.", spec: dynamic,
+			observed: observedBinding(`{"phase": "Pending", "conditions": [{"type": "Ready", "status": "False", "reason": "BoundToAnotherTenant", "message": "bound to shop/billing", "lastTransitionTime": "2026-11-29T10:00:00Z"}]}`),
+			composed: []string{Binding}, status: map[string]any{}, cond: fnv1.Status_STATUS_CONDITION_FALSE, condWhy: "BoundToAnotherTenant",
+		},
+		"BoundDeliversAccess": {
+			reason: "Once Bound, the login role is composed for the bound database and its owner.", spec: dynamic,
+			observed: observedBinding(boundStatus),
+			composed: []string{Binding, LoginRole},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
+		},
+		"ExplicitBound": {
+			reason: "The explicit path delivers the same way, once Bound.", spec: `"databaseRef": {"name": "orders"}`,
+			observed: observedBinding(boundStatus),
+			composed: []string{Binding, LoginRole},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
+		},
+		"PhaseWithoutReadyIsNotBound": {
+			reason: "A phase alone never proves the binding: the Ready condition must say so too.", spec: dynamic,
+			observed: observedBinding(`{"phase": "Bound", "database": {"name": "orders", "uid": "d-1", "instance": "main", "database": "orders", "owner": "orders_owner"}}`),
+			composed: []string{Binding}, status: map[string]any{}, cond: fnv1.Status_STATUS_CONDITION_FALSE, condWhy: "Provisioning",
+		},
 	}
-	if diff := cmp.Diff([]string{Database, LoginRole, OwnerRole}, desiredNames(rsp)); diff != "" {
-		t.Errorf("composed (-want +got):\n%s", diff)
-	}
-	st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
-	if diff := cmp.Diff(map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"}, st); diff != "" {
-		t.Errorf("composite status (-want +got):\n%s", diff)
-	}
-	db := rsp.GetDesired().GetResources()[Database].GetResource().AsMap()
-	if db["kind"] != "PostgreSQLDatabase" || db["apiVersion"] != "database.ayatori.ddupan.top/v1alpha1" {
-		t.Errorf("database resource %v", db)
-	}
-	if _, ok := db["status"]; ok {
-		t.Error("a composed resource carries a status")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rsp := run(t, runRequest(tc.spec, tc.observed))
+			if diff := cmp.Diff(tc.composed, desiredNames(rsp)); diff != "" {
+				t.Errorf("%s\ncomposed (-want +got):\n%s", tc.reason, diff)
+			}
+			st := rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+			if diff := cmp.Diff(tc.status, st); diff != "" {
+				t.Errorf("%s\ncomposite status (-want +got):\n%s", tc.reason, diff)
+			}
+			c := boundCondition(t, rsp)
+			if c.GetStatus() != tc.cond || c.GetReason() != tc.condWhy {
+				t.Errorf("%s\ncondition %v %s, want %v %s", tc.reason, c.GetStatus(), c.GetReason(), tc.cond, tc.condWhy)
+			}
+			b := rsp.GetDesired().GetResources()[Binding].GetResource().AsMap()
+			if b["kind"] != "PostgreSQLBinding" || b["apiVersion"] != "database.ayatori.ddupan.top/v1alpha1" {
+				t.Errorf("binding resource %v", b)
+			}
+			if _, ok := b["status"]; ok {
+				t.Error("a composed resource carries a status")
+			}
+		})
 	}
 }
 
 func TestRunFunctionInput(t *testing.T) {
 	req := runRequest(`"instanceRef": {"name": "main"}`, nil)
 	req.Input = resource.MustStructJSON(`{"apiVersion": "tenant.fn.database.ayatori.ddupan.top/v1alpha1", "kind": "Input", "deleteData": true}`)
-	rsp, err := (&Function{}).RunFunction(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, _, _ := unstructured.NestedSlice(rsp.GetDesired().GetResources()[Database].GetResource().AsMap(), "spec", "managementPolicies")
+	rsp := run(t, req)
+	pol, _, _ := unstructured.NestedSlice(rsp.GetDesired().GetResources()[Binding].GetResource().AsMap(), "spec", "provision", "managementPolicies")
 	if diff := cmp.Diff([]any{"*"}, pol); diff != "" {
-		t.Errorf("deleteData: database policies (-want +got):\n%s", diff)
+		t.Errorf("deleteData: provisioned database policies (-want +got):\n%s", diff)
 	}
-}
-
-func registered(owner string) *fnv1.Resources {
-	status := `"status": {"atProvider": {"name": "legacy_db", "owner": "` + owner + `"}}`
-	if owner == "" {
-		status = `"status": {}`
-	}
-	return &fnv1.Resources{Items: []*fnv1.Resource{{Resource: resource.MustStructJSON(`{
-	  "apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLDatabase",
-	  "metadata": {"name": "legacy", "namespace": "shop"},
-	  "spec": {"instanceRef": {"name": "main"}}, ` + status + `}`)}}}
-}
-
-func tenantXR(uid, created, ns, name string) *fnv1.Resource {
-	return &fnv1.Resource{Resource: resource.MustStructJSON(`{
-	  "apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "XPostgreSQLTenant",
-	  "metadata": {"name": "x", "uid": "` + uid + `", "creationTimestamp": "` + created + `"},
-	  "spec": {"claimRef": {"namespace": "` + ns + `", "name": "` + name + `"}}}`)}
-}
-
-func TestRunFunctionExplicit(t *testing.T) {
-	spec := `"databaseRef": {"name": "legacy"}`
-	t.Run("AsksForTheDatabaseFirst", func(t *testing.T) {
-		rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(spec, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sel := rsp.GetRequirements().GetResources()[requiredDatabase]
-		if sel.GetMatchName() != "legacy" || sel.GetNamespace() != "shop" || sel.GetKind() != "PostgreSQLDatabase" {
-			t.Errorf("requirement %v", sel)
-		}
-		if len(rsp.GetDesired().GetResources()) != 0 || fatal(rsp) != "" {
-			t.Errorf("composed before knowing the database: %v %s", desiredNames(rsp), fatal(rsp))
-		}
-	})
-	t.Run("ComposesOnlyTheLoginRole", func(t *testing.T) {
-		rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(spec, map[string]*fnv1.Resources{
-			requiredDatabase: registered("legacy_owner"), requiredTenants: {Items: []*fnv1.Resource{tenantXR("uid-new", "2026-11-29T10:00:00Z", "shop", "orders")}},
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := fatal(rsp); msg != "" {
-			t.Fatalf("fatal: %s", msg)
-		}
-		if diff := cmp.Diff([]string{LoginRole}, desiredNames(rsp)); diff != "" {
-			t.Errorf("composed (-want +got):\n%s", diff)
-		}
-		if l, _, _ := unstructured.NestedStringMap(rsp.GetDesired().GetComposite().GetResource().AsMap(), "metadata", "labels"); l[LabelDatabaseRef] != "shop.legacy" {
-			t.Errorf("composite labels %v", l)
-		}
-	})
-	t.Run("RefusesADatabaseDeliveredToAnOlderTenant", func(t *testing.T) {
-		rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(spec, map[string]*fnv1.Resources{
-			requiredDatabase: registered("legacy_owner"),
-			requiredTenants: {Items: []*fnv1.Resource{
-				tenantXR("uid-new", "2026-11-29T10:00:00Z", "shop", "orders"),
-				tenantXR("uid-old", "2026-11-28T10:00:00Z", "shop", "billing"),
-			}},
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := fatal(rsp); !strings.Contains(msg, "already delivered to tenant shop/billing") {
-			t.Errorf("fatal %q", msg)
-		}
-		if len(rsp.GetDesired().GetResources()) != 0 {
-			t.Errorf("composed %v for a database delivered elsewhere", desiredNames(rsp))
-		}
-	})
-	t.Run("WaitsForTheOwner", func(t *testing.T) {
-		rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(spec, map[string]*fnv1.Resources{requiredDatabase: registered("")}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := fatal(rsp); !strings.Contains(msg, "waiting for PostgreSQLDatabase shop/legacy") {
-			t.Errorf("fatal %q", msg)
-		}
-	})
-	t.Run("MissingDatabase", func(t *testing.T) {
-		rsp, err := (&Function{}).RunFunction(context.Background(), runRequest(spec, map[string]*fnv1.Resources{requiredDatabase: {}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg := fatal(rsp); !strings.Contains(msg, "spec.databaseRef: PostgreSQLDatabase shop/legacy does not exist") {
-			t.Errorf("fatal %q", msg)
-		}
-	})
 }

@@ -184,6 +184,113 @@ type PostgreSQLDatabaseSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	ForProvider PostgreSQLDatabaseParameters `json:"forProvider"`
+
+	// Binding is the platform admin's say over handing the database to a
+	// tenant (a PostgreSQLTenant, through its PostgreSQLBinding). A
+	// database is bound to at most one tenant at a time; docs/binding.md
+	// tells the whole protocol.
+	// +optional
+	Binding DatabaseBindingPolicy `json:"binding,omitempty"`
+}
+
+// A DatabaseBindingPolicy says to which tenant a database may be bound.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.provisionedFor) || (has(self.provisionedFor) && self.provisionedFor == oldSelf.provisionedFor)",message="spec.binding.provisionedFor is set by the provider when it provisions the database and cannot change"
+type DatabaseBindingPolicy struct {
+	// ProvisionedFor is set by the provider on a database it provisioned
+	// for a tenant's PostgreSQLBinding: the database is reserved for that
+	// binding (its UID) until it is first bound. Cannot change.
+	// +optional
+	ProvisionedFor *BindingReference `json:"provisionedFor,omitempty"`
+
+	// Offered makes the database available to one tenant of this
+	// namespace that asks for it by name (PostgreSQLTenant
+	// spec.databaseRef). Set it on a database an admin registered; the
+	// database is offered only once it exists, is managed (not
+	// Observe-only), carries this resource's ownership marker and is owned
+	// by a role without SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION.
+	// +optional
+	Offered bool `json:"offered,omitempty"`
+
+	// Reopen re-opens a Released database: set it to the UID in
+	// status.binding.boundTo.uid to acknowledge that the released tenant's
+	// data may now go to another tenant. The database then becomes
+	// Available again if offered. A released database never becomes
+	// available by itself.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Reopen string `json:"reopen,omitempty"`
+}
+
+// A BindingReference names a PostgreSQLBinding by name and UID: a new
+// binding that reuses the name is another binding.
+type BindingReference struct {
+	// Name of the PostgreSQLBinding, in the database's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// UID of the PostgreSQLBinding.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+	// Tenant is the PostgreSQLTenant the binding served.
+	// +optional
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// DatabaseOrigin is where a database came from, for tenants.
+// +kubebuilder:validation:Enum=Provisioned;Imported
+type DatabaseOrigin string
+
+// Database origins.
+const (
+	// OriginProvisioned: created by the provider for a tenant's binding.
+	OriginProvisioned DatabaseOrigin = "Provisioned"
+	// OriginImported: registered by an admin.
+	OriginImported DatabaseOrigin = "Imported"
+)
+
+// DatabasePhase is where a database stands in the binding protocol.
+// +kubebuilder:validation:Enum=Provisioning;Available;Bound;Released;Unavailable
+type DatabasePhase string
+
+// Database phases.
+const (
+	// PhaseProvisioning: the database does not exist yet or has not been
+	// observed.
+	PhaseProvisioning DatabasePhase = "Provisioning"
+	// PhaseAvailable: it may be bound (to the binding it was provisioned
+	// for, or to a tenant that asks for it when offered).
+	PhaseAvailable DatabasePhase = "Available"
+	// PhaseBound: bound to the binding in boundTo.
+	PhaseBound DatabasePhase = "Bound"
+	// PhaseReleased: the binding in boundTo is gone. The data stays and
+	// goes to nobody until an admin re-opens the database (spec.binding.reopen).
+	PhaseReleased DatabasePhase = "Released"
+	// PhaseUnavailable: it cannot be bound; reason says why.
+	PhaseUnavailable DatabasePhase = "Unavailable"
+)
+
+// DatabaseBindingStatus is the database's side of the binding protocol,
+// written only by the provider, with optimistic concurrency.
+type DatabaseBindingStatus struct {
+	// Origin is Provisioned (created for a tenant) or Imported (registered
+	// by an admin).
+	// +optional
+	Origin DatabaseOrigin `json:"origin,omitempty"`
+	// Phase: Provisioning, Available, Bound, Released or Unavailable.
+	// +optional
+	Phase DatabasePhase `json:"phase,omitempty"`
+	// Reason says why the database is Unavailable: ObserveOnly, Conflict,
+	// NotOffered or PrivilegedOwner.
+	// +optional
+	Reason xpv2.ConditionReason `json:"reason,omitempty"`
+	// Message explains the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// BoundTo is the binding the database is (Bound) or was (Released)
+	// bound to.
+	// +optional
+	BoundTo *BindingReference `json:"boundTo,omitempty"`
 }
 
 // ObservedExtension is an extension installed in the database.
@@ -223,6 +330,11 @@ type PostgreSQLDatabaseObservation struct {
 	// Extensions that the spec lists, as installed.
 	// +optional
 	Extensions []ObservedExtension `json:"extensions,omitempty"`
+	// OwnerAttributes are the owner's attributes among SUPERUSER,
+	// CREATEROLE, BYPASSRLS and REPLICATION: a database whose owner has any
+	// is never bound to a tenant.
+	// +optional
+	OwnerAttributes []string `json:"ownerAttributes,omitempty"`
 }
 
 // A PostgreSQLDatabaseStatus represents the observed state of a
@@ -232,6 +344,9 @@ type PostgreSQLDatabaseStatus struct {
 	// AtProvider is the database as last observed.
 	// +optional
 	AtProvider PostgreSQLDatabaseObservation `json:"atProvider,omitempty"`
+	// Binding is the database's place in the binding protocol.
+	// +optional
+	Binding DatabaseBindingStatus `json:"binding,omitempty"`
 }
 
 // A PostgreSQLDatabase is a database on a PostgreSQL server. Its data is
@@ -245,7 +360,11 @@ type PostgreSQLDatabaseStatus struct {
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="INSTANCE",type="string",JSONPath=".spec.instanceRef.name"
 // +kubebuilder:printcolumn:name="EXTERNAL-NAME",type="string",JSONPath=".metadata.annotations.crossplane\\.io/external-name"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.binding) || !has(oldSelf.status.binding.phase) || oldSelf.status.binding.phase != 'Bound' || (has(self.spec.managementPolicies) == has(oldSelf.spec.managementPolicies) && (!has(self.spec.managementPolicies) || self.spec.managementPolicies == oldSelf.spec.managementPolicies))",message="spec.managementPolicies (the reclaim policy) is frozen while the database is Bound to a tenant; an admin may change it once the database is Released"
+// +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.binding.phase"
+// +kubebuilder:printcolumn:name="TENANT",type="string",JSONPath=".status.binding.boundTo.tenant"
 // +kubebuilder:printcolumn:name="OWNER",type="string",JSONPath=".status.atProvider.owner",priority=1
+// +kubebuilder:printcolumn:name="ORIGIN",type="string",JSONPath=".status.binding.origin",priority=1
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLDatabase struct {

@@ -72,6 +72,14 @@ var (
 	PostgreSQLDefaultPrivilegesGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLDefaultPrivilegesKind)
 )
 
+// PostgreSQLBinding type metadata.
+var (
+	PostgreSQLBindingKind             = reflect.TypeOf(PostgreSQLBinding{}).Name()
+	PostgreSQLBindingGroupKind        = schema.GroupKind{Group: Group, Kind: PostgreSQLBindingKind}.String()
+	PostgreSQLBindingKindAPIVersion   = PostgreSQLBindingKind + "." + SchemeGroupVersion.String()
+	PostgreSQLBindingGroupVersionKind = SchemeGroupVersion.WithKind(PostgreSQLBindingKind)
+)
+
 // Lock type metadata.
 var (
 	LockKind             = reflect.TypeOf(Lock{}).Name()
@@ -99,6 +107,7 @@ func init() {
 	SchemeBuilder.Register(&PostgreSQLSchema{}, &PostgreSQLSchemaList{})
 	SchemeBuilder.Register(&PostgreSQLGrant{}, &PostgreSQLGrantList{})
 	SchemeBuilder.Register(&PostgreSQLDefaultPrivileges{}, &PostgreSQLDefaultPrivilegesList{})
+	SchemeBuilder.Register(&PostgreSQLBinding{}, &PostgreSQLBindingList{})
 	SchemeBuilder.Register(&Lock{}, &LockList{})
 	SchemeBuilder.Register(&ClusterLock{}, &ClusterLockList{})
 }

@@ -52,6 +52,10 @@ type ObservedDatabase struct {
 	Sessions int
 	// PublicPrivileges are the privileges PUBLIC holds on the database.
 	PublicPrivileges []string
+	// OwnerAttributes are the owner's attributes among SUPERUSER,
+	// CREATEROLE, REPLICATION and BYPASSRLS: powers that membership of the
+	// owner role must never hand to a tenant.
+	OwnerAttributes []string
 }
 
 // observeDatabaseSQL reads a database, its open sessions and the identity
@@ -65,7 +69,11 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_contr
        coalesce(shobj_description(d.oid, 'pg_database'), ''),
        (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int,
        coalesce(ARRAY(SELECT p.privilege_type FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) AS p
-                       WHERE p.grantee = 0 ORDER BY 1), '{}')
+                       WHERE p.grantee = 0 ORDER BY 1), '{}'),
+       coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
+                                                        ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has)
+                              WHERE a.has)
+                   FROM pg_roles r WHERE r.oid = d.datdba), '{}')
   FROM (SELECT 1) AS one
   LEFT JOIN pg_database d ON d.datname = $1`
 
@@ -76,7 +84,7 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	var system, comment string
 	var exists bool
 	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&system, &exists, &o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
-		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.PublicPrivileges)
+		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.PublicPrivileges, &o.OwnerAttributes)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
 	}

@@ -63,6 +63,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
+	if err := setupBinder(mgr, c); err != nil {
+		return errors.Wrap(err, "cannot set up the binder")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
@@ -81,6 +84,12 @@ type external struct {
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
 	name := mg.DatabaseName()
+	if b := mg.Status.Binding; meta.WasDeleted(mg) && b.Phase == v1alpha1.PhaseBound && b.BoundTo != nil {
+		// The binder releases the database once its tenant is gone; until
+		// then nothing is dropped under the tenant's feet.
+		return managed.ExternalObservation{}, errors.Errorf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted once that tenant is gone",
+			b.BoundTo.Tenant)
+	}
 	if err := instance.CheckExternalName(mg, "database", name); err != nil {
 		mg.SetConditions(instance.ConflictCondition(err.Error()))
 		return managed.ExternalObservation{}, err
@@ -124,6 +133,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	ap := &mg.Status.AtProvider
 	ap.Name = name
 	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
+	ap.OwnerAttributes = got.OwnerAttributes
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: true}, nil

@@ -260,6 +260,9 @@ var userKinds = []struct {
 	{kind: v1alpha1.PostgreSQLSchemaKind, object: &v1alpha1.PostgreSQLSchema{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }},
 	{kind: v1alpha1.PostgreSQLGrantKind, object: &v1alpha1.PostgreSQLGrant{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }},
 	{kind: v1alpha1.PostgreSQLDefaultPrivilegesKind, object: &v1alpha1.PostgreSQLDefaultPrivileges{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }},
+	// A binding that provisions holds the Instance before its database
+	// exists: a tenant's claim names the Instance from the start.
+	{kind: v1alpha1.PostgreSQLBindingKind, object: &v1alpha1.PostgreSQLBinding{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLBindingList{} }},
 }
 
 // References lists the resources of every kind living on an Instance, in

@@ -1,0 +1,318 @@
+// Package binding manages PostgreSQLBindings: a tenant's request for one
+// PostgreSQLDatabase of its namespace. It provisions the database when the
+// binding asks for it (dynamic provisioning: a PostgreSQLDatabase reserved
+// for the binding, and its NOLOGIN owner role, neither owned by the tenant,
+// so both outlive it) and reports whether the database is bound to it.
+// Which binding a database is bound to is decided by the database's own
+// controller alone (internal/controller/database); this package only reads
+// that decision.
+package binding
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+)
+
+// maxIdentifier is PostgreSQL's identifier length.
+const maxIdentifier = 63
+
+// ownerSuffix names a provisioned database's owner role after it.
+const ownerSuffix = "_owner"
+
+// OwnerRoleName is the owner role of a provisioned database db: db_owner,
+// shortened to fit an identifier.
+func OwnerRoleName(db string) string {
+	if len(db) > maxIdentifier-len(ownerSuffix) {
+		db = db[:maxIdentifier-len(ownerSuffix)]
+	}
+	return db + ownerSuffix
+}
+
+// ownerRoleObject is the name of the PostgreSQLRole that owns the
+// provisioned PostgreSQLDatabase named db.
+func ownerRoleObject(db string) string {
+	return db + "-owner"
+}
+
+// Setup adds the PostgreSQLBinding controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
+	name := "binding/" + strings.ToLower(v1alpha1.PostgreSQLBindingKind)
+	r := &reconciler{kube: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor(name))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLBinding{}).
+		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOf)).
+		Complete(errors.WithSilentRequeueOnConflict(r))
+}
+
+type reconciler struct {
+	kube   client.Client
+	record event.Recorder
+}
+
+// bindingsOf maps a database to the bindings of its namespace that name it.
+func (r *reconciler) bindingsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	l := &v1alpha1.PostgreSQLBindingList{}
+	if err := r.kube.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range l.Items {
+		if b.Spec.DatabaseRef.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}
+
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	b := &v1alpha1.PostgreSQLBinding{}
+	if err := r.kube.Get(ctx, req.NamespacedName, b); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrap(err, "cannot get the PostgreSQLBinding"))
+	}
+	if meta.WasDeleted(b) {
+		// Nothing to clean up here: the database sees its binding go and
+		// is Released.
+		return reconcile.Result{}, nil
+	}
+	db := &v1alpha1.PostgreSQLDatabase{}
+	err := r.kube.Get(ctx, client.ObjectKey{Namespace: b.GetNamespace(), Name: b.Spec.DatabaseRef.Name}, db)
+	switch {
+	case kerrors.IsNotFound(err) && b.Spec.Provision != nil:
+		return reconcile.Result{}, r.provision(ctx, b)
+	case kerrors.IsNotFound(err):
+		return reconcile.Result{}, r.report(ctx, b, pending(v1alpha1.ReasonDatabaseNotFound,
+			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil)
+	case err != nil:
+		return reconcile.Result{}, errors.Wrap(err, "cannot get the PostgreSQLDatabase")
+	}
+	if provisionedFor(db, b) {
+		refused, err := r.ensureOwnerRole(ctx, b, db)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if refused != nil {
+			return reconcile.Result{}, r.report(ctx, b, *refused, nil)
+		}
+	}
+	c, delivered := state(b, db)
+	if delivered != nil && provisionedFor(db, b) {
+		if err := r.appendExtensions(ctx, b, db); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, r.report(ctx, b, c, delivered)
+}
+
+// provisionedFor reports whether db was provisioned for b.
+func provisionedFor(db *v1alpha1.PostgreSQLDatabase, b *v1alpha1.PostgreSQLBinding) bool {
+	pf := db.Spec.Binding.ProvisionedFor
+	return b.Spec.Provision != nil && pf != nil && pf.UID == string(b.GetUID())
+}
+
+// state is what b's status says about db: its Ready condition, and what it
+// delivers once Bound.
+func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2.Condition, *v1alpha1.BoundDatabase) {
+	st := db.Status.Binding
+	what := fmt.Sprintf("PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
+	if p := b.Spec.Provision; p != nil && !provisionedFor(db, b) {
+		if name := db.DatabaseName(); db.Spec.InstanceRef.Name != p.InstanceRef.Name || name != p.Database {
+			return pending(v1alpha1.ReasonMismatch, fmt.Sprintf("%s exists and is database %q on PostgreSQLInstance %q, not database %q on %q as asked; it was not provisioned for this tenant",
+				what, name, db.Spec.InstanceRef.Name, p.Database, p.InstanceRef.Name)), nil
+		}
+	}
+	switch {
+	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()):
+		d := &v1alpha1.BoundDatabase{
+			Name: db.GetName(), UID: string(db.GetUID()), Instance: db.Spec.InstanceRef.Name,
+			Database: db.Status.AtProvider.Name, Owner: db.Status.AtProvider.Owner,
+		}
+		return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), Reason: v1alpha1.ReasonBound,
+			Message: fmt.Sprintf("%s (database %q on PostgreSQLInstance %q) is bound to this tenant", what, d.Database, d.Instance)}, d
+	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil:
+		return pending(v1alpha1.ReasonBoundToAnotherTenant, fmt.Sprintf("%s is bound to another tenant, PostgreSQLTenant %s; a database is delivered to one tenant only", what, st.BoundTo.Tenant)), nil
+	case st.Phase == v1alpha1.PhaseReleased:
+		return pending(v1alpha1.ReasonReleased, fmt.Sprintf("%s was released by PostgreSQLTenant %s and keeps its data for nobody until an admin re-opens it (spec.binding.reopen)", what, tenantOf(st.BoundTo))), nil
+	case st.Phase == v1alpha1.PhaseUnavailable:
+		return pending(cmpReason(st.Reason), what+" cannot be delivered: "+st.Message), nil
+	default:
+		msg := what + " is not bound yet"
+		if st.Message != "" {
+			msg += ": " + st.Message
+		}
+		if c := db.GetCondition(xpv2.TypeReady); c.Message != "" && c.Status != corev1.ConditionTrue {
+			msg += " (database: " + c.Message + ")"
+		}
+		return pending(v1alpha1.ReasonProvisioning, msg), nil
+	}
+}
+
+func tenantOf(r *v1alpha1.BindingReference) string {
+	if r == nil {
+		return "(unknown)"
+	}
+	return r.Tenant
+}
+
+func cmpReason(r xpv2.ConditionReason) xpv2.ConditionReason {
+	if r == "" {
+		return "Unavailable"
+	}
+	return r
+}
+
+func pending(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(), Reason: reason, Message: msg}
+}
+
+// report writes b's status when it changed, with an event when it becomes
+// or stops being Bound.
+func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, c xpv2.Condition, d *v1alpha1.BoundDatabase) error {
+	phase := v1alpha1.BindingPending
+	if d != nil {
+		phase = v1alpha1.BindingBound
+	}
+	old := b.GetCondition(xpv2.TypeReady)
+	same := b.Status.Phase == phase && old.Equal(c) && b.Status.ObservedGeneration == b.GetGeneration() &&
+		(b.Status.Database == nil) == (d == nil) && (d == nil || *b.Status.Database == *d)
+	if same {
+		return nil
+	}
+	wasBound := b.Status.Phase == v1alpha1.BindingBound
+	b.Status.Phase, b.Status.Database, b.Status.ObservedGeneration = phase, d, b.GetGeneration()
+	b.SetConditions(c)
+	if err := r.kube.Status().Update(ctx, b); err != nil {
+		return errors.Wrap(err, "cannot update the PostgreSQLBinding's status")
+	}
+	switch {
+	case d != nil && !wasBound:
+		r.record.Event(b, event.Normal("Bound", c.Message))
+	case d == nil && wasBound:
+		r.record.Event(b, event.Warning(event.Reason(c.Reason), errors.New(c.Message)))
+	}
+	return nil
+}
+
+// provision creates the PostgreSQLDatabase b asks for, reserved for b. Its
+// owner role follows once the database exists (it refers to the database
+// as its owner, so it goes when the database's record goes). Neither is
+// owned by the tenant: both outlive it.
+func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBinding) error {
+	p := b.Spec.Provision
+	name := b.Spec.DatabaseRef.Name
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: name},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			ManagementPolicies: p.ManagementPolicies,
+			InstanceRef:        p.InstanceRef,
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
+				Name:     ptr.To(p.Database),
+				OwnerRef: &v1alpha1.LocalReference{Name: ownerRoleObject(name)},
+				Comment:  ptr.To(fmt.Sprintf("database of PostgreSQLTenant %s/%s", b.GetNamespace(), b.Spec.Tenant)),
+				// Only the tenant's roles connect, not every role on the
+				// server.
+				RevokePublicPrivileges: true,
+				Extensions:             extensions(p.Extensions),
+			},
+			Binding: v1alpha1.DatabaseBindingPolicy{ProvisionedFor: &v1alpha1.BindingReference{
+				Name: b.GetName(), UID: string(b.GetUID()), Tenant: b.GetNamespace() + "/" + b.Spec.Tenant,
+			}},
+		},
+	}
+	if err := r.kube.Create(ctx, db); err != nil {
+		if kerrors.IsAlreadyExists(err) {
+			// Another reconcile got there first; the next one reads it.
+			return nil
+		}
+		return errors.Wrapf(err, "cannot provision PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
+	}
+	r.record.Event(b, event.Normal("Provisioned", fmt.Sprintf("provisioned PostgreSQLDatabase %s (database %q on PostgreSQLInstance %q)", db.GetName(), p.Database, p.InstanceRef.Name)))
+	return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil)
+}
+
+// ensureOwnerRole creates the owner role of db, provisioned for b, when it
+// is missing (also after a crash between the two creates). A role of that
+// name that is not db's is refused: the returned condition says so.
+func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (*xpv2.Condition, error) {
+	name := ownerRoleObject(db.GetName())
+	got := &v1alpha1.PostgreSQLRole{}
+	err := r.kube.Get(ctx, client.ObjectKey{Namespace: db.GetNamespace(), Name: name}, got)
+	if err == nil {
+		if !slices.ContainsFunc(got.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == db.GetUID() }) {
+			c := pending(v1alpha1.ReasonMismatch, fmt.Sprintf("PostgreSQLRole %s/%s exists and is not the owner role of PostgreSQLDatabase %s; nothing is changed. "+
+				"An admin removes or renames it", db.GetNamespace(), name, db.GetName()))
+			return &c, nil
+		}
+		return nil, nil
+	}
+	if !kerrors.IsNotFound(err) {
+		return nil, errors.Wrap(err, "cannot get the owner role")
+	}
+	p := b.Spec.Provision
+	role := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: db.GetNamespace(), Name: name,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db.GetName(), UID: db.GetUID(),
+			}},
+		},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			ManagementPolicies: p.ManagementPolicies,
+			InstanceRef:        p.InstanceRef,
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{
+				Name: ptr.To(OwnerRoleName(p.Database)), Login: ptr.To(false),
+				Comment: ptr.To(fmt.Sprintf("owner of the tenant database %s (PostgreSQLTenant %s/%s)", p.Database, b.GetNamespace(), b.Spec.Tenant)),
+			},
+		},
+	}
+	if err := r.kube.Create(ctx, role); err != nil && !kerrors.IsAlreadyExists(err) {
+		return nil, errors.Wrapf(err, "cannot provision the owner role %s/%s", role.GetNamespace(), role.GetName())
+	}
+	return nil, nil
+}
+
+// appendExtensions adds the extensions a bound binding asks for that its
+// provisioned database does not list yet. Nothing is ever removed.
+func (r *reconciler) appendExtensions(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) error {
+	var missing []v1alpha1.Extension
+	for _, n := range b.Spec.Provision.Extensions {
+		if !slices.ContainsFunc(db.Spec.ForProvider.Extensions, func(x v1alpha1.Extension) bool { return x.Name == n }) {
+			missing = append(missing, v1alpha1.Extension{Name: n})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	db.Spec.ForProvider.Extensions = append(db.Spec.ForProvider.Extensions, missing...)
+	return errors.Wrap(r.kube.Patch(ctx, db, patch), "cannot add extensions to the provisioned database")
+}
+
+func extensions(names []string) []v1alpha1.Extension {
+	var out []v1alpha1.Extension
+	for _, n := range names {
+		out = append(out, v1alpha1.Extension{Name: n})
+	}
+	return out
+}

@@ -1,0 +1,254 @@
+package database
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+)
+
+// FinalizerBinding holds a Bound database's deletion until its tenant is
+// gone (the database is Released): a tenant's data is never deleted, nor
+// its Kubernetes record lost, under the tenant's feet.
+const FinalizerBinding = v1alpha1.Group + "/binding"
+
+// A candidate is a PostgreSQLBinding that asks for a database.
+type candidate struct {
+	Name, UID, Tenant string
+	Created           time.Time
+	Deleting          bool
+}
+
+// A bindingView is everything that decides a database's binding.
+type bindingView struct {
+	Policy v1alpha1.DatabaseBindingPolicy
+	// Current is the binding recorded in status ("" UID for none).
+	Current *v1alpha1.BindingReference
+	// Exists: the database exists and is this resource's to manage (its
+	// Ready condition is Available).
+	Exists bool
+	// Blocked says why the database cannot be bound now ("" when it can),
+	// with Message saying more.
+	Blocked xpv2.ConditionReason
+	Message string
+	// Deleting: the PostgreSQLDatabase is being deleted.
+	Deleting bool
+	// Candidates are the bindings of the namespace that name the database.
+	Candidates []candidate
+}
+
+func (v bindingView) alive(uid string) *candidate {
+	for i := range v.Candidates {
+		if c := &v.Candidates[i]; c.UID == uid && !c.Deleting {
+			return c
+		}
+	}
+	return nil
+}
+
+// decide is the binding protocol's one decision, a pure function of what a
+// database and the bindings asking for it show: which binding the database
+// is bound to, if any, and its phase. It never binds a second binding while
+// one is recorded, never lets a released database go to anyone before an
+// admin re-opens it, and binds only a database that exists, is managed and
+// is not held for any other reason.
+func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
+	st := v1alpha1.DatabaseBindingStatus{Origin: v1alpha1.OriginImported}
+	if v.Policy.ProvisionedFor != nil {
+		st.Origin = v1alpha1.OriginProvisioned
+	}
+	bound := func(ref *v1alpha1.BindingReference) v1alpha1.DatabaseBindingStatus {
+		st.Phase, st.BoundTo = v1alpha1.PhaseBound, ref
+		st.Message = fmt.Sprintf("bound to PostgreSQLTenant %s (PostgreSQLBinding %s, UID %s)", ref.Tenant, ref.Name, ref.UID)
+		return st
+	}
+	if cur := v.Current; cur != nil {
+		if v.alive(cur.UID) != nil {
+			return bound(cur)
+		}
+		if v.Policy.Reopen != cur.UID {
+			st.Phase, st.BoundTo = v1alpha1.PhaseReleased, cur
+			st.Message = fmt.Sprintf("released by PostgreSQLTenant %s (PostgreSQLBinding %s, UID %s): the data is kept and goes to no other tenant. "+
+				"An admin re-opens the database by setting spec.binding.reopen to %s (with spec.binding.offered: true), or deletes it", cur.Tenant, cur.Name, cur.UID, cur.UID)
+			return st
+		}
+		// Re-opened by an admin: decided afresh below.
+	}
+	switch {
+	case v.Blocked != "":
+		st.Phase, st.Reason, st.Message = v1alpha1.PhaseUnavailable, v.Blocked, v.Message
+		return st
+	case v.Deleting:
+		st.Phase, st.Reason, st.Message = v1alpha1.PhaseUnavailable, "Deleting", "the PostgreSQLDatabase is being deleted"
+		return st
+	case !v.Exists:
+		st.Phase, st.Message = v1alpha1.PhaseProvisioning, "waiting for the database to exist and be observed"
+		return st
+	}
+	// A provisioned database is reserved for the binding it was
+	// provisioned for while that binding lives. One that went before it
+	// was ever bound received no tenant's data: only an admin's offer
+	// makes the database available then.
+	if pf := v.Policy.ProvisionedFor; pf != nil {
+		if c := v.alive(pf.UID); c != nil {
+			return bound(&v1alpha1.BindingReference{Name: pf.Name, UID: pf.UID, Tenant: c.Tenant})
+		}
+	}
+	if !v.Policy.Offered {
+		st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered
+		st.Message = "not offered to tenants: an admin offers it with spec.binding.offered: true"
+		return st
+	}
+	var eligible []candidate
+	for _, c := range v.Candidates {
+		if !c.Deleting {
+			eligible = append(eligible, c)
+		}
+	}
+	if len(eligible) == 0 {
+		st.Phase, st.Message = v1alpha1.PhaseAvailable, "offered to one tenant of this namespace"
+		return st
+	}
+	// The oldest request wins; the UID breaks ties, so every reconcile
+	// picks the same one.
+	slices.SortFunc(eligible, func(a, b candidate) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.UID, b.UID))
+	})
+	w := eligible[0]
+	return bound(&v1alpha1.BindingReference{Name: w.Name, UID: w.UID, Tenant: w.Tenant})
+}
+
+// viewOf reads what decides db's binding from its status, as the managed
+// reconciler last wrote it, and from the bindings that name it.
+func viewOf(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBinding) bindingView {
+	v := bindingView{Policy: db.Spec.Binding, Current: db.Status.Binding.BoundTo, Deleting: meta.WasDeleted(db)}
+	if v.Current != nil && db.Status.Binding.Phase != v1alpha1.PhaseBound && db.Status.Binding.Phase != v1alpha1.PhaseReleased {
+		v.Current = nil
+	}
+	ready := db.GetCondition(xpv2.TypeReady)
+	switch {
+	case ready.Reason == v1alpha1.ReasonConflict:
+		v.Blocked, v.Message = v1alpha1.ReasonConflict, "the database is in Conflict and is never delivered: "+ready.Message
+	case config.ObserveOnly(db):
+		v.Blocked, v.Message = v1alpha1.ReasonObserveOnly, "observed read-only (managementPolicies: [Observe]): an import is never delivered as it stands; "+
+			"an admin takes over its management (see docs/binding.md) before offering it"
+	case len(db.Status.AtProvider.OwnerAttributes) > 0:
+		v.Blocked = v1alpha1.ReasonPrivilegedOwner
+		v.Message = fmt.Sprintf("its owner %q has %s: a tenant becomes a member of the owner role, so such a database is never delivered. Give it an owner without them",
+			db.Status.AtProvider.Owner, strings.Join(db.Status.AtProvider.OwnerAttributes, ", "))
+	}
+	v.Exists = ready.Status == corev1.ConditionTrue && ready.Reason == xpv2.ReasonAvailable && db.Status.AtProvider.Owner != ""
+	for _, b := range bindings {
+		if b.Spec.DatabaseRef.Name != db.GetName() {
+			continue
+		}
+		v.Candidates = append(v.Candidates, candidate{
+			Name: b.GetName(), UID: string(b.GetUID()), Tenant: db.GetNamespace() + "/" + b.Spec.Tenant,
+			Created: b.GetCreationTimestamp().Time, Deleting: meta.WasDeleted(&b),
+		})
+	}
+	return v
+}
+
+// A binder is the one writer of a database's binding (status.binding). It
+// runs beside the database's managed reconciler, so that binding and
+// release do not wait for the server, and so that a retained database's
+// deletion, which the managed reconciler lets through without observing,
+// is still held while the database is Bound. Every write carries the
+// resourceVersion it read: two decisions can never both land.
+type binder struct {
+	kube   client.Client
+	record event.Recorder
+}
+
+// setupBinder adds the binder to mgr.
+func setupBinder(mgr ctrl.Manager, c config.Config) error {
+	name := "binding/" + strings.ToLower(v1alpha1.PostgreSQLDatabaseKind)
+	b := &binder{kube: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor(name))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(c.ForControllerRuntime()).
+		For(&v1alpha1.PostgreSQLDatabase{}).
+		Watches(&v1alpha1.PostgreSQLBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			b, ok := o.(*v1alpha1.PostgreSQLBinding)
+			if !ok {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.GetNamespace(), Name: b.Spec.DatabaseRef.Name}}}
+		})).
+		Complete(errors.WithSilentRequeueOnConflict(b))
+}
+
+func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	db := &v1alpha1.PostgreSQLDatabase{}
+	if err := b.kube.Get(ctx, req.NamespacedName, db); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrap(err, "cannot get the PostgreSQLDatabase"))
+	}
+	l := &v1alpha1.PostgreSQLBindingList{}
+	if err := b.kube.List(ctx, l, client.InNamespace(db.GetNamespace())); err != nil {
+		return reconcile.Result{}, errors.Wrap(err, "cannot list the PostgreSQLBindings of the namespace")
+	}
+	want := decide(viewOf(db, l.Items))
+	bound := want.Phase == v1alpha1.PhaseBound
+
+	// The finalizer goes on before the binding is recorded, and comes off
+	// only once it is not Bound: there is no moment when a Bound database
+	// can be deleted.
+	if bound && !controllerutil.ContainsFinalizer(db, FinalizerBinding) {
+		controllerutil.AddFinalizer(db, FinalizerBinding)
+		return reconcile.Result{}, errors.Wrap(b.kube.Update(ctx, db), "cannot add the binding finalizer")
+	}
+	if bound && meta.WasDeleted(db) {
+		want.Message = fmt.Sprintf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted (following its management policies) once that tenant is gone", want.BoundTo.Tenant)
+	}
+	if was := db.Status.Binding; !equalBinding(was, want) {
+		db.Status.Binding = want
+		if err := b.kube.Status().Update(ctx, db); err != nil {
+			return reconcile.Result{}, errors.Wrap(err, "cannot record the binding")
+		}
+		b.announce(db, was, want)
+	}
+	if !bound && controllerutil.ContainsFinalizer(db, FinalizerBinding) {
+		controllerutil.RemoveFinalizer(db, FinalizerBinding)
+		if err := b.kube.Update(ctx, db); err != nil && !kerrors.IsNotFound(err) {
+			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// announce emits an event for each change of phase.
+func (b *binder) announce(db *v1alpha1.PostgreSQLDatabase, was, now v1alpha1.DatabaseBindingStatus) {
+	if was.Phase == now.Phase {
+		return
+	}
+	if now.Phase == v1alpha1.PhaseUnavailable {
+		b.record.Event(db, event.Warning(event.Reason("Binding"+string(now.Phase)), errors.New(now.Message)))
+		return
+	}
+	b.record.Event(db, event.Normal(event.Reason("Binding"+string(now.Phase)), now.Message))
+}
+
+func equalBinding(a, b v1alpha1.DatabaseBindingStatus) bool {
+	refEq := (a.BoundTo == nil) == (b.BoundTo == nil) && (a.BoundTo == nil || *a.BoundTo == *b.BoundTo)
+	return refEq && a.Origin == b.Origin && a.Phase == b.Phase && a.Reason == b.Reason && a.Message == b.Message
+}

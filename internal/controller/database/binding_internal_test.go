@@ -1,0 +1,154 @@
+package database
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+func TestDecide(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	a := candidate{Name: "a", UID: "uid-a", Tenant: "shop/a", Created: t0}
+	b := candidate{Name: "b", UID: "uid-b", Tenant: "shop/b", Created: t0.Add(time.Second)}
+	refA := &v1alpha1.BindingReference{Name: "a", UID: "uid-a", Tenant: "shop/a"}
+	refB := &v1alpha1.BindingReference{Name: "b", UID: "uid-b", Tenant: "shop/b"}
+	offered := v1alpha1.DatabaseBindingPolicy{Offered: true}
+	reserved := v1alpha1.DatabaseBindingPolicy{ProvisionedFor: refA}
+
+	type want struct {
+		Origin  v1alpha1.DatabaseOrigin
+		Phase   v1alpha1.DatabasePhase
+		Reason  string
+		BoundTo *v1alpha1.BindingReference
+	}
+	cases := map[string]struct {
+		reason string
+		view   bindingView
+		want   want
+	}{
+		"OfferedBindsTheOldestRequest": {
+			reason: "Of several requests the oldest wins, whatever order they are listed in.",
+			view:   bindingView{Policy: offered, Exists: true, Candidates: []candidate{b, a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refA},
+		},
+		"TiesBrokenByUID": {
+			reason: "Requests created in the same second are ordered by UID, so every reconcile picks the same one.",
+			view:   bindingView{Policy: offered, Exists: true, Candidates: []candidate{{Name: "b", UID: "uid-b", Tenant: "shop/b", Created: t0}, a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refA},
+		},
+		"BoundStaysBound": {
+			reason: "A recorded binding is kept while its binding lives, even when an older request appears.",
+			view:   bindingView{Policy: offered, Exists: true, Current: refB, Candidates: []candidate{a, b}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refB},
+		},
+		"GoneBindingReleases": {
+			reason: "When the bound binding goes, the database is Released and keeps its old identity; a waiting request gets nothing.",
+			view:   bindingView{Policy: offered, Exists: true, Current: refA, Candidates: []candidate{b}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
+		},
+		"SameNameNewUIDIsAnotherBinding": {
+			reason: "A new binding that reuses the old name does not inherit the binding.",
+			view: bindingView{Policy: offered, Exists: true, Current: refA,
+				Candidates: []candidate{{Name: "a", UID: "uid-a2", Tenant: "shop/a", Created: t0.Add(time.Hour)}}},
+			want: want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
+		},
+		"DeletingBindingReleases": {
+			reason: "A binding being deleted no longer holds the database.",
+			view:   bindingView{Policy: offered, Exists: true, Current: refA, Candidates: []candidate{{Name: "a", UID: "uid-a", Deleting: true}}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
+		},
+		"ReopenForAnotherUIDDoesNothing": {
+			reason: "Re-opening acknowledges one release: a reopen naming another UID leaves the database Released.",
+			view:   bindingView{Policy: v1alpha1.DatabaseBindingPolicy{Offered: true, Reopen: "uid-b"}, Exists: true, Current: refA, Candidates: []candidate{b}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
+		},
+		"ReopenedBindsTheNextRequest": {
+			reason: "Once an admin re-opens the released database, the next request binds.",
+			view:   bindingView{Policy: v1alpha1.DatabaseBindingPolicy{Offered: true, Reopen: "uid-a"}, Exists: true, Current: refA, Candidates: []candidate{b}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refB},
+		},
+		"ReopenedButNotOffered": {
+			reason: "Re-opening without offering makes the database no one's.",
+			view:   bindingView{Policy: v1alpha1.DatabaseBindingPolicy{Reopen: "uid-a"}, Exists: true, Current: refA, Candidates: []candidate{b}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonNotOffered)},
+		},
+		"NotOfferedIsNeverBound": {
+			reason: "An admin-registered database nobody offered is bound to nobody.",
+			view:   bindingView{Exists: true, Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonNotOffered)},
+		},
+		"OfferedWithoutRequests": {
+			reason: "An offered database no one asks for is Available.",
+			view:   bindingView{Policy: offered, Exists: true},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseAvailable},
+		},
+		"ObserveOnlyNeverBound": {
+			reason: "An Observe-only import is never delivered, offered or not.",
+			view:   bindingView{Policy: offered, Exists: true, Blocked: v1alpha1.ReasonObserveOnly, Message: "observe only", Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: v1alpha1.ReasonObserveOnly},
+		},
+		"ConflictNeverBound": {
+			reason: "A database in Conflict (unmarked, registered twice, another tenant's) is never delivered.",
+			view:   bindingView{Policy: reserved, Exists: false, Blocked: v1alpha1.ReasonConflict, Message: "conflict", Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseUnavailable, Reason: v1alpha1.ReasonConflict},
+		},
+		"PrivilegedOwnerNeverBound": {
+			reason: "A database owned by a SUPERUSER/CREATEROLE/BYPASSRLS/REPLICATION role is never delivered.",
+			view:   bindingView{Policy: offered, Exists: true, Blocked: v1alpha1.ReasonPrivilegedOwner, Message: "owner is a superuser", Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonPrivilegedOwner)},
+		},
+		"NotYetExisting": {
+			reason: "Nothing is bound before the database exists and is observed.",
+			view:   bindingView{Policy: offered, Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseProvisioning},
+		},
+		"DeletingIsNeverBound": {
+			reason: "A database being deleted is not handed to a new tenant.",
+			view:   bindingView{Policy: offered, Exists: true, Deleting: true, Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: "Deleting"},
+		},
+		"BoundAndDeletingStaysBound": {
+			reason: "A Bound database being deleted stays Bound (its deletion is held) while its tenant lives.",
+			view:   bindingView{Policy: offered, Exists: true, Deleting: true, Current: refA, Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refA},
+		},
+		"ReservedForItsBinding": {
+			reason: "A provisioned database is bound to the binding it was provisioned for, not to an older request.",
+			view: bindingView{Policy: v1alpha1.DatabaseBindingPolicy{ProvisionedFor: refB, Offered: true}, Exists: true,
+				Candidates: []candidate{a, b}},
+			want: want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseBound, BoundTo: refB},
+		},
+		"ReservedNotOfferedToOthers": {
+			reason: "Another request for a provisioned database gets nothing while its binding has not bound it yet.",
+			view:   bindingView{Policy: reserved, Exists: false, Candidates: []candidate{a, b}},
+			want:   want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseProvisioning},
+		},
+		"ReservationEndsWithItsBinding": {
+			reason: "A provisioned database whose binding went before it was bound is no one's unless offered.",
+			view:   bindingView{Policy: reserved, Exists: true, Candidates: []candidate{b}},
+			want:   want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonNotOffered)},
+		},
+		"ProvisionedAndReleased": {
+			reason: "A provisioned database released by its tenant is not bound by the next claim of the same name.",
+			view: bindingView{Policy: reserved, Exists: true, Current: refA,
+				Candidates: []candidate{{Name: "a", UID: "uid-a2", Tenant: "shop/a", Created: t0.Add(time.Hour)}}},
+			want: want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := decide(tc.view)
+			g := want{Origin: got.Origin, Phase: got.Phase, Reason: string(got.Reason), BoundTo: got.BoundTo}
+			if diff := cmp.Diff(tc.want, g, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\ndecide(...): -want +got:\n%s", tc.reason, diff)
+			}
+			if got.Message == "" {
+				t.Errorf("%s\nno message for phase %s", tc.reason, got.Phase)
+			}
+		})
+	}
+}
