@@ -1,0 +1,427 @@
+package binding_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/database"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+var env *providertest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{"shop", "rival", "race", "imports"}}, func(e *providertest.Env) {
+		env = e
+	}))
+}
+
+// dynamic is a binding that provisions database db on the test Instance,
+// as the tenant Composition composes it for a dynamic claim.
+func dynamic(ns, name, db string) *v1alpha1.PostgreSQLBinding {
+	return &v1alpha1.PostgreSQLBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.PostgreSQLBindingSpec{
+			Tenant: name, DatabaseRef: v1alpha1.LocalReference{Name: name},
+			Provision: &v1alpha1.BindingProvision{InstanceRef: v1alpha1.InstanceReference{Name: "main"}, Database: db},
+		},
+	}
+}
+
+// explicit is a binding that asks for the registered PostgreSQLDatabase db.
+func explicit(ns, name, db string) *v1alpha1.PostgreSQLBinding {
+	return &v1alpha1.PostgreSQLBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.PostgreSQLBindingSpec{Tenant: name, DatabaseRef: v1alpha1.LocalReference{Name: db}},
+	}
+}
+
+// registered creates what an admin registers for tenants: a NOLOGIN owner
+// role and a database it owns, offered to one tenant of the namespace.
+func registered(ctx context.Context, t *testing.T, ns, name string, mutate ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
+	t.Helper()
+	owner := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-") + "-owner"},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name + "_owner"), Login: ptr.To(false)},
+		},
+	}
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-")},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To(name), OwnerRef: &v1alpha1.LocalReference{Name: owner.Name}},
+			Binding:     v1alpha1.DatabaseBindingPolicy{Offered: true},
+		},
+	}
+	for _, m := range mutate {
+		m(db)
+	}
+	env.Create(ctx, t, owner, db)
+	return db
+}
+
+// phase waits until db's binding phase is want and returns db as read.
+func phase(ctx context.Context, t *testing.T, db *v1alpha1.PostgreSQLDatabase, want v1alpha1.DatabasePhase) *v1alpha1.PostgreSQLDatabase {
+	t.Helper()
+	got := &v1alpha1.PostgreSQLDatabase{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), got)
+		return err == nil && got.Status.Binding.Phase == want, err
+	})
+	if err != nil {
+		t.Fatalf("PostgreSQLDatabase %s/%s never reached phase %s: %v (binding %+v, Ready %+v)", db.Namespace, db.Name, want, err, got.Status.Binding, got.GetCondition(xpv2.TypeReady))
+	}
+	return got
+}
+
+// bindingReady waits until b's Ready condition has status and reason.
+func bindingReady(ctx context.Context, t *testing.T, b *v1alpha1.PostgreSQLBinding, status corev1.ConditionStatus, reason xpv2.ConditionReason) *v1alpha1.PostgreSQLBinding {
+	t.Helper()
+	got := &v1alpha1.PostgreSQLBinding{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), got)
+		c := got.GetCondition(xpv2.TypeReady)
+		return err == nil && c.Status == status && c.Reason == reason, err
+	})
+	if err != nil {
+		c := got.GetCondition(xpv2.TypeReady)
+		t.Fatalf("PostgreSQLBinding %s/%s never became %s/%s: %v (now %s/%s %q)", b.Namespace, b.Name, status, reason, err, c.Status, c.Reason, c.Message)
+	}
+	return got
+}
+
+func deleteAndWait(ctx context.Context, t *testing.T, o client.Object) {
+	t.Helper()
+	if err := env.Kube.Delete(ctx, o); err != nil && !kerrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, o)
+}
+
+// pgCount counts rows of a catalog query run as the admin.
+func pgCount(ctx context.Context, t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestProvisionBindRelease follows a dynamic tenant's database through
+// every phase: provisioned and reserved for its binding, Bound, Released
+// with its data when the tenant goes, never bound by a new tenant of the
+// same name, and bound again only after an admin re-opens it.
+func TestProvisionBindRelease(t *testing.T) {
+	ctx := context.Background()
+	b := dynamic("shop", "orders", "orders")
+	env.Create(ctx, t, b)
+	got := bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	want := v1alpha1.BoundDatabase{Name: "orders", Instance: "main", Database: "orders", Owner: "orders_owner"}
+	if d := got.Status.Database; d == nil || d.Name != want.Name || d.Instance != want.Instance || d.Database != want.Database || d.Owner != want.Owner || d.UID == "" {
+		t.Fatalf("binding delivers %+v, want %+v", d, want)
+	}
+	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
+	bound := phase(ctx, t, db, v1alpha1.PhaseBound)
+	if r := bound.Status.Binding.BoundTo; r == nil || r.UID != string(got.UID) || r.Tenant != "shop/orders" || bound.Status.Binding.Origin != v1alpha1.OriginProvisioned {
+		t.Fatalf("database binding %+v, want bound to %s", bound.Status.Binding, got.UID)
+	}
+	if len(bound.GetOwnerReferences()) != 0 {
+		t.Errorf("the provisioned database is owned by %v: it must outlive its tenant", bound.GetOwnerReferences())
+	}
+	if !slices.Contains(bound.GetFinalizers(), database.FinalizerBinding) {
+		t.Errorf("a Bound database lacks the binding finalizer: %v", bound.GetFinalizers())
+	}
+	admin := env.Connect(ctx, t, "orders")
+	if _, err := admin.Exec(ctx, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('old rows')"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("ManagementPoliciesFrozenWhileBound", func(t *testing.T) {
+		cur := bound.DeepCopy()
+		cur.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		err := env.Kube.Update(ctx, cur)
+		if err == nil || !strings.Contains(err.Error(), "frozen while the database is Bound") {
+			t.Errorf("widening the reclaim policy of a Bound database: %v", err)
+		}
+	})
+
+	t.Run("DeletionHeldWhileBound", func(t *testing.T) {
+		if err := env.Kube.Delete(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		held := &v1alpha1.PostgreSQLDatabase{}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), held)
+			return err == nil && strings.Contains(held.Status.Binding.Message, "deletion held") && strings.Contains(held.Status.Binding.Message, "shop/orders"), err
+		})
+		if err != nil {
+			t.Fatalf("a Bound database's deletion does not say it is held by its tenant: %v (%+v)", err, held.Status.Binding)
+		}
+		if held.Status.Binding.Phase != v1alpha1.PhaseBound {
+			t.Errorf("phase %s while its tenant lives", held.Status.Binding.Phase)
+		}
+		// The tenant still has its binding.
+		bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	})
+
+	// The tenant goes: the database is Released, its record (deleted above
+	// by the admin) goes only now, and the data stays (Retain).
+	deleteAndWait(ctx, t, b)
+	env.Gone(ctx, t, db)
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_database WHERE datname = 'orders'"); n != 1 {
+		t.Fatal("the retained database was dropped")
+	}
+
+	// The admin registers it again (as it would after a restore); a new
+	// tenant of the same name is not bound to a database provisioned for
+	// another.
+	t.Run("ReleasedIsNotBoundByANewTenantOfTheSameName", func(t *testing.T) {
+		b2 := dynamic("shop", "keep", "keep")
+		env.Create(ctx, t, b2)
+		bindingReady(ctx, t, b2, corev1.ConditionTrue, v1alpha1.ReasonBound)
+		kdb := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keep"}}
+		first := phase(ctx, t, kdb, v1alpha1.PhaseBound).Status.Binding.BoundTo.UID
+		k := env.Connect(ctx, t, "keep")
+		if _, err := k.Exec(ctx, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('old rows')"); err != nil {
+			t.Fatal(err)
+		}
+		deleteAndWait(ctx, t, b2)
+		released := phase(ctx, t, kdb, v1alpha1.PhaseReleased)
+		if released.Status.Binding.BoundTo == nil || released.Status.Binding.BoundTo.UID != first {
+			t.Fatalf("Released lost the old identity: %+v", released.Status.Binding)
+		}
+
+		again := dynamic("shop", "keep", "keep")
+		env.Create(ctx, t, again)
+		st := bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonReleased)
+		if !strings.Contains(st.GetCondition(xpv2.TypeReady).Message, "re-opens") {
+			t.Errorf("the Released condition does not say how it is re-opened: %q", st.GetCondition(xpv2.TypeReady).Message)
+		}
+		// Stays so: a poll later nothing changed.
+		time.Sleep(3 * time.Second)
+		bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonReleased)
+
+		// The admin re-opens it: the next tenant binds and reads the old rows.
+		cur := &v1alpha1.PostgreSQLDatabase{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(kdb), cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Binding.Reopen, cur.Spec.Binding.Offered = first, true
+		if err := env.Kube.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		now := bindingReady(ctx, t, again, corev1.ConditionTrue, v1alpha1.ReasonBound)
+		if r := phase(ctx, t, kdb, v1alpha1.PhaseBound).Status.Binding.BoundTo; r.UID != string(now.UID) {
+			t.Errorf("bound to %s, want the new binding %s", r.UID, now.UID)
+		}
+		var v string
+		if err := env.Connect(ctx, t, "keep").QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != "old rows" {
+			t.Errorf("the re-opened database's rows: %q, %v", v, err)
+		}
+		deleteAndWait(ctx, t, again)
+	})
+}
+
+// TestTakeoverByName is a hostile tenant in another namespace asking for
+// a database name that another tenant has: nothing is bound, no role is
+// created on the server, and the other tenant keeps its database.
+func TestTakeoverByName(t *testing.T) {
+	ctx := context.Background()
+	victim := dynamic("shop", "ledger", "ledger")
+	env.Create(ctx, t, victim)
+	bindingReady(ctx, t, victim, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	roles := pgCount(ctx, t, "SELECT count(*) FROM pg_roles")
+
+	attacker := dynamic("rival", "ledger", "ledger")
+	env.Create(ctx, t, attacker)
+	got := bindingReady(ctx, t, attacker, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if got.Status.Database != nil || got.Status.Phase == v1alpha1.BindingBound {
+		t.Fatalf("the attacker's binding delivers %+v", got.Status.Database)
+	}
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "cannot be delivered") {
+		t.Errorf("the attacker's condition does not say why: %q", msg)
+	}
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_roles"); n != roles {
+		t.Errorf("the attacker's binding changed the server's roles: %d, was %d", n, roles)
+	}
+	var comment string
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'ledger'").Scan(&comment); err != nil {
+		t.Fatal(err)
+	}
+	vdb := &v1alpha1.PostgreSQLDatabase{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "ledger"}, vdb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(comment, string(vdb.UID)) {
+		t.Errorf("the victim's database lost its marker: %q", comment)
+	}
+
+	// Still nothing once the victim's tenant is gone and its data retained.
+	deleteAndWait(ctx, t, victim)
+	phase(ctx, t, vdb, v1alpha1.PhaseReleased)
+	time.Sleep(3 * time.Second)
+	bindingReady(ctx, t, attacker, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_roles"); n != roles {
+		t.Errorf("after the victim left, the attacker's binding changed the server's roles: %d, was %d", n, roles)
+	}
+	deleteAndWait(ctx, t, attacker)
+}
+
+// TestRace sends five tenants for one offered database at once, ten
+// times: exactly one is Bound each round, and the others are told which
+// tenant holds it.
+func TestRace(t *testing.T) {
+	ctx := context.Background()
+	for round := range 10 {
+		name := fmt.Sprintf("race_%d", round)
+		db := registered(ctx, t, "race", name)
+		phase(ctx, t, db, v1alpha1.PhaseAvailable)
+		bs := make([]*v1alpha1.PostgreSQLBinding, 5)
+		errs := make(chan error, len(bs))
+		for i := range bs {
+			bs[i] = explicit("race", fmt.Sprintf("r%d-t%d", round, i), db.Name)
+			go func(b *v1alpha1.PostgreSQLBinding) { errs <- env.Kube.Create(ctx, b) }(bs[i])
+		}
+		for range bs {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		winner := phase(ctx, t, db, v1alpha1.PhaseBound).Status.Binding.BoundTo
+		bound := 0
+		for _, b := range bs {
+			got := &v1alpha1.PostgreSQLBinding{}
+			err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+				err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), got)
+				return err == nil && got.GetCondition(xpv2.TypeReady).Reason != "", err
+			})
+			if err != nil {
+				t.Fatalf("round %d: binding %s never reported: %v", round, b.Name, err)
+			}
+			switch c := got.GetCondition(xpv2.TypeReady); {
+			case c.Status == corev1.ConditionTrue:
+				bound++
+				if string(got.UID) != winner.UID {
+					t.Errorf("round %d: %s says Bound but the database is bound to %s", round, b.Name, winner.Name)
+				}
+			case c.Reason != v1alpha1.ReasonBoundToAnotherTenant || !strings.Contains(c.Message, winner.Tenant):
+				t.Errorf("round %d: loser %s: %s %q", round, b.Name, c.Reason, c.Message)
+			}
+		}
+		if bound != 1 {
+			t.Fatalf("round %d: %d bindings Bound, want exactly 1", round, bound)
+		}
+		// A poll later the decision has not moved.
+		time.Sleep(2500 * time.Millisecond)
+		if now := phase(ctx, t, db, v1alpha1.PhaseBound).Status.Binding.BoundTo; now.UID != winner.UID {
+			t.Fatalf("round %d: the binding moved from %s to %s", round, winner.Name, now.Name)
+		}
+	}
+}
+
+// TestImportsAreNeverDeliveredAsTheyStand covers what an admin registers:
+// an Observe-only import, a database owned by a superuser, and a second
+// registration of a database already managed elsewhere.
+func TestImportsAreNeverDeliveredAsTheyStand(t *testing.T) {
+	ctx := context.Background()
+	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE legacy_app"); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		db     *v1alpha1.PostgreSQLDatabase
+		reason xpv2.ConditionReason
+	}{
+		"ObserveOnly": {
+			db: &v1alpha1.PostgreSQLDatabase{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "imports", Name: "observed"},
+				Spec: v1alpha1.PostgreSQLDatabaseSpec{
+					ManagementPolicies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve}, InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("legacy_app")}, Binding: v1alpha1.DatabaseBindingPolicy{Offered: true},
+				},
+			},
+			reason: v1alpha1.ReasonObserveOnly,
+		},
+		"SuperuserOwned": {
+			// No owner given: the Instance's admin, a superuser, owns it.
+			db: &v1alpha1.PostgreSQLDatabase{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "imports", Name: "admins"},
+				Spec: v1alpha1.PostgreSQLDatabaseSpec{
+					InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("admins_db")}, Binding: v1alpha1.DatabaseBindingPolicy{Offered: true},
+				},
+			},
+			reason: v1alpha1.ReasonPrivilegedOwner,
+		},
+		"RegisteredTwice": {
+			// twice_db is managed (and marked) by a PostgreSQLDatabase in
+			// shop; a second registration in imports is a Conflict.
+			db: &v1alpha1.PostgreSQLDatabase{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "imports", Name: "twice"},
+				Spec: v1alpha1.PostgreSQLDatabaseSpec{
+					InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("twice_db")}, Binding: v1alpha1.DatabaseBindingPolicy{Offered: true},
+				},
+			},
+			reason: v1alpha1.ReasonConflict,
+		},
+	}
+	first := registered(ctx, t, "shop", "twice_db")
+	phase(ctx, t, first, v1alpha1.PhaseAvailable)
+	roles := pgCount(ctx, t, "SELECT count(*) FROM pg_roles")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env.Create(ctx, t, tc.db)
+			got := phase(ctx, t, tc.db, v1alpha1.PhaseUnavailable)
+			if got.Status.Binding.Reason != tc.reason {
+				t.Errorf("reason %s (%q), want %s", got.Status.Binding.Reason, got.Status.Binding.Message, tc.reason)
+			}
+			b := explicit("imports", "wants-"+tc.db.Name, tc.db.Name)
+			env.Create(ctx, t, b)
+			st := bindingReady(ctx, t, b, corev1.ConditionFalse, tc.reason)
+			if st.Status.Database != nil {
+				t.Errorf("delivers %+v", st.Status.Database)
+			}
+		})
+	}
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_roles"); n != roles {
+		t.Errorf("refused imports changed the server's roles: %d, was %d", n, roles)
+	}
+}
+
+// TestRestartMidBinding kills the provider right after a database records
+// its binding, before the binding's own status says so: after a restart
+// the same binding is Bound, and no second one.
+func TestRestartMidBinding(t *testing.T) {
+	ctx := context.Background()
+	db := registered(ctx, t, "shop", "restart_db")
+	phase(ctx, t, db, v1alpha1.PhaseAvailable)
+	a, b := explicit("shop", "restart-a", db.Name), explicit("shop", "restart-b", db.Name)
+	env.Create(ctx, t, a)
+	first := phase(ctx, t, db, v1alpha1.PhaseBound).Status.Binding.BoundTo
+	if err := env.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.Create(ctx, t, b)
+	bindingReady(ctx, t, a, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	bindingReady(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonBoundToAnotherTenant)
+	if now := phase(ctx, t, db, v1alpha1.PhaseBound).Status.Binding.BoundTo; *now != *first {
+		t.Errorf("after the restart bound to %+v, was %+v", now, first)
+	}
+}
