@@ -123,8 +123,11 @@ spec:
 		t.Run(c, func(t *testing.T) {
 			args := []string{"composition", "render", filepath.Join(testdata, c+".xr.yaml"), filepath.Join(root, "configuration", "composition.yaml"), functions,
 				"--crossplane-binary=" + filepath.Join(tools, "crossplane"), "--include-full-xr"}
-			if req := filepath.Join(testdata, c+".required.yaml"); exists(req) {
-				args = append(args, "--required-resources="+req)
+			// Cases with an observed binding show what is composed once
+			// the provider bound the tenant's database; the others, that
+			// nothing but the request is composed before.
+			if obs := filepath.Join(testdata, c+".observed.yaml"); exists(obs) {
+				args = append(args, "--observed-resources="+obs)
 			}
 			cmd := exec.CommandContext(ctx, filepath.Join(tools, "crossplane-cli"), args...)
 			var stderr bytes.Buffer

@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,6 +82,49 @@ func waitClaimReady(ctx context.Context, t *testing.T, core *crossplane.Core, c 
 	})
 	if err != nil {
 		t.Fatalf("claim %s/%s not Ready: %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), err, conds, core.LogTail())
+	}
+}
+
+// waitClaimCondition waits until the claim has a condition of type typ
+// with status and reason, and returns it.
+func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core, c *unstructured.Unstructured, typ, status, reason string) map[string]any {
+	t.Helper()
+	var conds []any
+	var found map[string]any
+	err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		conds, _, _ = unstructured.NestedSlice(c.Object, "status", "conditions")
+		for _, x := range conds {
+			if m, ok := x.(map[string]any); ok && m["type"] == typ && m["status"] == status && m["reason"] == reason {
+				found = m
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("claim %s/%s never had %s=%s (%s): %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), typ, status, reason, err, conds, core.LogTail())
+	}
+	return found
+}
+
+// assertNoAccess checks that nothing was delivered for the claim ns/name:
+// no login role on the server, no Secret in its namespace.
+func assertNoAccess(ctx context.Context, t *testing.T, ns, name string) {
+	t.Helper()
+	var n int
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = $1", name).Scan(&n); err != nil || n != 0 {
+		t.Errorf("a login role %q exists for a tenant that is not bound (%d, %v)", name, n, err)
+	}
+	err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "main-" + name + "-postgresql"}, &corev1.Secret{})
+	if !kerrors.IsNotFound(err) {
+		t.Errorf("a credentials Secret exists for a tenant that is not bound: %v", err)
+	}
+	r := &v1alpha1.PostgreSQLRole{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-login"}, r); !kerrors.IsNotFound(err) {
+		t.Errorf("a login PostgreSQLRole was composed for a tenant that is not bound: %v", err)
 	}
 }
 
@@ -165,6 +210,55 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("TakeoverByNameIsRefused", func(t *testing.T) {
+		// A tenant in another namespace names the orders database: its
+		// binding is refused, it gets no login role, no Secret, and says
+		// why on its claim; the orders tenant keeps its access.
+		thief := tenantClaim("finance", "thief", `{"instanceRef": {"name": "main"}, "database": "orders"}`)
+		env.Create(ctx, t, thief)
+		c := waitClaimCondition(ctx, t, core, thief, "DatabaseBound", "False", "Conflict")
+		if msg, _ := c["message"].(string); !strings.Contains(msg, "cannot be delivered") {
+			t.Errorf("the refusal does not say why: %q", msg)
+		}
+		assertNoAccess(ctx, t, "finance", "thief")
+		if _, err := providertest.ConnectWithSecret(ctx, secret, ""); err != nil {
+			t.Errorf("the orders tenant lost its access: %v", err)
+		}
+	})
+
+	t.Run("TenantCannotChooseAnotherComposition", func(t *testing.T) {
+		// The XRD enforces the platform's Composition, whatever the claim
+		// asks for.
+		sneaky := tenantClaim("finance", "sneaky", `{"instanceRef": {"name": "main"}, "compositionRef": {"name": "deletes-everything"}}`)
+		env.Create(ctx, t, sneaky)
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(sneaky), sneaky); err != nil {
+				return false, err
+			}
+			ref, _, _ := unstructured.NestedString(sneaky.Object, "spec", "resourceRef", "name")
+			if ref == "" {
+				return false, nil
+			}
+			xr := &unstructured.Unstructured{}
+			xr.SetAPIVersion("database.ayatori.ddupan.top/v1alpha1")
+			xr.SetKind("XPostgreSQLTenant")
+			if err := env.Kube.Get(ctx, client.ObjectKey{Name: ref}, xr); err != nil {
+				return false, err
+			}
+			got, _, _ := unstructured.NestedString(xr.Object, "spec", "compositionRef", "name")
+			if got != "" && got != "postgresqltenant" {
+				return false, errors.New("the composite uses Composition " + got)
+			}
+			return got == "postgresqltenant", nil
+		})
+		if err != nil {
+			t.Fatalf("the tenant's own compositionRef was not overridden by the enforced Composition: %v", err)
+		}
+		if err := env.Kube.Delete(ctx, sneaky); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("LockOnTheClaim", func(t *testing.T) {
 		// The claim kind only exists once core established the XRD; a Lock
 		// still finds it and annotates the claim.
@@ -229,6 +323,47 @@ func TestTenantEndToEnd(t *testing.T) {
 		var n int
 		if err := admin.QueryRow(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil || n != 1 {
 			t.Errorf("the retained database lost its data: %d, %v", n, err)
+		}
+		// The database's record outlives the claim, Released.
+		db := &v1alpha1.PostgreSQLDatabase{}
+		err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, db)
+			return err == nil && db.Status.Binding.Phase == v1alpha1.PhaseReleased, err
+		})
+		if err != nil {
+			t.Fatalf("the PostgreSQLDatabase did not stay, Released: %v (%+v)", err, db.Status.Binding)
+		}
+		released := db.Status.Binding.BoundTo.UID
+
+		// The thief's claim still gets nothing.
+		thief := tenantClaim("finance", "thief", "{}")
+		waitClaimCondition(ctx, t, core, thief, "DatabaseBound", "False", "Conflict")
+		assertNoAccess(ctx, t, "finance", "thief")
+
+		// A new claim of the same name is not handed the released data ...
+		again := tenantClaim("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
+		env.Create(ctx, t, again)
+		waitClaimCondition(ctx, t, core, again, "DatabaseBound", "False", "Released")
+		assertNoAccess(ctx, t, "shop", "orders")
+
+		// ... until an admin re-opens the database: then it binds and reads
+		// the old rows.
+		db.Spec.Binding.Reopen, db.Spec.Binding.Offered = released, true
+		if err := env.Kube.Update(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		waitClaimReady(ctx, t, core, again)
+		s, err := env.ConnectionSecret(ctx, "shop", "main-orders-postgresql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := providertest.ConnectWithSecret(ctx, s, "")
+		if err != nil {
+			t.Fatalf("the re-opened tenant cannot log in: %v", err)
+		}
+		defer c.Close(ctx) //nolint:errcheck // Test.
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM items").Scan(&n); err != nil || n != 1 {
+			t.Errorf("the re-opened tenant reads %d old rows: %v", n, err)
 		}
 	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))

@@ -17,7 +17,6 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
-
 // Names of the composed resources within the pipeline.
 const (
 	// Binding is the tenant's request for its database. It is all the
