@@ -182,3 +182,28 @@ func TestDatabaseRevokePublic(t *testing.T) {
 		t.Errorf("a default database's PUBLIC privileges (-want +got):\n%s", diff)
 	}
 }
+
+func TestMembershipGrants(t *testing.T) {
+	cases := map[string]struct {
+		need          RoleNeed
+		version       int
+		grant, revoke string
+	}{
+		"PostgreSQL15": {need: RoleNeed{Role: "orders_owner", Set: true}, version: 150010,
+			grant: `GRANT "orders_owner" TO CURRENT_USER`, revoke: `REVOKE "orders_owner" FROM CURRENT_USER`},
+		"PostgreSQL16SetOnly": {need: RoleNeed{Role: "orders_owner", Set: true}, version: 160000,
+			grant: `GRANT "orders_owner" TO CURRENT_USER WITH INHERIT FALSE, SET TRUE`, revoke: `REVOKE "orders_owner" FROM CURRENT_USER`},
+		"PostgreSQL18InheritOnly": {need: RoleNeed{Role: "old_owner", Inherit: true}, version: 180004,
+			grant: `GRANT "old_owner" TO CURRENT_USER WITH INHERIT TRUE, SET FALSE`, revoke: `REVOKE "old_owner" FROM CURRENT_USER`},
+		"QuotedName": {need: RoleNeed{Role: `we"ird`, Set: true, Inherit: true}, version: 170000,
+			grant: `GRANT "we""ird" TO CURRENT_USER WITH INHERIT TRUE, SET TRUE`, revoke: `REVOKE "we""ird" FROM CURRENT_USER`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			g, r := MembershipGrants(tc.need, tc.version)
+			if g != tc.grant || r != tc.revoke {
+				t.Errorf("MembershipGrants(%+v, %d) = %q, %q; want %q, %q", tc.need, tc.version, g, r, tc.grant, tc.revoke)
+			}
+		})
+	}
+}

@@ -173,10 +173,15 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
-	if err := postgres.ExecEach(cctx, e.pool, stmts); err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
-	}
-	return managed.ExternalCreation{}, errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+	// The owner is given the database, which the admin then comments on,
+	// closes to PUBLIC and installs extensions in, as its owner would.
+	err = e.actingAs(cctx, []postgres.RoleNeed{{Role: owner, Set: true, Inherit: true}}, func() error {
+		if err := postgres.ExecEach(cctx, e.pool, stmts); err != nil {
+			return errors.Wrap(err, errCreate)
+		}
+		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+	})
+	return managed.ExternalCreation{}, err
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalUpdate, error) {
@@ -189,12 +194,21 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, string(mg.GetUID())); len(stmts) > 0 {
-		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
-			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
-		}
+	// Every change acts as the database's owner; a new owner is given the
+	// database first, and the rest then acts as it.
+	needs := []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}
+	if owner != "" && owner != got.Owner {
+		needs = append(needs, postgres.RoleNeed{Role: owner, Set: true, Inherit: true})
 	}
-	return managed.ExternalUpdate{}, errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+	err = e.actingAs(ctx, needs, func() error {
+		if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, string(mg.GetUID())); len(stmts) > 0 {
+			if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+				return errors.Wrap(err, errUpdate)
+			}
+		}
+		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
+	})
+	return managed.ExternalUpdate{}, err
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalDelete, error) {
@@ -203,17 +217,22 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	// The provider's own sessions on the database would block the drop.
 	e.pools.CloseDatabase(e.target.InstanceUID, name)
 	force := mg.Spec.ForProvider.TerminateConnectionsOnDelete
-	if !force {
-		got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
-		if err != nil {
-			return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
-		}
-		if got != nil && got.Sessions > 0 {
-			return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+
-				"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, got.Sessions)
-		}
+	got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	if err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
 	}
-	if err := postgres.ExecEach(ctx, e.pool, []string{postgres.DropDatabaseStatement(name, force)}); err != nil {
+	if got == nil {
+		return managed.ExternalDelete{}, nil
+	}
+	if !force && got.Sessions > 0 {
+		return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+
+			"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, got.Sessions)
+	}
+	// Only its owner drops a database.
+	err = e.actingAs(ctx, []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}, func() error {
+		return postgres.ExecEach(ctx, e.pool, []string{postgres.DropDatabaseStatement(name, force)})
+	})
+	if err != nil {
 		if postgres.IsCode(err, postgres.CodeObjectInUse) {
 			return managed.ExternalDelete{}, errors.Wrapf(err, "database %q is in use; the drop is retried with back-off. "+
 				"Disconnect its sessions, or set spec.forProvider.terminateConnectionsOnDelete: true", name)
@@ -224,6 +243,12 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 }
 
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// actingAs runs fn with the memberships a non-superuser admin needs for
+// it (see postgres.ActingAs).
+func (e *external) actingAs(ctx context.Context, needs []postgres.RoleNeed, fn func() error) error {
+	return postgres.ActingAs(ctx, e.pool, needs, fn)
+}
 
 // owner returns the owner the spec asks for: owner, the role of ownerRef,
 // or "" for "leave it to the server".

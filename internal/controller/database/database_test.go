@@ -372,3 +372,107 @@ func TestDatabaseValidation(t *testing.T) {
 		t.Errorf("owner and ownerRef: got %v", err)
 	}
 }
+
+// TestManagedServiceAdmin uses the admin managed services give (CREATEDB
+// and CREATEROLE, no SUPERUSER): a database owned by a managed NOLOGIN role,
+// as every tenant's is, is created and handed to another owner, and the
+// admin keeps no membership of either role afterwards.
+func TestManagedServiceAdmin(t *testing.T) {
+	ctx := context.Background()
+	pg := connect(ctx, t, "postgres")
+	if _, err := pg.Exec(ctx, "CREATE ROLE svc_admin LOGIN CREATEDB CREATEROLE PASSWORD 'svc-admin-pw-1'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "svc-admin", "svc_admin", "svc-admin-pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	in := main.DeepCopy()
+	in.ObjectMeta = metav1.ObjectMeta{Name: "managed-service"}
+	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
+	in.Spec.AdminCredentialRef.Name = "svc-admin"
+	if err := env.Kube.Create(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	role := func(name string) *v1alpha1.PostgreSQLRole {
+		return &v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},
+			Spec: v1alpha1.PostgreSQLRoleSpec{
+				InstanceRef: v1alpha1.InstanceReference{Name: in.Name},
+				ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name), Login: ptr.To(false)},
+			},
+		}
+	}
+	first, second := role("svc_owner"), role("svc_heir")
+	env.Create(ctx, t, first, second)
+	d := newDatabase("svcdb", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.InstanceRef.Name = in.Name
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: first.Name}
+		// What a tenant database asks for: each needs the owner's rights.
+		d.Spec.ForProvider.RevokePublicPrivileges = true
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrypto"}}
+	})
+	env.Create(ctx, t, d)
+	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	owner := func() string {
+		var o string
+		if err := pg.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'svcdb'").Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	memberships := func() int {
+		var n int
+		if err := pg.QueryRow(ctx, `SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid
+			WHERE m.member = 'svc_admin'::regrole AND r.rolname IN ('svc_owner', 'svc_heir')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if o := owner(); o != "svc_owner" {
+		t.Fatalf("svcdb is owned by %q, want svc_owner", o)
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) of the owner role after creating the database", n)
+	}
+	var public, ext int
+	if err := pg.QueryRow(ctx, `SELECT count(*) FROM pg_database d, aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+		WHERE d.datname = 'svcdb' AND a.grantee = 0`).Scan(&public); err != nil || public != 0 {
+		t.Errorf("PUBLIC keeps %d privilege(s) on svcdb (%v): the revoke ran without the owner's rights", public, err)
+	}
+	sc := connect(ctx, t, "svcdb")
+	if err := sc.QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto'").Scan(&ext); err != nil || ext != 1 {
+		t.Errorf("pgcrypto in svcdb: %d (%v)", ext, err)
+	}
+	// Its session would hold the drop below.
+	_ = sc.Close(ctx)
+
+	cur := &v1alpha1.PostgreSQLDatabase{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: second.Name}
+	if err := env.Kube.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) { return owner() == "svc_heir", nil })
+	if err != nil {
+		t.Fatalf("the owner was not changed to svc_heir by the non-superuser admin: now %q", owner())
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) after changing the owner", n)
+	}
+	env.Ready(ctx, t, cur, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	// With Delete, the non-superuser admin drops a database it does not own.
+	if err := env.Kube.Delete(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, cur)
+	if exists(ctx, t, "svcdb") {
+		t.Error("svcdb was not dropped")
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) after dropping the database", n)
+	}
+}
