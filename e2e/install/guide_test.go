@@ -213,6 +213,37 @@ func TestInstallGuide(t *testing.T) {
 	if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "main-orders-postgresql"}, secret); err != nil {
 		t.Fatal(err)
 	}
+	// The personas as the guide sets them up: the shop team (edit) claims
+	// and reads Secrets but touches none of the managed kinds; the platform
+	// team manages them.
+	group := "database.ayatori.ddupan.top"
+	dev, platform := []string{"shop-developers", "system:authenticated"}, []string{"platform-team", "system:authenticated"}
+	for _, a := range []struct {
+		groups  []string
+		ra      authzv1.ResourceAttributes
+		allowed bool
+	}{
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqltenants", Verb: "create", Namespace: "shop"}, true},
+		{dev, authzv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: "shop"}, true},
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqldatabases", Verb: "create", Namespace: "shop"}, false},
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqldatabases", Verb: "update", Namespace: "shop"}, false},
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqlroles", Verb: "create", Namespace: "shop"}, false},
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqlbindings", Verb: "create", Namespace: "shop"}, false},
+		{dev, authzv1.ResourceAttributes{Group: group, Resource: "postgresqltenants", Verb: "create", Namespace: "default"}, false},
+		{platform, authzv1.ResourceAttributes{Group: group, Resource: "postgresqldatabases", Verb: "update", Namespace: "shop"}, true},
+		{platform, authzv1.ResourceAttributes{Group: group, Resource: "postgresqlinstances", Verb: "create"}, true},
+	} {
+		waitAccess(ctx, t, kc, "someone", a.groups, a.ra, a.allowed)
+	}
+	db := &unstructured.Unstructured{}
+	db.SetAPIVersion("database.ayatori.ddupan.top/v1alpha1")
+	db.SetKind("PostgreSQLDatabase")
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, db); err != nil {
+		t.Fatalf("the claim's database has no PostgreSQLDatabase: %v", err)
+	}
+	if phase, _, _ := unstructured.NestedString(db.Object, "status", "binding", "phase"); phase != "Bound" || len(db.GetOwnerReferences()) != 0 {
+		t.Errorf("the claim's database is %q with owners %v; want Bound and owned by nothing", phase, db.GetOwnerReferences())
+	}
 	conn, err := providertest.ConnectWithSecret(ctx, secret.Data, "")
 	if err != nil {
 		t.Fatalf("the tenant cannot log in with its Secret: %v", err)
@@ -483,13 +514,20 @@ func deploymentOf(ctx context.Context, t *testing.T, kube client.Client, rev str
 // asynchronously).
 func waitAllowed(ctx context.Context, t *testing.T, kc kubernetes.Interface, user string, ra authzv1.ResourceAttributes) {
 	t.Helper()
+	waitAccess(ctx, t, kc, user, []string{"system:serviceaccounts", "system:serviceaccounts:crossplane-system", "system:authenticated"}, ra, true)
+}
+
+// waitAccess waits until the authorizer answers allowed for user in
+// groups (aggregated roles take a moment to fill).
+func waitAccess(ctx context.Context, t *testing.T, kc kubernetes.Interface, user string, groups []string, ra authzv1.ResourceAttributes, allowed bool) {
+	t.Helper()
 	if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		r, err := kc.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:crossplane-system", "system:authenticated"}, ResourceAttributes: &ra,
+			User: user, Groups: groups, ResourceAttributes: &ra,
 		}}, metav1.CreateOptions{})
-		return err == nil && r.Status.Allowed, err
+		return err == nil && r.Status.Allowed == allowed, err
 	}); err != nil {
-		t.Errorf("%s may not %s %s.%s: %v", user, ra.Verb, ra.Resource, ra.Group, err)
+		t.Errorf("%s (groups %v) may %s %s.%s in %q: want %t: %v", user, groups, ra.Verb, ra.Resource, ra.Group, ra.Namespace, allowed, err)
 	}
 }
 

@@ -38,6 +38,7 @@ var kinds = []kind{
 	}, setup: database.Setup},
 	{name: "PostgreSQLBinding", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLBindingGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
+		v1alpha1.PostgreSQLInstanceGroupVersionKind,
 	}, setup: binding.Setup},
 	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
 	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{

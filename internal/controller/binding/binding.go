@@ -63,6 +63,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLBinding{}).
 		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOf)).
+		// A binding waiting for its Instance provisions as soon as it exists.
+		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(r.provisionersOn)).
 		Complete(errors.WithSilentRequeueOnConflict(r))
 }
 
@@ -80,6 +82,21 @@ func (r *reconciler) bindingsOf(ctx context.Context, o client.Object) []reconcil
 	var out []reconcile.Request
 	for _, b := range l.Items {
 		if b.Spec.DatabaseRef.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+		}
+	}
+	return out
+}
+
+// provisionersOn maps an Instance to the bindings that provision on it.
+func (r *reconciler) provisionersOn(ctx context.Context, o client.Object) []reconcile.Request {
+	l := &v1alpha1.PostgreSQLBindingList{}
+	if err := r.kube.List(ctx, l); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, b := range l.Items {
+		if p := b.Spec.Provision; p != nil && p.InstanceRef.Name == o.GetName() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
 		}
 	}
@@ -221,6 +238,18 @@ func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, 
 func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBinding) error {
 	p := b.Spec.Provision
 	name := b.Spec.DatabaseRef.Name
+	// Nothing new is provisioned on an Instance that is missing or being
+	// deleted: it would only hold the Instance's deletion.
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := r.kube.Get(ctx, client.ObjectKey{Name: p.InstanceRef.Name}, in); err != nil {
+		if !kerrors.IsNotFound(err) {
+			return errors.Wrapf(err, "cannot get PostgreSQLInstance %q", p.InstanceRef.Name)
+		}
+		return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q does not exist; nothing is provisioned", p.InstanceRef.Name)), nil)
+	}
+	if meta.WasDeleted(in) {
+		return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())), nil)
+	}
 	db := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: name},
 		Spec: v1alpha1.PostgreSQLDatabaseSpec{

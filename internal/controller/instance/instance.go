@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -289,8 +291,44 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 			}
 		}
 	}
+	tenants, err := tenantComposites(ctx, kube, in)
+	if err != nil {
+		return nil, err
+	}
+	users = append(users, tenants...)
 	sort.Strings(users)
 	return users, nil
+}
+
+// TenantCompositeKind is the kind of the tenant composite that the tenant
+// Configuration's XRD defines in this group.
+const TenantCompositeKind = "XPostgreSQLTenant"
+
+// tenantComposites lists the tenant composites (one per PostgreSQLTenant
+// claim) that name in, as "XPostgreSQLTenant name (claim ns/name)". They
+// hold the Instance from the moment a claim exists, before anything was
+// provisioned for it. Where the XRD is not installed there are none.
+func tenantComposites(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(TenantCompositeKind + "List"))
+	if err := kube.List(ctx, l); err != nil {
+		// Not installed, or removed with the tenant Configuration (a
+		// cached mapping then answers NotFound).
+		if apimeta.IsNoMatchError(err) || kerrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", TenantCompositeKind)
+	}
+	var out []string
+	for _, x := range l.Items {
+		if name, _, _ := unstructured.NestedString(x.Object, "spec", "instanceRef", "name"); name != in.GetName() {
+			continue
+		}
+		ns, _, _ := unstructured.NestedString(x.Object, "spec", "claimRef", "namespace")
+		claim, _, _ := unstructured.NestedString(x.Object, "spec", "claimRef", "name")
+		out = append(out, fmt.Sprintf("%s %s (claim %s/%s)", TenantCompositeKind, x.GetName(), ns, claim))
+	}
+	return out, nil
 }
 
 // boundTo: a resource not yet bound to any Instance counts as referring to

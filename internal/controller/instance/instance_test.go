@@ -9,9 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -347,6 +351,46 @@ func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
 	if got.Status.Phase != v1alpha1.InstancePhaseDeleting {
 		t.Errorf("phase = %q, want Deleting", got.Status.Phase)
 	}
+
+	// A tenant's claim holds it from the start: its composite and the
+	// binding that will provision on it.
+	composite := tenantComposite(ctx, t, "held")
+	binding := &v1alpha1.PostgreSQLBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "heldtenant", Namespace: "held-users"},
+		Spec: v1alpha1.PostgreSQLBindingSpec{
+			Tenant: "heldtenant", DatabaseRef: v1alpha1.LocalReference{Name: "heldtenant"},
+			Provision: &v1alpha1.BindingProvision{InstanceRef: v1alpha1.InstanceReference{Name: "held"}, Database: "heldtenant"},
+		},
+	}
+	create(ctx, t, binding)
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		users, err := instance.References(ctx, env.Kube, got)
+		if err != nil {
+			return false, err
+		}
+		all := strings.Join(users, ", ")
+		return strings.Contains(all, "XPostgreSQLTenant heldtenant-x1 (claim held-users/heldtenant)") && strings.Contains(all, "PostgreSQLBinding held-users/heldtenant"), nil
+	})
+	if err != nil {
+		t.Fatalf("a tenant's composite and binding do not hold the Instance: %v", err)
+	}
+	// The Instance being deleted, nothing is provisioned for the binding.
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		b := &v1alpha1.PostgreSQLBinding{}
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(binding), b)
+		return err == nil && strings.Contains(b.GetCondition(xpv2.TypeReady).Message, "being deleted: nothing new is provisioned"), err
+	})
+	if err != nil {
+		t.Fatalf("the binding does not say that nothing is provisioned on an Instance being deleted: %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "held-users", Name: "heldtenant"}, &v1alpha1.PostgreSQLDatabase{}); !kerrors.IsNotFound(err) {
+		t.Errorf("a database was provisioned on an Instance being deleted: %v", err)
+	}
+	for _, o := range []client.Object{binding, composite} {
+		if err := env.Kube.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Still held a while later.
 	time.Sleep(2 * time.Second)
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), got); err != nil {
@@ -377,4 +421,49 @@ func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = 'helddb'").Scan(&n); err != nil || n != 1 {
 		t.Errorf("the retained database is gone (count %d, err %v)", n, err)
 	}
+}
+
+// tenantComposite installs a minimal CRD for the tenant composite kind
+// (the one Crossplane derives from the tenant XRD) and creates a composite
+// naming instance, as a PostgreSQLTenant claim's would.
+func tenantComposite(ctx context.Context, t *testing.T, instanceName string) *unstructured.Unstructured {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "xpostgresqltenants.database.ayatori.ddupan.top"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: v1alpha1.Group, Scope: apiextensionsv1.ClusterScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "XPostgreSQLTenant", ListKind: "XPostgreSQLTenantList", Plural: "xpostgresqltenants", Singular: "xpostgresqltenant"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: v1alpha1.Version, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", XPreserveUnknownFields: ptr.To(true)},
+					},
+				}},
+			}},
+		},
+	}
+	if err := envtest.CreateCRDs(env.ControlPlane.Config, []*apiextensionsv1.CustomResourceDefinition{crd}); err != nil {
+		t.Fatal(err)
+	}
+	if err := envtest.WaitForCRDs(env.ControlPlane.Config, []*apiextensionsv1.CustomResourceDefinition{crd}, envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "XPostgreSQLTenant",
+		"metadata": map[string]any{"name": "heldtenant-x1"},
+		"spec": map[string]any{
+			"instanceRef": map[string]any{"name": instanceName},
+			"claimRef":    map[string]any{"namespace": "held-users", "name": "heldtenant"},
+		},
+	}}
+	// The client's REST mapper learns the new kind on its next miss.
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Create(ctx, u)
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
