@@ -115,10 +115,10 @@ func deleteAndWait(ctx context.Context, t *testing.T, o client.Object) {
 }
 
 // pgCount counts rows of a catalog query run as the admin.
-func pgCount(ctx context.Context, t *testing.T, query string, args ...any) int {
+func pgCount(ctx context.Context, t *testing.T, query string) int {
 	t.Helper()
 	var n int
-	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, query, args...).Scan(&n); err != nil {
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
