@@ -20,4 +20,10 @@ const (
 	// import). Existence alone is not Ready: the provider changes nothing
 	// and nothing may be delivered from it.
 	ReasonObserveOnly = "ObserveOnly"
+
+	// ReasonPolicyRefused: what the spec asks would cross the privilege
+	// boundary between a namespace and the server that the Instance's
+	// policy draws. The message names the field and the rule; nothing was
+	// sent to the server.
+	ReasonPolicyRefused = "PolicyRefused"
 )

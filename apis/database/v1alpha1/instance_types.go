@@ -155,6 +155,72 @@ type PostgreSQLInstanceSpec struct {
 	// no SQL runs. Absent means every namespace.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// Policy is what namespaced resources on this Instance may ask of the
+	// server, beyond what is always allowed. Safe by default: no role gets
+	// CREATEROLE, REPLICATION or BYPASSRLS, no role becomes a member of a
+	// predefined pg_* role or of a role with SUPERUSER, CREATEROLE,
+	// BYPASSRLS or REPLICATION (nor is handed what a role owns), no
+	// database copies a template other than template0 and template1, roles
+	// set only settings any user may set (pg_settings.context user), and
+	// nothing is granted on the system catalogs. Each is checked against
+	// the server's catalog before any statement is sent; a refusal is a
+	// Ready condition (reason PolicyRefused) naming the field and the rule.
+	// +optional
+	Policy InstancePolicy `json:"policy,omitempty"`
+}
+
+// PolicyRoleAttribute is a role attribute an Instance's policy may allow.
+// +kubebuilder:validation:Enum=CreateRole;Replication;BypassRLS
+type PolicyRoleAttribute string
+
+// Role attributes a policy may allow.
+const (
+	PolicyCreateRole  PolicyRoleAttribute = "CreateRole"
+	PolicyReplication PolicyRoleAttribute = "Replication"
+	PolicyBypassRLS   PolicyRoleAttribute = "BypassRLS"
+)
+
+// InstancePolicy widens, for every namespace that may use the Instance,
+// what its resources may ask of the server.
+type InstancePolicy struct {
+	// AllowRoleAttributes lists the attributes PostgreSQLRoles on this
+	// Instance may set: CreateRole (on PostgreSQL 15 and older close to
+	// superuser), Replication, BypassRLS. SUPERUSER is never set by the
+	// provider.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	AllowRoleAttributes []PolicyRoleAttribute `json:"allowRoleAttributes,omitempty"`
+
+	// AllowTemplates lists databases, besides template0 and template1, that
+	// PostgreSQLDatabases on this Instance may copy (TEMPLATE). Copying a
+	// database copies all its data.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	AllowTemplates []string `json:"allowTemplates,omitempty"`
+
+	// AllowSettings lists configuration parameters, beyond those any user
+	// may set (pg_settings.context user), that PostgreSQLRoles on this
+	// Instance may set for their sessions (ALTER ROLE … SET).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`
+	// +optional
+	AllowSettings []string `json:"allowSettings,omitempty"`
+
+	// AllowMembershipOf lists roles that are predefined (pg_*) or have
+	// SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION, of which roles on
+	// this Instance may nevertheless become members (memberOf, a Membership
+	// PostgreSQLGrant) or be handed owned objects (reassignOwnedTo); for
+	// example pg_read_all_data for a reporting namespace.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	AllowMembershipOf []string `json:"allowMembershipOf,omitempty"`
 }
 
 // AdminPrivileges is what the admin role may do on the server.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -112,6 +113,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		// where the reconciler would replace the condition with Creating.
 		if err := e.checkExtensionsAvailable(mg); err != nil {
 			return managed.ExternalObservation{}, err
+		}
+		if t := mg.Spec.ForProvider.Template; t != nil {
+			if r := boundary.PolicyOf(e.instance).Template("spec.forProvider.template", *t); r != nil {
+				return managed.ExternalObservation{}, boundary.Refuse(mg, r)
+			}
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}

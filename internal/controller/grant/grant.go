@@ -26,6 +26,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -206,6 +207,15 @@ func (e *grantExternal) split(listed []string, objects []postgres.ObservedObject
 
 func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	if !meta.WasDeleted(mg) {
+		field := "spec.forProvider.schema"
+		if p.Schema == nil {
+			field = "spec.forProvider.schemaRef"
+		}
+		if r := boundary.SystemSchema(field, ap.Schema); r != nil {
+			return managed.ExternalObservation{}, boundary.Refuse(mg, r)
+		}
+	}
 	if err := e.prepare(ctx, mg); err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -371,6 +381,20 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	if err != nil {
 		mg.SetConditions(condition(ReasonUnsupported, err.Error()))
 		return managed.ExternalObservation{}, err
+	}
+	if len(e.stmts) > 0 {
+		// Checked before any grant, against the catalog as it is now.
+		field := "spec.forProvider.memberOf"
+		if p.MemberOf == nil {
+			field = "spec.forProvider.memberOfRef"
+		}
+		r, err := boundary.PolicyOf(e.conn.Instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, []boundary.Named{{Field: field, Name: ap.MemberOf}})
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		if r != nil {
+			return managed.ExternalObservation{}, boundary.Refuse(mg, r)
+		}
 	}
 	if len(e.stmts) == 0 {
 		mg.SetConditions(xpv2.Available())

@@ -32,6 +32,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 )
@@ -147,6 +148,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		if err := instance.CheckProvisioning(e.instance); err != nil {
 			return managed.ExternalObservation{}, err
 		}
+		if err := e.checkBoundary(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 
@@ -173,8 +177,14 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
 	}
 
-	mg.SetConditions(xpv2.Available())
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), uid)
+	if len(stmts) > 0 {
+		// Checked before any change, against the catalog as it is now.
+		if err := e.checkBoundary(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
+	mg.SetConditions(xpv2.Available())
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
@@ -256,6 +266,55 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 
 func (e *external) Disconnect(context.Context) error { return nil }
 
+// checkBoundary refuses, before anything is sent, what the role asks that
+// would cross the Instance's privilege boundary: attributes, memberships,
+// settings, and the heir of what it owns.
+func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	p, fp := boundary.PolicyOf(e.instance), mg.Spec.ForProvider
+	asked := map[v1alpha1.PolicyRoleAttribute]string{}
+	for a, v := range map[v1alpha1.PolicyRoleAttribute]*bool{
+		v1alpha1.PolicyCreateRole: fp.CreateRole, v1alpha1.PolicyReplication: fp.Replication, v1alpha1.PolicyBypassRLS: fp.BypassRLS,
+	} {
+		if v != nil && *v {
+			asked[a] = "spec.forProvider." + map[v1alpha1.PolicyRoleAttribute]string{
+				v1alpha1.PolicyCreateRole: "createRole", v1alpha1.PolicyReplication: "replication", v1alpha1.PolicyBypassRLS: "bypassRls",
+			}[a]
+		}
+	}
+	if r := p.RoleAttributes(asked); r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	cat := boundary.ServerCatalog{Q: e.pool}
+	var roles []boundary.Named
+	for i, m := range fp.MemberOf {
+		roles = append(roles, boundary.Named{Field: fmt.Sprintf("spec.forProvider.memberOf[%d]", i), Name: m})
+	}
+	if h := mg.Spec.ReassignOwnedTo; h != "" && mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
+		roles = append(roles, boundary.Named{Field: "spec.reassignOwnedTo", Name: h})
+	}
+	if r, err := p.Memberships(ctx, cat, roles); err != nil || r != nil {
+		return refusedOr(mg, r, err)
+	}
+	var settings []boundary.Named
+	for i, c := range fp.ConfigurationParameters {
+		settings = append(settings, boundary.Named{Field: fmt.Sprintf("spec.forProvider.configurationParameters[%d].name", i), Name: c.Name})
+	}
+	r, err := p.Settings(ctx, cat, settings)
+	return refusedOr(mg, r, err)
+}
+
+// refusedOr is the error of a boundary check: its refusal, set on mg's
+// Ready condition, or the error that kept it from deciding.
+func refusedOr(mg *v1alpha1.PostgreSQLRole, r *boundary.Refusal, err error) error {
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	return nil
+}
+
 // releaseOwned applies ownedObjectsOnDelete before a drop: in the
 // maintenance database and in every database a PostgreSQLDatabase manages
 // on the same Instance, it reassigns or drops what the role owns there.
@@ -263,6 +322,15 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	var stmts []string
 	switch mg.Spec.OwnedObjectsOnDelete {
 	case v1alpha1.OwnedObjectsReassign:
+		// Handing a role's objects (SECURITY DEFINER functions among them)
+		// to a privileged role would run them with its powers.
+		refused, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, []boundary.Named{{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}})
+		if err != nil {
+			return err
+		}
+		if refused != nil {
+			return boundary.Refuse(mg, refused)
+		}
 		stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
 	case v1alpha1.OwnedObjectsDrop:
 		stmts = postgres.DropOwnedStatements(mg.RoleName())

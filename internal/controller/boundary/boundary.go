@@ -1,0 +1,277 @@
+// Package boundary draws the privilege boundary between a namespace and the
+// server: what a namespaced resource on a PostgreSQLInstance may ask of the
+// server through the provider's admin connection. Each rule is checked
+// against the server's catalog as it is now, before any statement is sent;
+// a refusal names the field and the rule. The Instance's policy
+// (spec.policy) widens what is allowed, never the namespace.
+package boundary
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+)
+
+// Rules a refusal names.
+const (
+	// RulePredefinedRole: no membership of a predefined pg_* role (they
+	// read and write files and run programs on the database host, read all
+	// data, signal backends …).
+	RulePredefinedRole = "PredefinedRole"
+	// RulePrivilegedRole: no membership of (or handing owned objects to) a
+	// role with SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION.
+	RulePrivilegedRole = "PrivilegedRole"
+	// RuleRoleAttribute: no CREATEROLE, REPLICATION or BYPASSRLS on a role.
+	RuleRoleAttribute = "RoleAttribute"
+	// RuleTemplate: no database copied from a template other than
+	// template0 and template1.
+	RuleTemplate = "Template"
+	// RuleSetting: only settings any user may set (pg_settings.context
+	// user).
+	RuleSetting = "Setting"
+	// RuleSystemCatalog: no grant on the system catalogs.
+	RuleSystemCatalog = "SystemCatalog"
+)
+
+// A Refusal is what the boundary refuses: the field, the rule and why.
+type Refusal struct {
+	Field, Rule, Why string
+	// Allow says how an admin allows it, "" when nothing can.
+	Allow string
+}
+
+func (r *Refusal) Error() string {
+	msg := fmt.Sprintf("%s: refused by the rule %s: %s. Nothing was sent to the server", r.Field, r.Rule, r.Why)
+	if r.Allow != "" {
+		msg += "; " + r.Allow
+	}
+	return msg
+}
+
+// Condition is the Ready condition of a resource refused by r.
+func (r *Refusal) Condition() xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: v1alpha1.ReasonPolicyRefused, Message: r.Error(),
+	}
+}
+
+// Refuse sets a refused resource's Ready condition and returns the
+// refusal as its error, so the reconciler backs off and changes nothing.
+func Refuse(mg interface{ SetConditions(...xpv2.Condition) }, r *Refusal) error {
+	mg.SetConditions(r.Condition())
+	return r
+}
+
+// A Policy is an Instance's boundary.
+type Policy struct {
+	v1alpha1.InstancePolicy
+	// Instance is the Instance's name, for messages.
+	Instance string
+}
+
+// PolicyOf returns the boundary of in.
+func PolicyOf(in *v1alpha1.PostgreSQLInstance) Policy {
+	return Policy{InstancePolicy: in.Spec.Policy, Instance: in.GetName()}
+}
+
+func (p Policy) allowIn(field, value string) string {
+	return fmt.Sprintf("a platform admin may allow it by adding %q to spec.policy.%s of PostgreSQLInstance %s", value, field, p.Instance)
+}
+
+// RoleAttributes refuses the attributes a role asks for that the policy
+// does not allow. attrs maps each attribute to its field.
+func (p Policy) RoleAttributes(asked map[v1alpha1.PolicyRoleAttribute]string) *Refusal {
+	for _, a := range []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyCreateRole, v1alpha1.PolicyReplication, v1alpha1.PolicyBypassRLS} {
+		field, ok := asked[a]
+		if !ok || slices.Contains(p.AllowRoleAttributes, a) {
+			continue
+		}
+		return &Refusal{Field: field, Rule: RuleRoleAttribute,
+			Why:   fmt.Sprintf("%s lets a role step outside its namespace (CREATEROLE manages other roles, on PostgreSQL 15 and older nearly as a superuser; REPLICATION reads every database's changes; BYPASSRLS ignores row-level security)", strings.ToUpper(string(a))),
+			Allow: p.allowIn("allowRoleAttributes", string(a))}
+	}
+	return nil
+}
+
+// Template refuses a template other than template0, template1 or one the
+// policy allows.
+func (p Policy) Template(field, template string) *Refusal {
+	if template == "" || template == "template0" || template == "template1" || slices.Contains(p.AllowTemplates, template) {
+		return nil
+	}
+	return &Refusal{Field: field, Rule: RuleTemplate,
+		Why:   fmt.Sprintf("copying database %q would copy all its data, which may be another tenant's", template),
+		Allow: p.allowIn("allowTemplates", template)}
+}
+
+// SystemSchema refuses a grant whose objects are in a system schema.
+func SystemSchema(field, schema string) *Refusal {
+	if schema != "pg_catalog" && schema != "information_schema" && !strings.HasPrefix(schema, "pg_toast") && !strings.HasPrefix(schema, "pg_temp") {
+		return nil
+	}
+	return &Refusal{Field: field, Rule: RuleSystemCatalog,
+		Why: fmt.Sprintf("schema %q holds the system catalogs (pg_authid holds every role's password verifier); privileges there are never granted", schema)}
+}
+
+// A Named is a role or setting name and the field it comes from.
+type Named struct {
+	Field, Name string
+}
+
+// RoleFacts is what the catalog says of a role.
+type RoleFacts struct {
+	Superuser, CreateRole, BypassRLS, Replication bool
+}
+
+// Powers lists the attributes that make a role privileged.
+func (f RoleFacts) Powers() []string {
+	var out []string
+	for _, a := range []struct {
+		on   bool
+		name string
+	}{{f.Superuser, "SUPERUSER"}, {f.CreateRole, "CREATEROLE"}, {f.BypassRLS, "BYPASSRLS"}, {f.Replication, "REPLICATION"}} {
+		if a.on {
+			out = append(out, a.name)
+		}
+	}
+	return out
+}
+
+// A Catalog reads what the checks need from the server.
+type Catalog interface {
+	// Roles returns the facts of the named roles that exist.
+	Roles(ctx context.Context, names []string) (map[string]RoleFacts, error)
+	// SettingContexts returns pg_settings.context of the named settings
+	// that the session can see.
+	SettingContexts(ctx context.Context, names []string) (map[string]string, error)
+}
+
+// Memberships refuses making a role a member of (or handing what it owns
+// to) a predefined role or a privileged one, unless the policy allows that
+// role. A role that does not exist yet has no powers; the check runs again
+// before every change.
+func (p Policy) Memberships(ctx context.Context, cat Catalog, roles []Named) (*Refusal, error) {
+	var ask []string
+	for _, r := range roles {
+		if slices.Contains(p.AllowMembershipOf, r.Name) {
+			continue
+		}
+		if strings.HasPrefix(r.Name, "pg_") {
+			return &Refusal{Field: r.Field, Rule: RulePredefinedRole,
+				Why:   fmt.Sprintf("%q is a predefined role: its members may act on the server beyond any namespace (files and programs on the database host, all data, other sessions)", r.Name),
+				Allow: p.allowIn("allowMembershipOf", r.Name)}, nil
+		}
+		ask = append(ask, r.Name)
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	facts, err := cat.Roles(ctx, ask)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the roles' attributes")
+	}
+	for _, r := range roles {
+		if f, ok := facts[r.Name]; ok && len(f.Powers()) > 0 && !slices.Contains(p.AllowMembershipOf, r.Name) {
+			return &Refusal{Field: r.Field, Rule: RulePrivilegedRole,
+				Why:   fmt.Sprintf("role %q has %s on the server: a member, or a role handed its objects, would gain them", r.Name, strings.Join(f.Powers(), ", ")),
+				Allow: p.allowIn("allowMembershipOf", r.Name)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// Settings refuses settings a role may not set for its sessions: those
+// whose pg_settings.context is not user (superuser-only, server-wide or
+// start-up settings), and those the session cannot see, unless the policy
+// allows them. A custom setting (a name with a dot, such as app.tenant) is
+// any user's.
+func (p Policy) Settings(ctx context.Context, cat Catalog, settings []Named) (*Refusal, error) {
+	var ask []string
+	for _, s := range settings {
+		if !strings.Contains(s.Name, ".") && !slices.Contains(p.AllowSettings, s.Name) {
+			ask = append(ask, s.Name)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	contexts, err := cat.SettingContexts(ctx, ask)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the settings' contexts")
+	}
+	for _, s := range settings {
+		if !slices.Contains(ask, s.Name) {
+			continue
+		}
+		c, ok := contexts[s.Name]
+		switch {
+		case !ok:
+			return &Refusal{Field: s.Field, Rule: RuleSetting,
+				Why:   fmt.Sprintf("the server knows no setting %q that the admin can see", s.Name),
+				Allow: p.allowIn("allowSettings", s.Name)}, nil
+		case c != "user":
+			return &Refusal{Field: s.Field, Rule: RuleSetting,
+				Why:   fmt.Sprintf("setting %q is not one any user may set (its pg_settings.context is %s)", s.Name, c),
+				Allow: p.allowIn("allowSettings", s.Name)}, nil
+		}
+	}
+	return nil, nil
+}
+
+// ServerCatalog reads a Catalog from a server.
+type ServerCatalog struct {
+	Q postgres.RowsQuerier
+}
+
+const rolesSQL = `SELECT rolname, rolsuper, rolcreaterole, rolbypassrls, rolreplication FROM pg_roles WHERE rolname = ANY($1)`
+
+// Roles implements Catalog.
+func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]RoleFacts, error) {
+	rows, err := c.Q.Query(ctx, rolesSQL, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]RoleFacts{}
+	for rows.Next() {
+		var name string
+		var f RoleFacts
+		if err := rows.Scan(&name, &f.Superuser, &f.CreateRole, &f.BypassRLS, &f.Replication); err != nil {
+			return nil, err
+		}
+		out[name] = f
+	}
+	return out, rows.Err()
+}
+
+const settingsSQL = `SELECT name, context FROM pg_settings WHERE name = ANY($1)`
+
+// SettingContexts implements Catalog.
+func (c ServerCatalog) SettingContexts(ctx context.Context, names []string) (map[string]string, error) {
+	rows, err := c.Q.Query(ctx, settingsSQL, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, context string
+		if err := rows.Scan(&name, &context); err != nil {
+			return nil, err
+		}
+		out[name] = context
+	}
+	return out, rows.Err()
+}

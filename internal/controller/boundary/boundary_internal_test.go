@@ -1,0 +1,149 @@
+package boundary
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// fakeCatalog answers from maps: pure logic is tested without a server.
+type fakeCatalog struct {
+	roles    map[string]RoleFacts
+	settings map[string]string
+}
+
+func (f fakeCatalog) Roles(_ context.Context, names []string) (map[string]RoleFacts, error) {
+	out := map[string]RoleFacts{}
+	for _, n := range names {
+		if r, ok := f.roles[n]; ok {
+			out[n] = r
+		}
+	}
+	return out, nil
+}
+
+func (f fakeCatalog) SettingContexts(_ context.Context, names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		if c, ok := f.settings[n]; ok {
+			out[n] = c
+		}
+	}
+	return out, nil
+}
+
+var catalog = fakeCatalog{
+	roles: map[string]RoleFacts{
+		"postgres": {Superuser: true}, "manager": {CreateRole: true}, "replicator": {Replication: true},
+		"auditor": {BypassRLS: true}, "orders_owner": {},
+	},
+	settings: map[string]string{"statement_timeout": "user", "role": "user", "log_statement": "superuser", "session_replication_role": "superuser", "shared_buffers": "postmaster"},
+}
+
+// refusal is what a test compares of a Refusal.
+type refusal struct{ Field, Rule string }
+
+func of(r *Refusal) *refusal {
+	if r == nil {
+		return nil
+	}
+	return &refusal{Field: r.Field, Rule: r.Rule}
+}
+
+func TestMemberships(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		policy v1alpha1.InstancePolicy
+		roles  []Named
+		want   *refusal
+	}{
+		"OwnRole":       {reason: "A role without powers is fine.", roles: []Named{{"f[0]", "orders_owner"}}},
+		"MissingRole":   {reason: "A role that does not exist has no powers (the server refuses the grant itself).", roles: []Named{{"f[0]", "nobody"}}},
+		"Predefined":    {reason: "Predefined roles are refused by name.", roles: []Named{{"f[0]", "orders_owner"}, {"f[1]", "pg_execute_server_program"}}, want: &refusal{"f[1]", RulePredefinedRole}},
+		"Superuser":     {reason: "A superuser is refused.", roles: []Named{{"f[0]", "postgres"}}, want: &refusal{"f[0]", RulePrivilegedRole}},
+		"CreateRole":    {reason: "A CREATEROLE role is refused.", roles: []Named{{"f[0]", "manager"}}, want: &refusal{"f[0]", RulePrivilegedRole}},
+		"Replication":   {reason: "A REPLICATION role is refused.", roles: []Named{{"f[0]", "replicator"}}, want: &refusal{"f[0]", RulePrivilegedRole}},
+		"BypassRLS":     {reason: "A BYPASSRLS role is refused.", roles: []Named{{"f[0]", "auditor"}}, want: &refusal{"f[0]", RulePrivilegedRole}},
+		"AllowedByName": {reason: "The policy may allow a predefined role.", policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"pg_read_all_data"}}, roles: []Named{{"f[0]", "pg_read_all_data"}}},
+		"AllowedPrivileged": {reason: "The policy may allow a privileged role.", policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"auditor"}},
+			roles: []Named{{"f[0]", "auditor"}}},
+		"AllowOneNotAnother": {reason: "Allowing one role allows only that one.", policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"pg_read_all_data"}},
+			roles: []Named{{"f[0]", "pg_read_all_data"}, {"f[1]", "pg_write_server_files"}}, want: &refusal{"f[1]", RulePredefinedRole}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.Memberships(context.Background(), catalog, tc.roles)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestSettings(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		policy   v1alpha1.InstancePolicy
+		settings []Named
+		want     *refusal
+	}{
+		"UserContext":  {reason: "Settings any user may set are fine.", settings: []Named{{"s[0]", "statement_timeout"}, {"s[1]", "role"}}},
+		"Custom":       {reason: "Custom settings (with a dot) are any user's.", settings: []Named{{"s[0]", "app.tenant"}}},
+		"Superuser":    {reason: "Superuser settings are refused.", settings: []Named{{"s[0]", "statement_timeout"}, {"s[1]", "session_replication_role"}}, want: &refusal{"s[1]", RuleSetting}},
+		"Postmaster":   {reason: "Server-wide settings are refused.", settings: []Named{{"s[0]", "shared_buffers"}}, want: &refusal{"s[0]", RuleSetting}},
+		"Unknown":      {reason: "A setting the admin cannot see is refused.", settings: []Named{{"s[0]", "mystery"}}, want: &refusal{"s[0]", RuleSetting}},
+		"AllowedByAdm": {reason: "The policy may allow a setting.", policy: v1alpha1.InstancePolicy{AllowSettings: []string{"log_statement"}}, settings: []Named{{"s[0]", "log_statement"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.Settings(context.Background(), catalog, tc.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestRoleAttributesTemplatesAndCatalogs(t *testing.T) {
+	p := Policy{Instance: "main"}
+	allowing := Policy{Instance: "main", InstancePolicy: v1alpha1.InstancePolicy{
+		AllowRoleAttributes: []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyReplication}, AllowTemplates: []string{"golden"},
+	}}
+	cases := map[string]struct {
+		reason string
+		got    *Refusal
+		want   *refusal
+	}{
+		"NoAttributes":       {reason: "Asking for no attribute is fine.", got: p.RoleAttributes(nil)},
+		"CreateRole":         {reason: "CREATEROLE is refused by default.", got: p.RoleAttributes(map[v1alpha1.PolicyRoleAttribute]string{v1alpha1.PolicyCreateRole: "spec.forProvider.createRole"}), want: &refusal{"spec.forProvider.createRole", RuleRoleAttribute}},
+		"ReplicationAllowed": {reason: "An allowed attribute passes.", got: allowing.RoleAttributes(map[v1alpha1.PolicyRoleAttribute]string{v1alpha1.PolicyReplication: "r"})},
+		"BypassNotAllowed":   {reason: "Allowing one attribute does not allow another.", got: allowing.RoleAttributes(map[v1alpha1.PolicyRoleAttribute]string{v1alpha1.PolicyReplication: "r", v1alpha1.PolicyBypassRLS: "b"}), want: &refusal{"b", RuleRoleAttribute}},
+		"Template0":          {reason: "template0 is always fine.", got: p.Template("t", "template0")},
+		"Template1":          {reason: "template1 is always fine.", got: p.Template("t", "template1")},
+		"OtherDatabase":      {reason: "Copying another database is refused.", got: p.Template("t", "orders"), want: &refusal{"t", RuleTemplate}},
+		"AllowedTemplate":    {reason: "The policy may allow a template.", got: allowing.Template("t", "golden")},
+		"UserSchema":         {reason: "A user schema is fine.", got: SystemSchema("s", "public")},
+		"PgCatalog":          {reason: "pg_catalog is refused.", got: SystemSchema("s", "pg_catalog"), want: &refusal{"s", RuleSystemCatalog}},
+		"InformationSchema":  {reason: "information_schema is refused.", got: SystemSchema("s", "information_schema"), want: &refusal{"s", RuleSystemCatalog}},
+		"Toast":              {reason: "pg_toast is refused.", got: SystemSchema("s", "pg_toast"), want: &refusal{"s", RuleSystemCatalog}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, of(tc.got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+			if tc.got != nil && tc.got.Why == "" {
+				t.Errorf("%s\nthe refusal does not say why", tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,236 @@
+package boundary_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const ns = "hostile"
+
+var env *providertest.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		Postgres: pgserver.Options{LogStatement: "all"},
+	}, func(e *providertest.Env) { env = e }))
+}
+
+// A vector is one thing a hostile namespace asks, and what the boundary
+// must answer.
+type vector struct {
+	name  string
+	obj   func(instance, suffix string) client.Object
+	field string
+	rule  string
+}
+
+func role(instance, name string, mutate func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-")},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: instance},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name)},
+		},
+	}
+	mutate(r)
+	return r
+}
+
+func vectors(superuser string) []vector {
+	return []vector{
+		{name: "MemberOfPredefined", field: "spec.forProvider.memberOf[0]", rule: boundary.RulePredefinedRole,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_exec"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"pg_execute_server_program"} })
+			}},
+		{name: "MemberOfSuperuser", field: "spec.forProvider.memberOf[0]", rule: boundary.RulePrivilegedRole,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_super"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{superuser} })
+			}},
+		{name: "CreateRole", field: "spec.forProvider.createRole", rule: boundary.RuleRoleAttribute,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_cr"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.CreateRole = ptr.To(true) })
+			}},
+		{name: "Replication", field: "spec.forProvider.replication", rule: boundary.RuleRoleAttribute,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_repl"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Replication = ptr.To(true) })
+			}},
+		{name: "BypassRLS", field: "spec.forProvider.bypassRls", rule: boundary.RuleRoleAttribute,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_rls"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.BypassRLS = ptr.To(true) })
+			}},
+		{name: "SuperuserSetting", field: "spec.forProvider.configurationParameters[0].name", rule: boundary.RuleSetting,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_srr"+s, func(r *v1alpha1.PostgreSQLRole) {
+					r.Spec.ForProvider.ConfigurationParameters = []v1alpha1.ConfigurationParameter{{Name: "session_replication_role", Value: "replica"}}
+				})
+			}},
+		{name: "ReassignToSuperuser", field: "spec.reassignOwnedTo", rule: boundary.RulePrivilegedRole,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_heir"+s, func(r *v1alpha1.PostgreSQLRole) {
+					r.Spec.OwnedObjectsOnDelete, r.Spec.ReassignOwnedTo = v1alpha1.OwnedObjectsReassign, superuser
+				})
+			}},
+		{name: "TemplateOfAnotherDatabase", field: "spec.forProvider.template", rule: boundary.RuleTemplate,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLDatabase{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-copy" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLDatabaseSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("h_copy" + s), Template: ptr.To("victim")},
+					},
+				}
+			}},
+		{name: "GrantOfPredefinedRole", field: "spec.forProvider.memberOf", rule: boundary.RulePredefinedRole,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLGrant{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-files" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLGrantSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("pg_read_server_files")},
+					},
+				}
+			}},
+		{name: "GrantOnSystemCatalog", field: "spec.forProvider.schema", rule: boundary.RuleSystemCatalog,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLGrant{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-authid" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLGrantSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLGrantParameters{
+							Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("pg_catalog"),
+							Objects: []string{"pg_authid"}, Privileges: []v1alpha1.Privilege{"SELECT"},
+						},
+					},
+				}
+			}},
+	}
+}
+
+// ddl finds a statement that changes something and names one of the
+// hostile objects (identifiers are always quoted).
+var ddl = regexp.MustCompile(`(?i)(CREATE|ALTER|GRANT|REASSIGN|COMMENT|DROP)[^\n]*"h_`)
+
+// TestHostileNamespace is a namespace allowed to create the managed kinds
+// trying to take the server admin's power, on a server whose admin is a
+// superuser and on one whose admin is what managed services give
+// (CREATEDB + CREATEROLE): every attempt is refused with a condition naming
+// the field and the rule, and the provider sends no statement for any of
+// them. Each is then allowed by the Instance's policy where it can be.
+func TestHostileNamespace(t *testing.T) {
+	ctx := context.Background()
+	pg := env.Connect(ctx, t, "postgres")
+	for _, stmt := range []string{
+		"CREATE DATABASE victim", "CREATE ROLE tenant_app",
+		"CREATE ROLE svc_admin LOGIN CREATEDB CREATEROLE PASSWORD 'svc-admin-pw-1'",
+	} {
+		if _, err := pg.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.AdminSecret(ctx, "svc-admin", "svc_admin", "svc-admin-pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	managed := env.Main.DeepCopy()
+	managed.ObjectMeta = metav1.ObjectMeta{Name: "managed"}
+	managed.Status = v1alpha1.PostgreSQLInstanceStatus{}
+	managed.Spec.AdminCredentialRef.Name = "svc-admin"
+	env.Create(ctx, t, managed)
+	env.Ready(ctx, t, managed, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	log, err := env.Postgres.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := len(log)
+	for _, in := range []string{"main", "managed"} {
+		t.Run(in, func(t *testing.T) {
+			for _, v := range vectors(env.Postgres.AdminUser) {
+				t.Run(v.name, func(t *testing.T) {
+					o := v.obj(in, "_"+in)
+					env.Create(ctx, t, o)
+					c, ok := o.(providertest.Conditioned)
+					if !ok {
+						t.Fatalf("%T has no conditions", o)
+					}
+					env.Ready(ctx, t, c, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+					msg := c.GetCondition(xpv2.TypeReady).Message
+					for _, want := range []string{v.field, "rule " + v.rule, "Nothing was sent to the server"} {
+						if !strings.Contains(msg, want) {
+							t.Errorf("the refusal %q does not say %q", msg, want)
+						}
+					}
+				})
+			}
+		})
+	}
+	// A poll later, still nothing was sent.
+	time.Sleep(3 * time.Second)
+	log, err = env.Postgres.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ddl.FindAllString(string(log[from:]), 5); len(m) > 0 {
+		t.Errorf("the provider sent statements for refused resources: %q", m)
+	}
+	var roles int
+	if err := pg.QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'h\\_%'").Scan(&roles); err != nil || roles != 0 {
+		t.Errorf("%d hostile roles exist on the server (%v)", roles, err)
+	}
+
+	t.Run("AllowedByThePlatform", func(t *testing.T) {
+		// The platform admin widens the superuser Instance's policy: what
+		// it allows now goes through, and nothing else.
+		cur := &v1alpha1.PostgreSQLInstance{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Name: "main"}, cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.Policy = v1alpha1.InstancePolicy{
+			AllowRoleAttributes: []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyCreateRole, v1alpha1.PolicyReplication, v1alpha1.PolicyBypassRLS},
+			AllowTemplates:      []string{"victim"},
+			AllowSettings:       []string{"session_replication_role"},
+			AllowMembershipOf:   []string{"pg_read_server_files"},
+		}
+		if err := env.Kube.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vectors(env.Postgres.AdminUser) {
+			want := map[string]bool{
+				"CreateRole": true, "Replication": true, "BypassRLS": true, "TemplateOfAnotherDatabase": true,
+				"SuperuserSetting": true, "GrantOfPredefinedRole": true,
+			}[v.name]
+			o := v.obj("main", "_main")
+			c, _ := o.(providertest.Conditioned) //nolint:forcetypeassert // Every vector is a managed resource.
+			if want {
+				if err := env.WaitForReady(ctx, c, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); err != nil {
+					t.Errorf("%s, allowed by the policy: %v", v.name, err)
+				}
+				continue
+			}
+			// Still refused: the policy allowed other roles.
+			if err := env.WaitForReady(ctx, c, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused, 10*time.Second); err != nil {
+				t.Errorf("%s is no longer refused: %v", v.name, err)
+			}
+		}
+		var attrs string
+		if err := pg.QueryRow(ctx, "SELECT concat_ws(',', rolcreaterole, (SELECT rolreplication FROM pg_roles WHERE rolname = 'h_repl_main')) FROM pg_roles WHERE rolname = 'h_cr_main'").Scan(&attrs); err != nil || attrs != "t,t" {
+			t.Errorf("allowed attributes on the server: %q (%v)", attrs, err)
+		}
+	})
+}
