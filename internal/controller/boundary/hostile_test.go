@@ -216,7 +216,10 @@ func TestHostileNamespace(t *testing.T) {
 				"SuperuserSetting": true, "GrantOfPredefinedRole": true,
 			}[v.name]
 			o := v.obj("main", "_main")
-			c, _ := o.(providertest.Conditioned) //nolint:forcetypeassert // Every vector is a managed resource.
+			c, ok := o.(providertest.Conditioned)
+			if !ok {
+				t.Fatalf("%T has no conditions", o)
+			}
 			if want {
 				if err := env.WaitForReady(ctx, c, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); err != nil {
 					t.Errorf("%s, allowed by the policy: %v", v.name, err)

@@ -103,23 +103,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, err
 	}
 	if got == nil {
-		if meta.WasDeleted(mg) {
-			return managed.ExternalObservation{}, nil
-		}
-		if err := instance.CheckProvisioning(e.instance); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		// Refuse before creating anything, and here rather than in Create,
-		// where the reconciler would replace the condition with Creating.
-		if err := e.checkExtensionsAvailable(mg); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		if t := mg.Spec.ForProvider.Template; t != nil {
-			if r := boundary.PolicyOf(e.instance).Template("spec.forProvider.template", *t); r != nil {
-				return managed.ExternalObservation{}, boundary.Refuse(mg, r)
-			}
-		}
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{}, e.checkCreate(mg)
 	}
 
 	uid := string(mg.GetUID())
@@ -160,6 +144,30 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	}
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(extStmts) == 0}, nil
+}
+
+// checkCreate refuses to create the database where it must not be: on an
+// Instance being deleted, with extensions the server lacks, or across the
+// Instance's privilege boundary. It runs in Observe, before anything is
+// created, rather than in Create, where the reconciler would replace the
+// condition with Creating. A database being deleted that does not exist
+// is simply gone.
+func (e *external) checkCreate(mg *v1alpha1.PostgreSQLDatabase) error {
+	if meta.WasDeleted(mg) {
+		return nil
+	}
+	if err := instance.CheckProvisioning(e.instance); err != nil {
+		return err
+	}
+	if err := e.checkExtensionsAvailable(mg); err != nil {
+		return err
+	}
+	if t := mg.Spec.ForProvider.Template; t != nil {
+		if r := boundary.PolicyOf(e.instance).Template("spec.forProvider.template", *t); r != nil {
+			return boundary.Refuse(mg, r)
+		}
+	}
+	return nil
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalCreation, error) {

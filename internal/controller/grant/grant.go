@@ -207,14 +207,8 @@ func (e *grantExternal) split(listed []string, objects []postgres.ObservedObject
 
 func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
-	if !meta.WasDeleted(mg) {
-		field := "spec.forProvider.schema"
-		if p.Schema == nil {
-			field = "spec.forProvider.schemaRef"
-		}
-		if r := boundary.SystemSchema(field, ap.Schema); r != nil {
-			return managed.ExternalObservation{}, boundary.Refuse(mg, r)
-		}
+	if err := checkSystemSchema(mg); err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	if err := e.prepare(ctx, mg); err != nil {
 		return managed.ExternalObservation{}, err
@@ -274,6 +268,22 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 
 // unsupportedError sets and returns the condition of privileges the server
 // is too old for.
+// checkSystemSchema refuses a grant on the system catalogs (deleting one
+// revokes what it granted, wherever that was).
+func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
+	if meta.WasDeleted(mg) {
+		return nil
+	}
+	field := "spec.forProvider.schema"
+	if mg.Spec.ForProvider.Schema == nil {
+		field = "spec.forProvider.schemaRef"
+	}
+	if r := boundary.SystemSchema(field, mg.Status.AtProvider.Schema); r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	return nil
+}
+
 func unsupportedError(mg resource.Managed, version int, unsupported []string, on string) error {
 	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
 	mg.SetConditions(condition(ReasonUnsupported, msg))
