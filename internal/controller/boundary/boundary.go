@@ -200,7 +200,10 @@ func (p Policy) Memberships(ctx context.Context, cat Catalog, roles []Named) (*R
 func (p Policy) Settings(ctx context.Context, cat Catalog, settings []Named) (*Refusal, error) {
 	var ask []string
 	for _, s := range settings {
-		if !strings.Contains(s.Name, ".") && !slices.Contains(p.AllowSettings, s.Name) {
+		// role is not listed in pg_settings, but a session may set it only
+		// to a role it is a member of (the server checks at login): tenant
+		// logins use it to act as their database's owner.
+		if s.Name != "role" && !strings.Contains(s.Name, ".") && !slices.Contains(p.AllowSettings, s.Name) {
 			ask = append(ask, s.Name)
 		}
 	}

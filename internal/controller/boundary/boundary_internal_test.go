@@ -40,7 +40,8 @@ var catalog = fakeCatalog{
 		"postgres": {Superuser: true}, "manager": {CreateRole: true}, "replicator": {Replication: true},
 		"auditor": {BypassRLS: true}, "orders_owner": {},
 	},
-	settings: map[string]string{"statement_timeout": "user", "role": "user", "log_statement": "superuser", "session_replication_role": "superuser", "shared_buffers": "postmaster"},
+	// As on a real server: role is not in pg_settings.
+	settings: map[string]string{"statement_timeout": "user", "log_statement": "superuser", "session_replication_role": "superuser", "shared_buffers": "postmaster"},
 }
 
 // refusal is what a test compares of a Refusal.
@@ -93,7 +94,9 @@ func TestSettings(t *testing.T) {
 		settings []Named
 		want     *refusal
 	}{
-		"UserContext":  {reason: "Settings any user may set are fine.", settings: []Named{{"s[0]", "statement_timeout"}, {"s[1]", "role"}}},
+		"UserContext":  {reason: "Settings any user may set are fine.", settings: []Named{{"s[0]", "statement_timeout"}}},
+		"Role":         {reason: "role, which pg_settings does not list, is a session's own (the server checks membership).", settings: []Named{{"s[0]", "role"}}},
+		"SessionAuth":  {reason: "session_authorization, which pg_settings does not list either, is refused.", settings: []Named{{"s[0]", "session_authorization"}}, want: &refusal{"s[0]", RuleSetting}},
 		"Custom":       {reason: "Custom settings (with a dot) are any user's.", settings: []Named{{"s[0]", "app.tenant"}}},
 		"Superuser":    {reason: "Superuser settings are refused.", settings: []Named{{"s[0]", "statement_timeout"}, {"s[1]", "session_replication_role"}}, want: &refusal{"s[1]", RuleSetting}},
 		"Postmaster":   {reason: "Server-wide settings are refused.", settings: []Named{{"s[0]", "shared_buffers"}}, want: &refusal{"s[0]", RuleSetting}},

@@ -154,6 +154,14 @@ func TestHostileNamespace(t *testing.T) {
 	env.Create(ctx, t, managed)
 	env.Ready(ctx, t, managed, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
+	// What a tenant's login really asks is allowed on the real server:
+	// role (which pg_settings does not list) and a user setting.
+	friendly := role("main", "ok_login", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.ConfigurationParameters = []v1alpha1.ConfigurationParameter{{Name: "role", Value: "tenant_app"}, {Name: "statement_timeout", Value: "5s"}}
+	})
+	env.Create(ctx, t, friendly)
+	env.Ready(ctx, t, friendly, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
 	log, err := env.Postgres.Log()
 	if err != nil {
 		t.Fatal(err)
