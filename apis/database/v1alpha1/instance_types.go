@@ -211,16 +211,28 @@ type InstancePolicy struct {
 	// +optional
 	AllowSettings []string `json:"allowSettings,omitempty"`
 
-	// AllowMembershipOf lists roles that are predefined (pg_*) or have
-	// SUPERUSER, CREATEROLE, BYPASSRLS or REPLICATION, of which roles on
-	// this Instance may nevertheless become members (memberOf, a Membership
-	// PostgreSQLGrant) or be handed owned objects (reassignOwnedTo); for
-	// example pg_read_all_data for a reporting namespace.
+	// AllowMembershipOf lists roles of which roles in any namespace on this
+	// Instance may become members (memberOf, a Membership PostgreSQLGrant)
+	// or be handed owned objects (reassignOwnedTo), although they are
+	// predefined (pg_*), have SUPERUSER, CREATEROLE, BYPASSRLS or
+	// REPLICATION, or are not managed from that namespace; for example
+	// pg_read_all_data for a reporting namespace, or a shared read-only
+	// role.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	AllowMembershipOf []string `json:"allowMembershipOf,omitempty"`
+
+	// AllowDatabases lists databases in which resources of any namespace on
+	// this Instance may act (PostgreSQLGrants, PostgreSQLSchemas,
+	// PostgreSQLDefaultPrivileges) although no PostgreSQLDatabase of that
+	// namespace manages them, such as a shared database.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	AllowDatabases []string `json:"allowDatabases,omitempty"`
 }
 
 // AdminPrivileges is what the admin role may do on the server.

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -42,7 +43,19 @@ const (
 	RuleSetting = "Setting"
 	// RuleSystemCatalog: no grant on the system catalogs.
 	RuleSystemCatalog = "SystemCatalog"
+	// RuleOtherNamespace: memberships only of roles, and grants only in
+	// databases, managed from the resource's own namespace.
+	RuleOtherNamespace = "OtherNamespace"
 )
+
+// A Namespace is what is managed from one namespace: the UIDs of its
+// PostgreSQLRoles and PostgreSQLDatabases, which the ownership markers on
+// the server name.
+type Namespace struct {
+	Name      string
+	Roles     map[string]bool
+	Databases map[string]bool
+}
 
 // A Refusal is what the boundary refuses: the field, the rule and why.
 type Refusal struct {
@@ -133,6 +146,8 @@ type Named struct {
 // RoleFacts is what the catalog says of a role.
 type RoleFacts struct {
 	Superuser, CreateRole, BypassRLS, Replication bool
+	// Marker is the UID its ownership marker names, "" for none.
+	Marker string
 }
 
 // Powers lists the attributes that make a role privileged.
@@ -156,13 +171,17 @@ type Catalog interface {
 	// SettingContexts returns pg_settings.context of the named settings
 	// that the session can see.
 	SettingContexts(ctx context.Context, names []string) (map[string]string, error)
+	// DatabaseMarker returns the UID the named database's ownership marker
+	// names ("" for none) and whether it exists.
+	DatabaseMarker(ctx context.Context, name string) (string, bool, error)
 }
 
 // Memberships refuses making a role a member of (or handing what it owns
-// to) a predefined role or a privileged one, unless the policy allows that
-// role. A role that does not exist yet has no powers; the check runs again
-// before every change.
-func (p Policy) Memberships(ctx context.Context, cat Catalog, roles []Named) (*Refusal, error) {
+// to) a predefined role, a privileged one, or one not managed from ns,
+// unless the policy allows that role. A role that does not exist yet has
+// no powers and is no one's (the server refuses a grant of it); the check
+// runs again before every change.
+func (p Policy) Memberships(ctx context.Context, cat Catalog, ns Namespace, roles []Named) (*Refusal, error) {
 	var ask []string
 	for _, r := range roles {
 		if slices.Contains(p.AllowMembershipOf, r.Name) {
@@ -183,13 +202,44 @@ func (p Policy) Memberships(ctx context.Context, cat Catalog, roles []Named) (*R
 		return nil, errors.Wrap(err, "cannot read the roles' attributes")
 	}
 	for _, r := range roles {
-		if f, ok := facts[r.Name]; ok && len(f.Powers()) > 0 && !slices.Contains(p.AllowMembershipOf, r.Name) {
+		f, ok := facts[r.Name]
+		if !ok || slices.Contains(p.AllowMembershipOf, r.Name) {
+			continue
+		}
+		if len(f.Powers()) > 0 {
 			return &Refusal{Field: r.Field, Rule: RulePrivilegedRole,
 				Why:   fmt.Sprintf("role %q has %s on the server: a member, or a role handed its objects, would gain them", r.Name, strings.Join(f.Powers(), ", ")),
 				Allow: p.allowIn("allowMembershipOf", r.Name)}, nil
 		}
+		if !ns.Roles[f.Marker] {
+			return &Refusal{Field: r.Field, Rule: RuleOtherNamespace,
+				Why: fmt.Sprintf("role %q is not managed from namespace %s (no PostgreSQLRole of this namespace created it): its members would reach what it can, another tenant's data or the DBA's",
+					r.Name, ns.Name),
+				Allow: p.allowIn("allowMembershipOf", r.Name)}, nil
+		}
 	}
 	return nil, nil
+}
+
+// Database refuses acting in a database not managed from ns (granting in
+// it, creating schemas in it, changing its default privileges), unless the
+// policy allows that database. A database that does not exist is no one's
+// (the server refuses to act in it).
+func (p Policy) Database(ctx context.Context, cat Catalog, ns Namespace, field, name string) (*Refusal, error) {
+	if slices.Contains(p.AllowDatabases, name) {
+		return nil, nil
+	}
+	marker, exists, err := cat.DatabaseMarker(ctx, name)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the database's ownership marker")
+	}
+	if !exists || ns.Databases[marker] {
+		return nil, nil
+	}
+	return &Refusal{Field: field, Rule: RuleOtherNamespace,
+		Why: fmt.Sprintf("database %q is not managed from namespace %s (no PostgreSQLDatabase of this namespace created it): privileges there would reach another tenant's data or the DBA's",
+			name, ns.Name),
+		Allow: p.allowIn("allowDatabases", name)}, nil
 }
 
 // Settings refuses settings a role may not set for its sessions: those
@@ -238,7 +288,8 @@ type ServerCatalog struct {
 	Q postgres.RowsQuerier
 }
 
-const rolesSQL = `SELECT rolname, rolsuper, rolcreaterole, rolbypassrls, rolreplication FROM pg_roles WHERE rolname = ANY($1)`
+const rolesSQL = `SELECT rolname, rolsuper, rolcreaterole, rolbypassrls, rolreplication, coalesce(shobj_description(oid, 'pg_authid'), '')
+  FROM pg_roles WHERE rolname = ANY($1)`
 
 // Roles implements Catalog.
 func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]RoleFacts, error) {
@@ -249,11 +300,12 @@ func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]Ro
 	defer rows.Close()
 	out := map[string]RoleFacts{}
 	for rows.Next() {
-		var name string
+		var name, comment string
 		var f RoleFacts
-		if err := rows.Scan(&name, &f.Superuser, &f.CreateRole, &f.BypassRLS, &f.Replication); err != nil {
+		if err := rows.Scan(&name, &f.Superuser, &f.CreateRole, &f.BypassRLS, &f.Replication, &comment); err != nil {
 			return nil, err
 		}
+		_, f.Marker = postgres.ParseMarker(comment)
 		out[name] = f
 	}
 	return out, rows.Err()
@@ -277,4 +329,44 @@ func (c ServerCatalog) SettingContexts(ctx context.Context, names []string) (map
 		out[name] = context
 	}
 	return out, rows.Err()
+}
+
+const databaseMarkerSQL = `SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1`
+
+// DatabaseMarker implements Catalog.
+func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string, bool, error) {
+	rows, err := c.Q.Query(ctx, databaseMarkerSQL, name)
+	if err != nil {
+		return "", false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return "", false, rows.Err()
+	}
+	var comment string
+	if err := rows.Scan(&comment); err != nil {
+		return "", false, err
+	}
+	_, marker := postgres.ParseMarker(comment)
+	return marker, true, rows.Err()
+}
+
+// NamespaceOf lists what is managed from namespace ns.
+func NamespaceOf(ctx context.Context, kube client.Reader, ns string) (Namespace, error) {
+	out := Namespace{Name: ns, Roles: map[string]bool{}, Databases: map[string]bool{}}
+	roles := &v1alpha1.PostgreSQLRoleList{}
+	if err := kube.List(ctx, roles, client.InNamespace(ns)); err != nil {
+		return out, errors.Wrap(err, "cannot list the PostgreSQLRoles of the namespace")
+	}
+	for _, r := range roles.Items {
+		out.Roles[string(r.GetUID())] = true
+	}
+	dbs := &v1alpha1.PostgreSQLDatabaseList{}
+	if err := kube.List(ctx, dbs, client.InNamespace(ns)); err != nil {
+		return out, errors.Wrap(err, "cannot list the PostgreSQLDatabases of the namespace")
+	}
+	for _, d := range dbs.Items {
+		out.Databases[string(d.GetUID())] = true
+	}
+	return out, nil
 }

@@ -11,8 +11,14 @@ import (
 
 // fakeCatalog answers from maps: pure logic is tested without a server.
 type fakeCatalog struct {
-	roles    map[string]RoleFacts
-	settings map[string]string
+	roles     map[string]RoleFacts
+	settings  map[string]string
+	databases map[string]string
+}
+
+func (f fakeCatalog) DatabaseMarker(_ context.Context, name string) (string, bool, error) {
+	m, ok := f.databases[name]
+	return m, ok, nil
 }
 
 func (f fakeCatalog) Roles(_ context.Context, names []string) (map[string]RoleFacts, error) {
@@ -38,11 +44,15 @@ func (f fakeCatalog) SettingContexts(_ context.Context, names []string) (map[str
 var catalog = fakeCatalog{
 	roles: map[string]RoleFacts{
 		"postgres": {Superuser: true}, "manager": {CreateRole: true}, "replicator": {Replication: true},
-		"auditor": {BypassRLS: true}, "orders_owner": {},
+		"auditor": {BypassRLS: true}, "orders_owner": {Marker: "uid-orders-owner"}, "ledger_owner": {Marker: "uid-ledger-owner"}, "dba_readers": {},
 	},
+	databases: map[string]string{"orders": "uid-orders", "ledger": "uid-ledger", "postgres": ""},
 	// As on a real server: role is not in pg_settings.
 	settings: map[string]string{"statement_timeout": "user", "log_statement": "superuser", "session_replication_role": "superuser", "shared_buffers": "postmaster"},
 }
+
+// shop manages orders and its owner role.
+var shop = Namespace{Name: "shop", Roles: map[string]bool{"uid-orders-owner": true}, Databases: map[string]bool{"uid-orders": true}}
 
 // refusal is what a test compares of a Refusal.
 type refusal struct{ Field, Rule string }
@@ -61,7 +71,10 @@ func TestMemberships(t *testing.T) {
 		roles  []Named
 		want   *refusal
 	}{
-		"OwnRole":       {reason: "A role without powers is fine.", roles: []Named{{"f[0]", "orders_owner"}}},
+		"OwnRole":       {reason: "A role managed from the namespace, without powers, is fine.", roles: []Named{{"f[0]", "orders_owner"}}},
+		"OtherTenants":  {reason: "A role managed from another namespace is refused.", roles: []Named{{"f[0]", "orders_owner"}, {"f[1]", "ledger_owner"}}, want: &refusal{"f[1]", RuleOtherNamespace}},
+		"Unmanaged":     {reason: "A role no resource manages (the DBA's) is refused.", roles: []Named{{"f[0]", "dba_readers"}}, want: &refusal{"f[0]", RuleOtherNamespace}},
+		"SharedAllowed": {reason: "The policy may share a role with every namespace.", policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"dba_readers"}}, roles: []Named{{"f[0]", "dba_readers"}}},
 		"MissingRole":   {reason: "A role that does not exist has no powers (the server refuses the grant itself).", roles: []Named{{"f[0]", "nobody"}}},
 		"Predefined":    {reason: "Predefined roles are refused by name.", roles: []Named{{"f[0]", "orders_owner"}, {"f[1]", "pg_execute_server_program"}}, want: &refusal{"f[1]", RulePredefinedRole}},
 		"Superuser":     {reason: "A superuser is refused.", roles: []Named{{"f[0]", "postgres"}}, want: &refusal{"f[0]", RulePrivilegedRole}},
@@ -76,7 +89,7 @@ func TestMemberships(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.Memberships(context.Background(), catalog, tc.roles)
+			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.Memberships(context.Background(), catalog, shop, tc.roles)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,6 +159,32 @@ func TestRoleAttributesTemplatesAndCatalogs(t *testing.T) {
 			}
 			if tc.got != nil && tc.got.Why == "" {
 				t.Errorf("%s\nthe refusal does not say why", tc.reason)
+			}
+		})
+	}
+}
+
+func TestDatabase(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		policy v1alpha1.InstancePolicy
+		db     string
+		want   *refusal
+	}{
+		"Own":          {reason: "A database managed from the namespace is fine.", db: "orders"},
+		"OtherTenants": {reason: "Another namespace's database is refused.", db: "ledger", want: &refusal{"d", RuleOtherNamespace}},
+		"Unmanaged":    {reason: "A database no resource manages is refused.", db: "postgres", want: &refusal{"d", RuleOtherNamespace}},
+		"Allowed":      {reason: "The policy may share a database.", policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}}, db: "postgres"},
+		"Missing":      {reason: "A database that does not exist is no one's: the server refuses to act in it.", db: "nowhere"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.Database(context.Background(), catalog, shop, "d", tc.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -27,7 +27,7 @@ var env *providertest.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns, "victims"},
 		Postgres: pgserver.Options{LogStatement: "all"},
 	}, func(e *providertest.Env) { env = e }))
 }
@@ -107,6 +107,33 @@ func vectors(superuser string) []vector {
 					},
 				}
 			}},
+		{name: "MemberOfAnotherNamespacesRole", field: "spec.forProvider.memberOf[0]", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return role(in, "h_thief"+s, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"victim_owner"} })
+			}},
+		{name: "GrantOfAnotherNamespacesRole", field: "spec.forProvider.memberOf", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLGrant{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-steal" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLGrantSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("victim_owner")},
+					},
+				}
+			}},
+		{name: "GrantInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLGrant{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-connect" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLGrantSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLGrantParameters{
+							Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("victim_db"),
+							Privileges: []v1alpha1.Privilege{"CONNECT", "CREATE"},
+						},
+					},
+				}
+			}},
 		{name: "GrantOnSystemCatalog", field: "spec.forProvider.schema", rule: boundary.RuleSystemCatalog,
 			obj: func(in, s string) client.Object {
 				return &v1alpha1.PostgreSQLGrant{
@@ -125,7 +152,7 @@ func vectors(superuser string) []vector {
 
 // ddl finds a statement that changes something and names one of the
 // hostile objects (identifiers are always quoted).
-var ddl = regexp.MustCompile(`(?i)(CREATE|ALTER|GRANT|REASSIGN|COMMENT|DROP)[^\n]*"h_`)
+var ddl = regexp.MustCompile(`(?i)(CREATE|ALTER|GRANT|REASSIGN|COMMENT|DROP)[^\n]*"(h_|victim_)`)
 
 // TestHostileNamespace is a namespace allowed to create the managed kinds
 // trying to take the server admin's power, on a server whose admin is a
@@ -153,6 +180,25 @@ func TestHostileNamespace(t *testing.T) {
 	managed.Spec.AdminCredentialRef.Name = "svc-admin"
 	env.Create(ctx, t, managed)
 	env.Ready(ctx, t, managed, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	// Another tenant, whose role and database the hostile namespace goes
+	// after.
+	victimOwner := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: "victim-owner"},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("victim_owner"), Login: ptr.To(false)},
+		},
+	}
+	victimDB := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: "victim-db"},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("victim_db"), OwnerRef: &v1alpha1.LocalReference{Name: "victim-owner"}},
+		},
+	}
+	env.Create(ctx, t, victimOwner, victimDB)
+	env.Ready(ctx, t, victimDB, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
 	// What a tenant's login really asks is allowed on the real server:
 	// role (which pg_settings does not list) and a user setting.

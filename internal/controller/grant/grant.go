@@ -263,11 +263,34 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, orNone(e.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
-	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld}, nil
+	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld})
 }
 
-// unsupportedError sets and returns the condition of privileges the server
-// is too old for.
+// guard lets a grant that would change something act only in a database
+// managed from its own namespace (or one the Instance's policy allows),
+// checked against the database's ownership marker now.
+func (e *grantExternal) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o managed.ExternalObservation) (managed.ExternalObservation, error) {
+	if o.ResourceUpToDate || meta.WasDeleted(mg) {
+		return o, nil
+	}
+	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	field := "spec.forProvider.database"
+	if mg.Spec.ForProvider.Database == nil {
+		field = "spec.forProvider.databaseRef"
+	}
+	r, err := boundary.PolicyOf(e.conn.Instance).Database(ctx, boundary.ServerCatalog{Q: e.conn.Pool}, ns, field, mg.Status.AtProvider.Database)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if r != nil {
+		return managed.ExternalObservation{}, boundary.Refuse(mg, r)
+	}
+	return o, nil
+}
+
 // checkSystemSchema refuses a grant on the system catalogs (deleting one
 // revokes what it granted, wherever that was).
 func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
@@ -284,6 +307,8 @@ func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
 	return nil
 }
 
+// unsupportedError sets and returns the condition of privileges the server
+// is too old for.
 func unsupportedError(mg resource.Managed, version int, unsupported []string, on string) error {
 	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
 	mg.SetConditions(condition(ReasonUnsupported, msg))
@@ -398,7 +423,11 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 		if p.MemberOf == nil {
 			field = "spec.forProvider.memberOfRef"
 		}
-		r, err := boundary.PolicyOf(e.conn.Instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, []boundary.Named{{Field: field, Name: ap.MemberOf}})
+		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		r, err := boundary.PolicyOf(e.conn.Instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: field, Name: ap.MemberOf}})
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}

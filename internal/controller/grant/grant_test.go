@@ -31,7 +31,12 @@ var (
 
 func TestMain(m *testing.M) {
 	// Poll every 2s so that drift repair and steady state can be observed.
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		// Databases and roles these tests make by hand, as a DBA would:
+		// shared with the namespace by the Instance's policy.
+		Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre"}, AllowMembershipOf: []string{"mgroup"}},
+	}, func(e *providertest.Env) {
 		env, main = e, e.Main
 	}))
 }

@@ -292,8 +292,14 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if h := mg.Spec.ReassignOwnedTo; h != "" && mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
 		roles = append(roles, boundary.Named{Field: "spec.reassignOwnedTo", Name: h})
 	}
-	if r, err := p.Memberships(ctx, cat, roles); err != nil || r != nil {
-		return refusedOr(mg, r, err)
+	if len(roles) > 0 {
+		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+		if err != nil {
+			return err
+		}
+		if r, err := p.Memberships(ctx, cat, ns, roles); err != nil || r != nil {
+			return refusedOr(mg, r, err)
+		}
 	}
 	var settings []boundary.Named
 	for i, c := range fp.ConfigurationParameters {
@@ -324,7 +330,11 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	case v1alpha1.OwnedObjectsReassign:
 		// Handing a role's objects (SECURITY DEFINER functions among them)
 		// to a privileged role would run them with its powers.
-		refused, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, []boundary.Named{{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}})
+		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+		if err != nil {
+			return err
+		}
+		refused, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}})
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,12 @@ var (
 
 func TestMain(m *testing.M) {
 	// Poll every 2s so that drift repair and steady state can be observed.
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		// Roles these tests make by hand, as a DBA would: shared with the
+		// namespace by the Instance's policy.
+		Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "heir"}},
+	}, func(e *providertest.Env) {
 		env, main = e, e.Main
 	}))
 }
