@@ -134,6 +134,29 @@ func vectors(superuser string) []vector {
 					},
 				}
 			}},
+		{name: "SchemaInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLSchema{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-schema" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLSchemaSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLSchemaParameters{Name: ptr.To("h_schema" + s), Database: ptr.To("victim_db")},
+					},
+				}
+			}},
+		{name: "DefaultPrivilegesInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLDefaultPrivileges{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-defaults" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLDefaultPrivilegesSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLDefaultPrivilegesParameters{
+							Role: ptr.To("tenant_app"), Owner: ptr.To("victim_owner"), Database: ptr.To("victim_db"), Schema: ptr.To("public"),
+							ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: []v1alpha1.Privilege{"SELECT"},
+						},
+					},
+				}
+			}},
 		{name: "GrantOnSystemCatalog", field: "spec.forProvider.schema", rule: boundary.RuleSystemCatalog,
 			obj: func(in, s string) client.Object {
 				return &v1alpha1.PostgreSQLGrant{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -152,6 +153,22 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(e.plan.Grant))))
+	}
+	if !e.plan.Empty() {
+		// Only in a database of its namespace, and only for the future
+		// objects of a role it may use: default privileges FOR ROLE another
+		// tenant's (or a superuser's) role would hand out what it creates.
+		field := "spec.forProvider.owner"
+		if p.Owner == nil {
+			field = "spec.forProvider.ownerRef"
+		}
+		dbField := "spec.forProvider.database"
+		if p.Database == nil {
+			dbField = "spec.forProvider.databaseRef"
+		}
+		if err := checkBoundary(ctx, e.kube, e.conn, mg, dbField, ap.Database, []boundary.Named{{Field: field, Name: ap.Owner}}); err != nil {
+			return managed.ExternalObservation{}, err
+		}
 	}
 	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: e.plan.Empty()}, nil
 }

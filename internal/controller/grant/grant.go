@@ -273,22 +273,35 @@ func (e *grantExternal) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant,
 	if o.ResourceUpToDate || meta.WasDeleted(mg) {
 		return o, nil
 	}
-	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
 	field := "spec.forProvider.database"
 	if mg.Spec.ForProvider.Database == nil {
 		field = "spec.forProvider.databaseRef"
 	}
-	r, err := boundary.PolicyOf(e.conn.Instance).Database(ctx, boundary.ServerCatalog{Q: e.conn.Pool}, ns, field, mg.Status.AtProvider.Database)
-	if err != nil {
+	if err := checkBoundary(ctx, e.kube, e.conn, mg, field, mg.Status.AtProvider.Database, nil); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if r != nil {
-		return managed.ExternalObservation{}, boundary.Refuse(mg, r)
-	}
 	return o, nil
+}
+
+// checkBoundary refuses acting in a database not managed from mg's
+// namespace, or for roles it may not use (see boundary.Memberships).
+func checkBoundary(ctx context.Context, kube client.Reader, conn *instance.Connection, mg resource.Managed, field, database string, roles []boundary.Named) error {
+	ns, err := boundary.NamespaceOf(ctx, kube, mg.GetNamespace())
+	if err != nil {
+		return err
+	}
+	p, cat := boundary.PolicyOf(conn.Instance), boundary.ServerCatalog{Q: conn.Pool}
+	r, err := p.Database(ctx, cat, ns, field, database)
+	if err == nil && r == nil && len(roles) > 0 {
+		r, err = p.Memberships(ctx, cat, ns, roles)
+	}
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	return nil
 }
 
 // checkSystemSchema refuses a grant on the system catalogs (deleting one

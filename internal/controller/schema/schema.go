@@ -20,6 +20,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -60,6 +61,27 @@ type external struct {
 	conn *instance.Connection
 	// pool is that of the schema's database, once Observe found it.
 	pool *pgxpool.Pool
+}
+
+// checkDatabase refuses creating a schema in a database not managed from
+// the resource's namespace (unless the Instance's policy allows it).
+func (e *external) checkDatabase(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db string) error {
+	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+	if err != nil {
+		return err
+	}
+	field := "spec.forProvider.database"
+	if mg.Spec.ForProvider.Database == nil {
+		field = "spec.forProvider.databaseRef"
+	}
+	r, err := boundary.PolicyOf(e.conn.Instance).Database(ctx, boundary.ServerCatalog{Q: e.conn.Pool}, ns, field, db)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	return nil
 }
 
 func (e *external) resolver(mg *v1alpha1.PostgreSQLSchema) reference.Resolver {
@@ -112,7 +134,10 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 		if meta.WasDeleted(mg) {
 			return managed.ExternalObservation{}, nil
 		}
-		return managed.ExternalObservation{ResourceExists: false}, instance.CheckProvisioning(e.conn.Instance)
+		if err := instance.CheckProvisioning(e.conn.Instance); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{ResourceExists: false}, e.checkDatabase(ctx, mg, db)
 	}
 	switch instance.OwnershipOf(mg, got.MarkerOwner) {
 	case instance.Owned:

@@ -28,7 +28,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+	os.Exit(providertest.Run(m, providertest.Options{
+		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+		// The maintenance database these tests put schemas in is the DBA's:
+		// shared with the namespace by the Instance's policy.
+		Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}},
+	}, func(e *providertest.Env) {
 		env, main = e, e.Main
 	}))
 }
