@@ -41,10 +41,12 @@ func TestBindingIsFrozen(t *testing.T) {
 		mutate func(*v1alpha1.PostgreSQLBinding)
 		want   string
 	}{
-		"Tenant":       {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Tenant = "other" }, "tenant cannot be changed"},
-		"DatabaseRef":  {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.DatabaseRef.Name = "ledger" }, "a binding never moves to another database"},
-		"Database":     {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.Database = "ledger" }, "cannot change"},
-		"Reclaim":      {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.ManagementPolicies = xpv2.ManagementPolicies{"*"} }, "fixed at provisioning"},
+		"Tenant":      {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Tenant = "other" }, "tenant cannot be changed"},
+		"DatabaseRef": {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.DatabaseRef.Name = "ledger" }, "a binding never moves to another database"},
+		"Database":    {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.Database = "ledger" }, "cannot change"},
+		"Reclaim": {func(b *v1alpha1.PostgreSQLBinding) {
+			b.Spec.Provision.ManagementPolicies = xpv2.ManagementPolicies{"*"}
+		}, "fixed at provisioning"},
 		"ExtensionOut": {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.Extensions = nil }, "append-only"},
 		"NoProvision":  {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision = nil }, "provision cannot be added or removed"},
 	}
