@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -86,7 +88,8 @@ func waitClaimReady(ctx context.Context, t *testing.T, core *crossplane.Core, c 
 }
 
 // waitClaimCondition waits until the claim has a condition of type typ
-// with status and reason, and returns it.
+// with status and reason (both empty: any decision, not "Provisioning"),
+// and returns it.
 func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core, c *unstructured.Unstructured, typ, status, reason string) map[string]any {
 	t.Helper()
 	var conds []any
@@ -97,7 +100,13 @@ func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core
 		}
 		conds, _, _ = unstructured.NestedSlice(c.Object, "status", "conditions")
 		for _, x := range conds {
-			if m, ok := x.(map[string]any); ok && m["type"] == typ && m["status"] == status && m["reason"] == reason {
+			m, ok := x.(map[string]any)
+			if !ok || m["type"] != typ {
+				continue
+			}
+			// Empty status and reason wait for any decision but the first
+			// "waiting" one.
+			if status == "" && m["reason"] != "Provisioning" || m["status"] == status && m["reason"] == reason {
 				found = m
 				return true, nil
 			}
@@ -223,6 +232,66 @@ func TestTenantEndToEnd(t *testing.T) {
 		assertNoAccess(ctx, t, "finance", "thief")
 		if _, err := providertest.ConnectWithSecret(ctx, secret, ""); err != nil {
 			t.Errorf("the orders tenant lost its access: %v", err)
+		}
+	})
+
+	t.Run("FiveClaimsRaceForOneDatabase", func(t *testing.T) {
+		// Five claims in one namespace ask for the same admin-registered
+		// database at once, ten times: exactly one is delivered each round;
+		// the others get no login role and no Secret, and say who holds it.
+		if err := env.Namespace(ctx, "race"); err != nil {
+			t.Fatal(err)
+		}
+		for round := range 10 {
+			name := fmt.Sprintf("race_%d", round)
+			owner := &v1alpha1.PostgreSQLRole{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "race", Name: fmt.Sprintf("race-%d-owner", round)},
+				Spec: v1alpha1.PostgreSQLRoleSpec{
+					InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name + "_owner"), Login: ptr.To(false)},
+				},
+			}
+			db := &v1alpha1.PostgreSQLDatabase{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "race", Name: fmt.Sprintf("race-%d", round)},
+				Spec: v1alpha1.PostgreSQLDatabaseSpec{
+					InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To(name), OwnerRef: &v1alpha1.LocalReference{Name: owner.Name}},
+					Binding:     v1alpha1.DatabaseBindingPolicy{Offered: true},
+				},
+			}
+			env.Create(ctx, t, owner, db)
+			claims := make([]*unstructured.Unstructured, 5)
+			errs := make(chan error, len(claims))
+			for i := range claims {
+				claims[i] = tenantClaim("race", fmt.Sprintf("r%dt%d", round, i), `{"databaseRef": {"name": "`+db.Name+`"}}`)
+				go func(c *unstructured.Unstructured) { errs <- env.Kube.Create(ctx, c) }(claims[i])
+			}
+			for range claims {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			delivered := 0
+			for _, c := range claims {
+				cond := waitClaimCondition(ctx, t, core, c, "DatabaseBound", "", "")
+				if cond["status"] == "True" {
+					delivered++
+					waitClaimReady(ctx, t, core, c)
+					continue
+				}
+				if cond["reason"] != "BoundToAnotherTenant" {
+					t.Errorf("round %d: claim %s: %v", round, c.GetName(), cond)
+				}
+				assertNoAccess(ctx, t, "race", c.GetName())
+			}
+			if delivered != 1 {
+				t.Fatalf("round %d: %d claims delivered, want exactly 1", round, delivered)
+			}
+			for _, c := range claims {
+				if err := env.Kube.Delete(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 	})
 
