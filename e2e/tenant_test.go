@@ -29,6 +29,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/tenant"
 )
 
 var env *providertest.Env
@@ -87,10 +88,9 @@ func waitClaimReady(ctx context.Context, t *testing.T, core *crossplane.Core, c 
 	}
 }
 
-// waitClaimCondition waits until the claim has a condition of type typ
-// with status and reason (both empty: any decision, not "Provisioning"),
-// and returns it.
-func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core, c *unstructured.Unstructured, typ, status, reason string) map[string]any {
+// waitBound waits until the claim's DatabaseBound condition has status and
+// reason (both empty: any decision, not "Provisioning"), and returns it.
+func waitBound(ctx context.Context, t *testing.T, core *crossplane.Core, c *unstructured.Unstructured, status, reason string) map[string]any {
 	t.Helper()
 	var conds []any
 	var found map[string]any
@@ -101,7 +101,7 @@ func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core
 		conds, _, _ = unstructured.NestedSlice(c.Object, "status", "conditions")
 		for _, x := range conds {
 			m, ok := x.(map[string]any)
-			if !ok || m["type"] != typ {
+			if !ok || m["type"] != tenant.ConditionDatabaseBound {
 				continue
 			}
 			// Empty status and reason wait for any decision but the first
@@ -114,7 +114,7 @@ func waitClaimCondition(ctx context.Context, t *testing.T, core *crossplane.Core
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("claim %s/%s never had %s=%s (%s): %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), typ, status, reason, err, conds, core.LogTail())
+		t.Fatalf("claim %s/%s never had %s=%s (%s): %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), tenant.ConditionDatabaseBound, status, reason, err, conds, core.LogTail())
 	}
 	return found
 }
@@ -225,7 +225,7 @@ func TestTenantEndToEnd(t *testing.T) {
 		// why on its claim; the orders tenant keeps its access.
 		thief := tenantClaim("finance", "thief", `{"instanceRef": {"name": "main"}, "database": "orders"}`)
 		env.Create(ctx, t, thief)
-		c := waitClaimCondition(ctx, t, core, thief, "DatabaseBound", "False", "Conflict")
+		c := waitBound(ctx, t, core, thief, "False", "Conflict")
 		if msg, _ := c["message"].(string); !strings.Contains(msg, "cannot be delivered") {
 			t.Errorf("the refusal does not say why: %q", msg)
 		}
@@ -273,7 +273,7 @@ func TestTenantEndToEnd(t *testing.T) {
 			}
 			delivered := 0
 			for _, c := range claims {
-				cond := waitClaimCondition(ctx, t, core, c, "DatabaseBound", "", "")
+				cond := waitBound(ctx, t, core, c, "", "")
 				if cond["status"] == "True" {
 					delivered++
 					waitClaimReady(ctx, t, core, c)
@@ -406,13 +406,13 @@ func TestTenantEndToEnd(t *testing.T) {
 
 		// The thief's claim still gets nothing.
 		thief := tenantClaim("finance", "thief", "{}")
-		waitClaimCondition(ctx, t, core, thief, "DatabaseBound", "False", "Conflict")
+		waitBound(ctx, t, core, thief, "False", "Conflict")
 		assertNoAccess(ctx, t, "finance", "thief")
 
 		// A new claim of the same name is not handed the released data ...
 		again := tenantClaim("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
 		env.Create(ctx, t, again)
-		waitClaimCondition(ctx, t, core, again, "DatabaseBound", "False", "Released")
+		waitBound(ctx, t, core, again, "False", "Released")
 		assertNoAccess(ctx, t, "shop", "orders")
 
 		// ... until an admin re-opens the database: then it binds and reads

@@ -53,6 +53,13 @@ func role(instance, name string, mutate func(*v1alpha1.PostgreSQLRole)) *v1alpha
 	return r
 }
 
+func grant(instance, name string, p v1alpha1.PostgreSQLGrantParameters) *v1alpha1.PostgreSQLGrant {
+	return &v1alpha1.PostgreSQLGrant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-")},
+		Spec:       v1alpha1.PostgreSQLGrantSpec{InstanceRef: v1alpha1.InstanceReference{Name: instance}, ForProvider: p},
+	}
+}
+
 func vectors(superuser string) []vector {
 	return []vector{
 		{name: "MemberOfPredefined", field: "spec.forProvider.memberOf[0]", rule: boundary.RulePredefinedRole,
@@ -99,13 +106,7 @@ func vectors(superuser string) []vector {
 			}},
 		{name: "GrantOfPredefinedRole", field: "spec.forProvider.memberOf", rule: boundary.RulePredefinedRole,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLGrant{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-files" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLGrantSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("pg_read_server_files")},
-					},
-				}
+				return grant(in, "h_files"+s, v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("pg_read_server_files")})
 			}},
 		{name: "MemberOfAnotherNamespacesRole", field: "spec.forProvider.memberOf[0]", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
@@ -113,26 +114,14 @@ func vectors(superuser string) []vector {
 			}},
 		{name: "GrantOfAnotherNamespacesRole", field: "spec.forProvider.memberOf", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLGrant{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-steal" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLGrantSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("victim_owner")},
-					},
-				}
+				return grant(in, "h_steal"+s, v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("victim_owner")})
 			}},
 		{name: "GrantInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLGrant{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-connect" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLGrantSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLGrantParameters{
-							Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("victim_db"),
-							Privileges: []v1alpha1.Privilege{"CONNECT", "CREATE"},
-						},
-					},
-				}
+				return grant(in, "h_connect"+s, v1alpha1.PostgreSQLGrantParameters{
+					Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("victim_db"),
+					Privileges: []v1alpha1.Privilege{"CONNECT", "CREATE"},
+				})
 			}},
 		{name: "SchemaInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
@@ -159,16 +148,10 @@ func vectors(superuser string) []vector {
 			}},
 		{name: "GrantOnSystemCatalog", field: "spec.forProvider.schema", rule: boundary.RuleSystemCatalog,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLGrant{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-authid" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLGrantSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLGrantParameters{
-							Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("pg_catalog"),
-							Objects: []string{"pg_authid"}, Privileges: []v1alpha1.Privilege{"SELECT"},
-						},
-					},
-				}
+				return grant(in, "h_authid"+s, v1alpha1.PostgreSQLGrantParameters{
+					Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("pg_catalog"),
+					Objects: []string{"pg_authid"}, Privileges: []v1alpha1.Privilege{"SELECT"},
+				})
 			}},
 	}
 }
