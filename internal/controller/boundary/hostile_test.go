@@ -104,6 +104,16 @@ func vectors(superuser string) []vector {
 					},
 				}
 			}},
+		{name: "DatabaseOwnedByAnotherNamespacesRole", field: "spec.forProvider.owner", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLDatabase{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-gift" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLDatabaseSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("h_gift" + s), Owner: ptr.To("victim_owner")},
+					},
+				}
+			}},
 		{name: "GrantOfPredefinedRole", field: "spec.forProvider.memberOf", rule: boundary.RulePredefinedRole,
 			obj: func(in, s string) client.Object {
 				return grant(in, "h_files"+s, v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("tenant_app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("pg_read_server_files")})

@@ -103,7 +103,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, err
 	}
 	if got == nil {
-		return managed.ExternalObservation{}, e.checkCreate(mg)
+		return managed.ExternalObservation{}, e.checkCreate(ctx, mg)
 	}
 
 	uid := string(mg.GetUID())
@@ -133,6 +133,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	if err := e.checkOwner(ctx, mg, owner, got.Owner); err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, uid)
 	extStmts, err := e.extensions(ctx, mg)
 	if err != nil {
@@ -152,7 +155,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 // created, rather than in Create, where the reconciler would replace the
 // condition with Creating. A database being deleted that does not exist
 // is simply gone.
-func (e *external) checkCreate(mg *v1alpha1.PostgreSQLDatabase) error {
+func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
 	if meta.WasDeleted(mg) {
 		return nil
 	}
@@ -167,12 +170,46 @@ func (e *external) checkCreate(mg *v1alpha1.PostgreSQLDatabase) error {
 			return boundary.Refuse(mg, r)
 		}
 	}
+	owner, err := e.owner(ctx, mg)
+	if err != nil {
+		// An owner role that does not exist yet: Create waits for it, and
+		// checks it once it does.
+		return nil //nolint:nilerr // Create reports it.
+	}
+	return e.checkOwner(ctx, mg, owner, "")
+}
+
+// checkOwner refuses giving the database to an owner the namespace may not
+// use (another namespace's role, a predefined or privileged one; see
+// boundary.Memberships), when the owner is about to change.
+func (e *external) checkOwner(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, owner, current string) error {
+	if owner == "" || owner == current {
+		return nil
+	}
+	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
+	if err != nil {
+		return err
+	}
+	field := "spec.forProvider.owner"
+	if mg.Spec.ForProvider.Owner == nil {
+		field = "spec.forProvider.ownerRef"
+	}
+	r, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: field, Name: owner}})
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return boundary.Refuse(mg, r)
+	}
 	return nil
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalCreation, error) {
 	owner, err := e.owner(ctx, mg)
 	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	if err := e.checkExtensionsAvailable(mg); err != nil {
