@@ -370,3 +370,62 @@ func NamespaceOf(ctx context.Context, kube client.Reader, ns string) (Namespace,
 	}
 	return out, nil
 }
+
+// Field is the path of a spec.forProvider field set either by name or by
+// reference: name when direct, else nameRef.
+func Field(name string, direct bool) string {
+	if direct {
+		return "spec.forProvider." + name
+	}
+	return "spec.forProvider." + name + "Ref"
+}
+
+// A Resource is what a check refuses: a namespaced managed resource.
+type Resource interface {
+	GetNamespace() string
+	SetConditions(...xpv2.Condition)
+}
+
+// Result is the error of a check: its refusal, set on mg's Ready
+// condition, or the error that kept it from deciding; nil when allowed.
+func Result(mg Resource, r *Refusal, err error) error {
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return Refuse(mg, r)
+	}
+	return nil
+}
+
+// A Checker checks what a resource on an Instance asks against the
+// Instance's policy and the resource's namespace.
+type Checker struct {
+	Kube     client.Reader
+	Instance *v1alpha1.PostgreSQLInstance
+	// Q reads the server's catalog (pg_roles, pg_database are shared by
+	// every database of the server).
+	Q postgres.RowsQuerier
+}
+
+// Check refuses acting in database (when its Name is set) unless it is
+// managed from mg's namespace, and using roles the namespace may not use
+// (see Policy.Database and Policy.Memberships). The namespace is read once.
+func (c Checker) Check(ctx context.Context, mg Resource, database Named, roles ...Named) error {
+	if database.Name == "" && len(roles) == 0 {
+		return nil
+	}
+	ns, err := NamespaceOf(ctx, c.Kube, mg.GetNamespace())
+	if err != nil {
+		return err
+	}
+	p, cat := PolicyOf(c.Instance), ServerCatalog{Q: c.Q}
+	var r *Refusal
+	if database.Name != "" {
+		r, err = p.Database(ctx, cat, ns, database.Field, database.Name)
+	}
+	if err == nil && r == nil && len(roles) > 0 {
+		r, err = p.Memberships(ctx, cat, ns, roles)
+	}
+	return Result(mg, r, err)
+}

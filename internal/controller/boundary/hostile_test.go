@@ -60,6 +60,14 @@ func grant(instance, name string, p v1alpha1.PostgreSQLGrantParameters) *v1alpha
 	}
 }
 
+func database(instance, name string, p v1alpha1.PostgreSQLDatabaseParameters) *v1alpha1.PostgreSQLDatabase {
+	p.Name = ptr.To(name)
+	return &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-")},
+		Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: instance}, ForProvider: p},
+	}
+}
+
 func vectors(superuser string) []vector {
 	return []vector{
 		{name: "MemberOfPredefined", field: "spec.forProvider.memberOf[0]", rule: boundary.RulePredefinedRole,
@@ -96,23 +104,11 @@ func vectors(superuser string) []vector {
 			}},
 		{name: "TemplateOfAnotherDatabase", field: "spec.forProvider.template", rule: boundary.RuleTemplate,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLDatabase{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-copy" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLDatabaseSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("h_copy" + s), Template: ptr.To("victim")},
-					},
-				}
+				return database(in, "h_copy"+s, v1alpha1.PostgreSQLDatabaseParameters{Template: ptr.To("victim")})
 			}},
 		{name: "DatabaseOwnedByAnotherNamespacesRole", field: "spec.forProvider.owner", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
-				return &v1alpha1.PostgreSQLDatabase{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-gift" + strings.ReplaceAll(s, "_", "-")},
-					Spec: v1alpha1.PostgreSQLDatabaseSpec{
-						InstanceRef: v1alpha1.InstanceReference{Name: in},
-						ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("h_gift" + s), Owner: ptr.To("victim_owner")},
-					},
-				}
+				return database(in, "h_gift"+s, v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To("victim_owner")})
 			}},
 		{name: "GrantOfPredefinedRole", field: "spec.forProvider.memberOf", rule: boundary.RulePredefinedRole,
 			obj: func(in, s string) client.Object {

@@ -186,22 +186,8 @@ func (e *external) checkOwner(ctx context.Context, mg *v1alpha1.PostgreSQLDataba
 	if owner == "" || owner == current {
 		return nil
 	}
-	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-	if err != nil {
-		return err
-	}
-	field := "spec.forProvider.owner"
-	if mg.Spec.ForProvider.Owner == nil {
-		field = "spec.forProvider.ownerRef"
-	}
-	r, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: field, Name: owner}})
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		return boundary.Refuse(mg, r)
-	}
-	return nil
+	c := boundary.Checker{Kube: e.kube, Instance: e.instance, Q: e.pool}
+	return c.Check(ctx, mg, boundary.Named{}, boundary.Named{Field: boundary.Field("owner", mg.Spec.ForProvider.Owner != nil), Name: owner})
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalCreation, error) {

@@ -158,15 +158,9 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 		// Only in a database of its namespace, and only for the future
 		// objects of a role it may use: default privileges FOR ROLE another
 		// tenant's (or a superuser's) role would hand out what it creates.
-		field := "spec.forProvider.owner"
-		if p.Owner == nil {
-			field = "spec.forProvider.ownerRef"
-		}
-		dbField := "spec.forProvider.database"
-		if p.Database == nil {
-			dbField = "spec.forProvider.databaseRef"
-		}
-		if err := checkBoundary(ctx, e.kube, e.conn, mg, dbField, ap.Database, []boundary.Named{{Field: field, Name: ap.Owner}}); err != nil {
+		db := boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: ap.Database}
+		owner := boundary.Named{Field: boundary.Field("owner", p.Owner != nil), Name: ap.Owner}
+		if err := checkerOf(e.kube, e.conn).Check(ctx, mg, db, owner); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}

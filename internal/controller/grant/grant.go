@@ -273,35 +273,16 @@ func (e *grantExternal) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant,
 	if o.ResourceUpToDate || meta.WasDeleted(mg) {
 		return o, nil
 	}
-	field := "spec.forProvider.database"
-	if mg.Spec.ForProvider.Database == nil {
-		field = "spec.forProvider.databaseRef"
-	}
-	if err := checkBoundary(ctx, e.kube, e.conn, mg, field, mg.Status.AtProvider.Database, nil); err != nil {
+	db := boundary.Named{Field: boundary.Field("database", mg.Spec.ForProvider.Database != nil), Name: mg.Status.AtProvider.Database}
+	if err := checkerOf(e.kube, e.conn).Check(ctx, mg, db); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	return o, nil
 }
 
-// checkBoundary refuses acting in a database not managed from mg's
-// namespace, or for roles it may not use (see boundary.Memberships).
-func checkBoundary(ctx context.Context, kube client.Reader, conn *instance.Connection, mg resource.Managed, field, database string, roles []boundary.Named) error {
-	ns, err := boundary.NamespaceOf(ctx, kube, mg.GetNamespace())
-	if err != nil {
-		return err
-	}
-	p, cat := boundary.PolicyOf(conn.Instance), boundary.ServerCatalog{Q: conn.Pool}
-	r, err := p.Database(ctx, cat, ns, field, database)
-	if err == nil && r == nil && len(roles) > 0 {
-		r, err = p.Memberships(ctx, cat, ns, roles)
-	}
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		return boundary.Refuse(mg, r)
-	}
-	return nil
+// checkerOf checks grants and default privileges on conn's Instance.
+func checkerOf(kube client.Reader, conn *instance.Connection) boundary.Checker {
+	return boundary.Checker{Kube: kube, Instance: conn.Instance, Q: conn.Pool}
 }
 
 // checkSystemSchema refuses a grant on the system catalogs (deleting one
@@ -310,11 +291,7 @@ func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
 	if meta.WasDeleted(mg) {
 		return nil
 	}
-	field := "spec.forProvider.schema"
-	if mg.Spec.ForProvider.Schema == nil {
-		field = "spec.forProvider.schemaRef"
-	}
-	if r := boundary.SystemSchema(field, mg.Status.AtProvider.Schema); r != nil {
+	if r := boundary.SystemSchema(boundary.Field("schema", mg.Spec.ForProvider.Schema != nil), mg.Status.AtProvider.Schema); r != nil {
 		return boundary.Refuse(mg, r)
 	}
 	return nil
@@ -432,20 +409,9 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	}
 	if len(e.stmts) > 0 {
 		// Checked before any grant, against the catalog as it is now.
-		field := "spec.forProvider.memberOf"
-		if p.MemberOf == nil {
-			field = "spec.forProvider.memberOfRef"
-		}
-		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-		if err != nil {
+		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
+		if err := checkerOf(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group); err != nil {
 			return managed.ExternalObservation{}, err
-		}
-		r, err := boundary.PolicyOf(e.conn.Instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: field, Name: ap.MemberOf}})
-		if err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		if r != nil {
-			return managed.ExternalObservation{}, boundary.Refuse(mg, r)
 		}
 	}
 	if len(e.stmts) == 0 {

@@ -284,7 +284,6 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if r := p.RoleAttributes(asked); r != nil {
 		return boundary.Refuse(mg, r)
 	}
-	cat := boundary.ServerCatalog{Q: e.pool}
 	var roles []boundary.Named
 	for i, m := range fp.MemberOf {
 		roles = append(roles, boundary.Named{Field: fmt.Sprintf("spec.forProvider.memberOf[%d]", i), Name: m})
@@ -292,33 +291,19 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if h := mg.Spec.ReassignOwnedTo; h != "" && mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
 		roles = append(roles, boundary.Named{Field: "spec.reassignOwnedTo", Name: h})
 	}
-	if len(roles) > 0 {
-		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-		if err != nil {
-			return err
-		}
-		if r, err := p.Memberships(ctx, cat, ns, roles); err != nil || r != nil {
-			return refusedOr(mg, r, err)
-		}
+	if err := e.checker().Check(ctx, mg, boundary.Named{}, roles...); err != nil {
+		return err
 	}
 	var settings []boundary.Named
 	for i, c := range fp.ConfigurationParameters {
 		settings = append(settings, boundary.Named{Field: fmt.Sprintf("spec.forProvider.configurationParameters[%d].name", i), Name: c.Name})
 	}
-	r, err := p.Settings(ctx, cat, settings)
-	return refusedOr(mg, r, err)
+	r, err := p.Settings(ctx, boundary.ServerCatalog{Q: e.pool}, settings)
+	return boundary.Result(mg, r, err)
 }
 
-// refusedOr is the error of a boundary check: its refusal, set on mg's
-// Ready condition, or the error that kept it from deciding.
-func refusedOr(mg *v1alpha1.PostgreSQLRole, r *boundary.Refusal, err error) error {
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		return boundary.Refuse(mg, r)
-	}
-	return nil
+func (e *external) checker() boundary.Checker {
+	return boundary.Checker{Kube: e.kube, Instance: e.instance, Q: e.pool}
 }
 
 // releaseOwned applies ownedObjectsOnDelete before a drop: in the
@@ -330,16 +315,8 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	case v1alpha1.OwnedObjectsReassign:
 		// Handing a role's objects (SECURITY DEFINER functions among them)
 		// to a privileged role would run them with its powers.
-		ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-		if err != nil {
+		if err := e.checker().Check(ctx, mg, boundary.Named{}, boundary.Named{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}); err != nil {
 			return err
-		}
-		refused, err := boundary.PolicyOf(e.instance).Memberships(ctx, boundary.ServerCatalog{Q: e.pool}, ns, []boundary.Named{{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}})
-		if err != nil {
-			return err
-		}
-		if refused != nil {
-			return boundary.Refuse(mg, refused)
 		}
 		stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
 	case v1alpha1.OwnedObjectsDrop:

@@ -66,22 +66,8 @@ type external struct {
 // checkDatabase refuses creating a schema in a database not managed from
 // the resource's namespace (unless the Instance's policy allows it).
 func (e *external) checkDatabase(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db string) error {
-	ns, err := boundary.NamespaceOf(ctx, e.kube, mg.GetNamespace())
-	if err != nil {
-		return err
-	}
-	field := "spec.forProvider.database"
-	if mg.Spec.ForProvider.Database == nil {
-		field = "spec.forProvider.databaseRef"
-	}
-	r, err := boundary.PolicyOf(e.conn.Instance).Database(ctx, boundary.ServerCatalog{Q: e.conn.Pool}, ns, field, db)
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		return boundary.Refuse(mg, r)
-	}
-	return nil
+	c := boundary.Checker{Kube: e.kube, Instance: e.conn.Instance, Q: e.conn.Pool}
+	return c.Check(ctx, mg, boundary.Named{Field: boundary.Field("database", mg.Spec.ForProvider.Database != nil), Name: db})
 }
 
 func (e *external) resolver(mg *v1alpha1.PostgreSQLSchema) reference.Resolver {
