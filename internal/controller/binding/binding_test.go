@@ -310,10 +310,13 @@ func TestRace(t *testing.T) {
 			got := &v1alpha1.PostgreSQLBinding{}
 			err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 				err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), got)
-				return err == nil && got.GetCondition(xpv2.TypeReady).Reason != "", err
+				// A decision, not the "waiting" it may show before the
+				// database's binding reaches it.
+				r := got.GetCondition(xpv2.TypeReady).Reason
+				return err == nil && (r == v1alpha1.ReasonBound || r == v1alpha1.ReasonBoundToAnotherTenant), err
 			})
 			if err != nil {
-				t.Fatalf("round %d: binding %s never reported: %v", round, b.Name, err)
+				t.Fatalf("round %d: binding %s never reported a decision: %v (Ready %+v)", round, b.Name, err, got.GetCondition(xpv2.TypeReady))
 			}
 			switch c := got.GetCondition(xpv2.TypeReady); {
 			case c.Status == corev1.ConditionTrue:
