@@ -150,9 +150,13 @@ type PostgreSQLInstanceSpec struct {
 	// +optional
 	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
 
-	// NamespaceSelector limits which namespaces may use this Instance. A
-	// resource in a namespace it does not select gets a clear condition and
-	// no SQL runs. Absent means every namespace.
+	// NamespaceSelector limits which namespaces may use this Instance for
+	// new work. A resource in a namespace it does not select gets a Synced
+	// condition saying so and no SQL runs. It never holds up a deletion:
+	// after a namespace's label is removed (or the Instance recreated with
+	// a narrower selector), deleting its resources still drops what they
+	// made, so the namespace can always be emptied and deleted; only new
+	// work there is refused. Absent means every namespace.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 

@@ -51,7 +51,7 @@ type Connector struct {
 // returns a Connection. A replaced Instance sets mg's Ready condition to
 // Conflict.
 func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha1.InstanceReference, boundUID string) (*Connection, error) {
-	in, err := Resolve(ctx, c.Kube, ref, boundUID, mg.GetNamespace())
+	in, err := Resolve(ctx, c.Kube, ref, boundUID, mg.GetNamespace(), !meta.WasDeleted(mg))
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
 			mg.SetConditions(ConflictCondition(err.Error()))

@@ -25,9 +25,15 @@ var ErrConflict = errors.New("conflict")
 
 // Resolve returns the Instance a namespaced resource refers to, refusing
 // one it may not use: a replaced Instance (its UID differs from boundUID,
-// the one recorded at first connect), one being deleted (when forCreate),
-// or one whose namespace selector does not select the resource's namespace.
-func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceReference, boundUID, namespace string) (*v1alpha1.PostgreSQLInstance, error) {
+// the one recorded at first connect), or, for new work (anything but
+// letting go of a resource being deleted), one whose namespace selector
+// does not select the resource's namespace.
+//
+// The selector never holds up a deletion: a namespace whose label was
+// removed, or an Instance recreated with a narrower selector, must not make
+// the resources already made there undeletable and hang the namespace's
+// own deletion.
+func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceReference, boundUID, namespace string, newWork bool) (*v1alpha1.PostgreSQLInstance, error) {
 	in := &v1alpha1.PostgreSQLInstance{}
 	if err := kube.Get(ctx, types.NamespacedName{Name: ref.Name}, in); err != nil {
 		return nil, errors.Wrapf(err, "cannot get PostgreSQLInstance %q", ref.Name)
@@ -38,7 +44,7 @@ func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceRefer
 			"Nothing is adopted or migrated; check the new Instance's endpoint and status.systemIdentifier by hand, then recreate this resource to bind it anew",
 			ErrConflict, ref.Name, in.GetUID(), boundUID)
 	}
-	if sel := in.Spec.NamespaceSelector; sel != nil {
+	if sel := in.Spec.NamespaceSelector; sel != nil && newWork {
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
 			return nil, errors.Wrapf(err, "PostgreSQLInstance %q has an invalid namespaceSelector", ref.Name)
@@ -48,7 +54,7 @@ func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceRefer
 			return nil, errors.Wrapf(err, "cannot get namespace %q to check PostgreSQLInstance %q's namespaceSelector", namespace, ref.Name)
 		}
 		if !s.Matches(labels.Set(ns.GetLabels())) {
-			return nil, errors.Errorf("namespace %q may not use PostgreSQLInstance %q: its namespaceSelector does not select it; no SQL was run", namespace, ref.Name)
+			return nil, errors.Errorf("namespace %q may not use PostgreSQLInstance %q: its namespaceSelector does not select it; no SQL was run. The selector applies to new work only: deleting resources here still works", namespace, ref.Name)
 		}
 	}
 	return in, nil
