@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
@@ -136,7 +137,7 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 		return err
 	}
 	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: adminSecretName, Namespace: providerNamespace},
+		{ObjectMeta: metav1.ObjectMeta{Name: adminSecretName, Namespace: providerNamespace, Labels: map[string]string{v1alpha1.LabelAdminCredential: "true"}},
 			StringData: map[string]string{"username": pg.AdminUser, "password": pg.AdminPassword}},
 		{ObjectMeta: metav1.ObjectMeta{Name: caSecretName, Namespace: providerNamespace},
 			Data: map[string][]byte{"ca.crt": pg.CA.CertPEM}},

@@ -23,6 +23,27 @@ const (
 	SSLModeVerifyFull SSLMode = "verify-full"
 )
 
+// TypeServerVerified is an Instance's condition saying whether the provider
+// verifies the server's identity before it sends the admin password: True
+// only with sslMode verify-full. False is a warning, not an error: the
+// Instance still works, on the operator's own choice of a weaker sslMode.
+const TypeServerVerified xpv2.ConditionType = "ServerVerified"
+
+// Reasons of the ServerVerified condition.
+const (
+	// ReasonVerifiedFull: the certificate chains to a trusted CA and names
+	// the host and hostaddr.
+	ReasonVerifiedFull xpv2.ConditionReason = "VerifiedFull"
+	// ReasonNamesNotVerified: verify-ca; any certificate from the CA passes.
+	ReasonNamesNotVerified xpv2.ConditionReason = "NamesNotVerified"
+	// ReasonNotVerified: require; anyone on the path can pose as the
+	// server and receive the password.
+	ReasonNotVerified xpv2.ConditionReason = "NotVerified"
+	// ReasonClearText: disable; the password and all data cross the
+	// network unencrypted.
+	ReasonClearText xpv2.ConditionReason = "ClearText"
+)
+
 // InstancePhase is a display summary of an Instance. It never proves
 // ownership or write access: read the Ready condition for that.
 // +kubebuilder:validation:Enum=Pending;Validating;Ready;Deleting
@@ -74,14 +95,47 @@ type Endpoint struct {
 	// +kubebuilder:default=verify-full
 	// +optional
 	SSLMode SSLMode `json:"sslMode,omitempty"`
+
+	// AllowPasswordMethods lists the weak password methods the server may
+	// ask the provider for: MD5 (a replayable hash of the password) and
+	// Password (the password itself, in clear text inside the connection).
+	// Absent, a server asking for either is refused before the password is
+	// sent, and the Instance says so: only SCRAM-SHA-256 (or methods that
+	// take no password) is used. Allowing them is the operator's own
+	// choice; it applies to the admin login and to the provider's checks
+	// of managed roles' passwords.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	AllowPasswordMethods []PasswordMethod `json:"allowPasswordMethods,omitempty"`
 }
+
+// PasswordMethod is a weak password authentication method a server may ask
+// for.
+// +kubebuilder:validation:Enum=MD5;Password
+type PasswordMethod string
+
+// Weak password methods.
+const (
+	PasswordMethodMD5      PasswordMethod = "MD5"
+	PasswordMethodPassword PasswordMethod = "Password"
+)
+
+// LabelAdminCredential marks a Secret of the provider's namespace that may
+// serve as an Instance's admin credential. Only Secrets carrying it with
+// the value "true" are read: other Secrets of that namespace (other
+// providers' credentials live there) can never be sent to a server by
+// whoever may create an Instance.
+const LabelAdminCredential = "database.ayatori.ddupan.top/admin-credential"
 
 // AdminCredentialReference names the Secret, in the provider's own namespace,
 // that holds the admin login. The provider only reads it.
 type AdminCredentialReference struct {
 	// Name of the Secret in the provider's namespace. There is deliberately
 	// no namespace field: admin credentials never live in application
-	// namespaces.
+	// namespaces. The Secret must opt in with the label
+	// database.ayatori.ddupan.top/admin-credential: "true"; any other
+	// Secret is refused and nothing is sent to the server.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`

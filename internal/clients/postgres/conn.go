@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,10 @@ type Endpoint struct {
 	SSLMode  string
 	// CAPEM, when set, replaces the system pool of trusted CAs.
 	CAPEM []byte
+	// AllowPasswordMethods lists the weak password methods the server may
+	// ask for: "md5" and "password" (clear text). Any other request for
+	// them is refused before the password is sent.
+	AllowPasswordMethods []string
 }
 
 // Credentials of a role.
@@ -69,6 +74,12 @@ var (
 	ErrTLSRefused = errors.New("TLS is required by endpoint.sslMode but the server refused it")
 	// ErrInvalidCABundle: the CA bundle holds no usable certificate.
 	ErrInvalidCABundle = errors.New("the CA bundle holds no PEM certificate")
+	// ErrWeakPasswordMethod: the server asked for the password in clear
+	// text or as MD5, which the Instance does not allow; it was not sent.
+	ErrWeakPasswordMethod = errors.New("the server asked for a password method the Instance does not allow (clear-text password or MD5); the password was not sent. " +
+		"Switch the server's pg_hba.conf entry to scram-sha-256 (and re-set the password under password_encryption = scram-sha-256), or accept the risk in the Instance's spec.endpoint.allowPasswordMethods")
+	// ErrPasswordRejected: the server refused the login's password.
+	ErrPasswordRejected = errors.New("the server rejected the password")
 )
 
 // ConnConfig returns a pgx connection configuration for the endpoint.
@@ -114,6 +125,7 @@ func applyEndpoint(c *pgconn.Config, ep Endpoint, cred Credentials) error {
 	c.TLSConfig = tlsCfg
 	c.Fallbacks = nil
 	c.ConnectTimeout = connectTimeout
+	c.RequireAuth = requireAuth(ep.AllowPasswordMethods)
 	hostaddr := addr.String()
 	c.LookupFunc = func(context.Context, string) ([]string, error) { return []string{hostaddr}, nil }
 	c.RuntimeParams = map[string]string{
@@ -122,6 +134,19 @@ func applyEndpoint(c *pgconn.Config, ep Endpoint, cred Credentials) error {
 		"lock_timeout":      strconv.FormatInt(lockTimeout.Milliseconds(), 10),
 	}
 	return nil
+}
+
+// requireAuth is the pgconn require_auth value refusing the weak password
+// methods not allowed: "!password,!md5" by default. Methods that send no
+// password (trust, certificates) and SCRAM stay allowed.
+func requireAuth(allowed []string) string {
+	var refused []string
+	for _, m := range []string{"password", "md5"} {
+		if !slices.Contains(allowed, m) {
+			refused = append(refused, "!"+m)
+		}
+	}
+	return strings.Join(refused, ",")
 }
 
 // TLSConfig returns the TLS configuration for an endpoint, or nil for
@@ -216,6 +241,9 @@ func ClassifyConnectError(err error) error {
 	// pgconn reports a refused SSLRequest with a plain error string.
 	if strings.Contains(err.Error(), "server refused TLS connection") {
 		return fmt.Errorf("%w (%w)", ErrTLSRefused, err)
+	}
+	if strings.Contains(err.Error(), "require_auth check failed") {
+		return fmt.Errorf("%w (%w)", ErrWeakPasswordMethod, err)
 	}
 	return err
 }

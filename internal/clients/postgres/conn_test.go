@@ -293,3 +293,26 @@ func TestConnConfigRejectsBadEndpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestRequireAuth(t *testing.T) {
+	cases := map[string]struct {
+		allowed []string
+		want    string
+	}{
+		"SafeByDefault": {want: "!password,!md5"},
+		"MD5Allowed":    {allowed: []string{"md5"}, want: "!password"},
+		"ClearText":     {allowed: []string{"password"}, want: "!md5"},
+		"Both":          {allowed: []string{"md5", "password"}, want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := ConnConfig(Endpoint{Host: "db", Hostaddr: "127.0.0.1", Port: 5432, SSLMode: SSLModeDisable, AllowPasswordMethods: tc.allowed}, Credentials{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, cfg.RequireAuth); diff != "" {
+				t.Errorf("RequireAuth (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -66,6 +68,7 @@ func keyOf(t Target) poolKey {
 	ep := t.Endpoint
 	_, _ = fmt.Fprintf(e, "%s\x00%s\x00%d\x00%s\x00", ep.Host, ep.Hostaddr, ep.Port, ep.SSLMode)
 	e.Write(ep.CAPEM)
+	_, _ = fmt.Fprintf(e, "\x00%v", ep.AllowPasswordMethods)
 	c := sha256.Sum256([]byte(t.Credentials.Username + "\x00" + t.Credentials.Password))
 	return poolKey{
 		instanceUID: t.InstanceUID,
@@ -147,24 +150,52 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = r.opts.IdleTimeout
 	cfg.HealthCheckPeriod = max(r.opts.IdleTimeout/2, time.Second)
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if err := r.takeSlot(ctx, key); err != nil {
-			return nil, err
-		}
-		c, err := dialer.DialContext(ctx, network, addr)
-		if err != nil {
-			r.freeSlot()
-			return nil, err
-		}
-		return &slotConn{Conn: c, free: r.freeSlot}, nil
-	}
+	cfg.ConnConfig.DialFunc = r.dialer(key)
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create connection pool")
 	}
 	r.pools[key] = &pooled{pool: pool, instance: t.InstanceName, lastUsed: now}
 	return pool, nil
+}
+
+// dialer returns a dial function that takes a slot of the global cap
+// before it dials and frees it when the connection closes.
+func (r *Registry) dialer(key poolKey) pgconn.DialFunc {
+	d := &net.Dialer{KeepAlive: 30 * time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := r.takeSlot(ctx, key); err != nil {
+			return nil, err
+		}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			r.freeSlot()
+			return nil, err
+		}
+		return &slotConn{Conn: c, free: r.freeSlot}, nil
+	}
+}
+
+// Authenticate logs in to t's server afresh and logs out again, under the
+// global connection cap: it proves that t's credentials work now. A pool
+// cannot: its sessions stay logged in after the password changes on the
+// server, and the failure would only show at the next new connection, up
+// to an hour later and for everything at once. It returns
+// ErrPasswordRejected when the server refuses the password.
+func (r *Registry) Authenticate(ctx context.Context, t Target) error {
+	cfg, err := ConnConfig(t.Endpoint, t.Credentials)
+	if err != nil {
+		return err
+	}
+	cfg.DialFunc = r.dialer(keyOf(t))
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		if IsCode(err, CodeInvalidPassword) {
+			return fmt.Errorf("%w: %w", ErrPasswordRejected, err)
+		}
+		return errors.Wrapf(ClassifyConnectError(err), "cannot log in as %q", t.Credentials.Username)
+	}
+	return errors.Wrap(conn.Close(ctx), "cannot log out")
 }
 
 // CloseInstance closes every pool of an Instance, for when it goes.

@@ -28,7 +28,12 @@ var env *providertest.Env
 func TestMain(m *testing.M) {
 	os.Exit(providertest.Run(m, providertest.Options{
 		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns, "victims"},
-		Postgres: pgserver.Options{LogStatement: "all"},
+		Postgres: pgserver.Options{
+			LogStatement: "all",
+			// Servers asking for weak password methods (admin_test.go).
+			HBA:         []string{"host all md5_admin 127.0.0.1/32 md5", "host all clear_admin 127.0.0.1/32 password"},
+			ExtraConfig: []string{"log_connections = on"},
+		},
 	}, func(e *providertest.Env) { env = e }))
 }
 

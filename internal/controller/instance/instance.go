@@ -145,12 +145,14 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 		// make it undeletable.
 		return e, nil
 	}
+	mg.SetConditions(serverVerified(mg.Spec.Endpoint.SSLMode))
 	t, err := ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
 	if err != nil {
 		mg.Status.Phase = v1alpha1.InstancePhaseValidating
 		mg.SetConditions(notReady(ReasonCredentialsUnavailable, err.Error()))
 		return nil, err
 	}
+	e.target = t
 	if e.pool, err = c.pools.Pool(ctx, t); err != nil {
 		return nil, errors.Wrap(err, errPool)
 	}
@@ -161,6 +163,7 @@ type external struct {
 	kube   client.Reader
 	pools  *postgres.Registry
 	pool   postgres.Querier
+	target postgres.Target
 	record event.Recorder
 }
 
@@ -189,6 +192,19 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 
 	if mg.Status.Phase == "" {
 		mg.Status.Phase = v1alpha1.InstancePhasePending
+	}
+	// A fresh login first: Ready must mean the Secret's credential works
+	// now, which the pool's long-lived sessions cannot show once the
+	// password has changed on the server.
+	if err := e.pools.Authenticate(ctx, e.target); err != nil {
+		mg.Status.Phase = v1alpha1.InstancePhaseValidating
+		msg := err.Error()
+		if errors.Is(err, postgres.ErrPasswordRejected) {
+			msg = "the admin credentials Secret's password does not log in (changed on the server, or a wrong one in the Secret): " +
+				"sessions opened before may still work, but every new connection fails. Put the current password in the Secret; the Instance is checked again at once (" + err.Error() + ")"
+		}
+		mg.SetConditions(notReady(ReasonUnreachable, msg))
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 	info, err := postgres.ObserveServer(ctx, e.pool)
 	if err != nil {
@@ -356,6 +372,29 @@ func (e *external) Disconnect(context.Context) error {
 	return nil
 }
 
+// serverVerified is the ServerVerified condition for an sslMode: a
+// warning, on the operator's own choice, for anything weaker than
+// verify-full.
+func serverVerified(mode v1alpha1.SSLMode) xpv2.Condition {
+	c := xpv2.Condition{Type: v1alpha1.TypeServerVerified, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}
+	const choice = " This is the operator's own choice (spec.endpoint.sslMode); verify-full with the server's CA in caBundleRef removes the risk."
+	switch orDefault(mode, v1alpha1.SSLModeVerifyFull) {
+	case v1alpha1.SSLModeVerifyFull:
+		c.Status, c.Reason = corev1.ConditionTrue, v1alpha1.ReasonVerifiedFull
+		c.Message = "the server's certificate is verified (trusted CA, host in a DNS SAN, hostaddr in an IP SAN) before the admin password is sent"
+	case v1alpha1.SSLModeVerifyCA:
+		c.Reason = v1alpha1.ReasonNamesNotVerified
+		c.Message = "sslMode verify-ca: the certificate must chain to the CA, but its names are not checked, so any server holding a certificate from that CA receives the admin password." + choice
+	case v1alpha1.SSLModeRequire:
+		c.Reason = v1alpha1.ReasonNotVerified
+		c.Message = "sslMode require: the connection is encrypted but the server is not authenticated, so whoever can intercept the connection can pose as the server and receive the admin password." + choice
+	default:
+		c.Reason = v1alpha1.ReasonClearText
+		c.Message = "sslMode disable: the admin login and all data cross the network in clear text." + choice
+	}
+	return c
+}
+
 func notReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 	return xpv2.Condition{
 		Type:               xpv2.TypeReady,
@@ -374,6 +413,11 @@ func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string,
 	s := &corev1.Secret{}
 	if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s); err != nil {
 		return postgres.Target{}, errors.Wrapf(err, "cannot read the admin credentials Secret %s/%s", namespace, ref.Name)
+	}
+	if s.GetLabels()[v1alpha1.LabelAdminCredential] != "true" {
+		return postgres.Target{}, errors.Errorf("the Secret %s/%s has not opted in as an admin credential: label it %s=true if it is meant for this Instance. "+
+			"Only Secrets that opt in are read, so that no other Secret of the namespace can be sent to a server; nothing was sent",
+			namespace, ref.Name, v1alpha1.LabelAdminCredential)
 	}
 	user, err := secretKey(s, orDefault(ref.UsernameKey, "username"))
 	if err != nil {
@@ -397,9 +441,25 @@ func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string,
 		Endpoint: postgres.Endpoint{
 			Host: ep.Host, Hostaddr: ep.Hostaddr, Port: int(orDefaultInt(ep.Port, 5432)), Database: database,
 			SSLMode: string(orDefault(ep.SSLMode, v1alpha1.SSLModeVerifyFull)), CAPEM: ca,
+			AllowPasswordMethods: passwordMethods(ep.AllowPasswordMethods),
 		},
 		Credentials: postgres.Credentials{Username: string(user), Password: string(password)},
 	}, nil
+}
+
+// passwordMethods maps the API's names of weak password methods to
+// require_auth's.
+func passwordMethods(in []v1alpha1.PasswordMethod) []string {
+	out := make([]string, 0, len(in))
+	for _, m := range in {
+		switch m {
+		case v1alpha1.PasswordMethodMD5:
+			out = append(out, "md5")
+		case v1alpha1.PasswordMethodPassword:
+			out = append(out, "password")
+		}
+	}
+	return out
 }
 
 func caBundle(ctx context.Context, kube client.Reader, namespace string, ref *v1alpha1.CABundleReference) ([]byte, error) {

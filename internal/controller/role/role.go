@@ -22,7 +22,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -530,18 +529,13 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	}
 	t := e.target
 	t.Credentials = postgres.Credentials{Username: mg.RoleName(), Password: pw}
-	cfg, err := postgres.ConnConfig(t.Endpoint, t.Credentials)
-	if err != nil {
-		return false, err
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		if postgres.IsCode(err, postgres.CodeInvalidPassword) {
+	// Under the global connection cap, like every other connection.
+	if err := e.pools.Authenticate(ctx, t); err != nil {
+		if errors.Is(err, postgres.ErrPasswordRejected) {
 			return false, nil
 		}
 		return false, errors.Wrap(err, "cannot log in as the role to check its password")
 	}
-	_ = conn.Close(ctx)
 	e.verified.set(mg.GetUID(), pw)
 	return true, nil
 }
