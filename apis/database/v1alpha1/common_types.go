@@ -26,4 +26,8 @@ const (
 	// policy draws. The message names the field and the rule; nothing was
 	// sent to the server.
 	ReasonPolicyRefused = "PolicyRefused"
+
+	// ReasonPasswordExpired: a login role's validUntil has passed; the
+	// server refuses its password and the provider does not re-set it.
+	ReasonPasswordExpired = "PasswordExpired"
 )

@@ -68,7 +68,9 @@ type PostgreSQLRoleParameters struct {
 	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
 
 	// ValidUntil is when the role's password stops working (VALID UNTIL).
-	// Absent means never.
+	// Absent means never. Once it has passed, the role's Ready condition is
+	// False with reason PasswordExpired and the password is not re-set:
+	// move it forward (or remove it) to let the role log in again.
 	// +optional
 	ValidUntil *metav1.Time `json:"validUntil,omitempty"`
 

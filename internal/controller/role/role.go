@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,12 +184,33 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 			return managed.ExternalObservation{}, err
 		}
 	}
+	if exp := got.ValidUntil; login(mg) && exp != nil && !exp.After(time.Now()) {
+		// The server refuses every login now, the right password included:
+		// checking it by logging in would fail and re-set it every poll.
+		pw, err := e.password(ctx, mg, false)
+		if err != nil {
+			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
+		}
+		mg.SetConditions(expired(name, *exp))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.details(mg, pw)}, nil
+	}
 	mg.SetConditions(xpv2.Available())
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, pw)}, nil
+}
+
+// expired is the Ready condition of a login role whose validUntil has
+// passed on the server.
+func expired(name string, at time.Time) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: v1alpha1.ReasonPasswordExpired,
+		Message: fmt.Sprintf("role %q's password expired at %s (validUntil): the server refuses every login with it, and the provider does not re-set it. "+
+			"Move spec.forProvider.validUntil forward, or remove it, to let the role log in again", name, at.UTC().Format(time.RFC3339)),
+	}
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {

@@ -800,3 +800,69 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 		t.Errorf("Reassign without reassignOwnedTo: got %v", err)
 	}
 }
+
+// TestRoleValidUntilPassed: a login role whose validUntil has passed says
+// so, and the provider does not re-set its password at every poll (with a
+// non-superuser admin it checks passwords by logging in, which an expired
+// role fails whatever the password). Moving validUntil forward lets it log
+// in again with the password it had.
+func TestRoleValidUntilPassed(t *testing.T) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	if _, err := db.Exec(ctx, "CREATE ROLE expiry_admin LOGIN CREATEDB CREATEROLE PASSWORD 'expiry-pw-1'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "expiry-admin", "expiry_admin", "expiry-pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
+	in := main.DeepCopy()
+	in.ObjectMeta = metav1.ObjectMeta{Name: "expiry"}
+	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
+	in.Spec.AdminCredentialRef.Name = "expiry-admin"
+	env.Create(ctx, t, in)
+
+	for _, instance := range []string{main.Name, "expiry"} {
+		t.Run(instance, func(t *testing.T) {
+			r := newRole("expired"+instance, func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.InstanceRef.Name = instance
+				r.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
+			})
+			env.Create(ctx, t, r)
+			got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonPasswordExpired)
+			if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
+				t.Errorf("Ready message %q does not name validUntil", msg)
+			}
+			from := logLen(t)
+			time.Sleep(5 * time.Second) // Two polls.
+			if l := newLog(t, from); strings.Contains(l, `"`+r.RoleName()+`"`) {
+				t.Errorf("statements about the expired role while nothing changed:\n%s", l)
+			}
+			if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {
+				t.Error("an expired role logged in")
+			}
+
+			got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
+			if err := env.Kube.Update(ctx, got); err != nil {
+				t.Fatal(err)
+			}
+			waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+			if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
+				t.Errorf("the role does not log in with its Secret once validUntil moved forward: %v", err)
+			}
+		})
+	}
+}
+
+// connSecret returns the data of r's connection Secret.
+func connSecret(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) map[string][]byte {
+	t.Helper()
+	d, err := env.ConnectionSecret(ctx, r.Namespace, r.Spec.WriteConnectionSecretToReference.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
