@@ -4,7 +4,8 @@
 // admission policy enforces; where Crossplane's protection API is served it
 // also owns a Usage (ClusterUsage for a ClusterLock) that protects the
 // target the Crossplane way. A Lock is Active only while the policy is
-// installed and bound.
+// installed and a binding of it with validationActions [Deny] covers the
+// target.
 package lock
 
 import (
@@ -199,14 +200,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, error) {
 	st := l.GetLockStatus()
 	st.Active = false
-	gvk, err := r.target(l)
+	gvk, resource, err := r.target(l)
 	if err != nil {
 		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonInvalidTarget, err.Error()))
 		// An unknown kind may be defined later (the tenant XRD).
 		return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 	}
 	ref := l.GetLockSpec().TargetRef
-	uid, err := r.annotate(ctx, l, gvk, true)
+	t, err := r.annotate(ctx, l, gvk, true)
 	if kerrors.IsNotFound(err) {
 		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonMissingReference,
 			fmt.Sprintf("%s %s does not exist (yet); it is protected as soon as it does", ref.Kind, r.describe(l, ref.Name))))
@@ -215,6 +216,7 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	uid := string(t.GetUID())
 	if st.TargetUID != uid {
 		r.record.Event(l, event.Normal("Protected", fmt.Sprintf("%s %s carries this Lock in its %s annotation", ref.Kind, r.describe(l, ref.Name), v1alpha1.AnnotationLocked)))
 	}
@@ -222,7 +224,10 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	if err := r.ensureUsage(ctx, l, gvk); err != nil {
 		return reconcile.Result{}, err
 	}
-	ok, why := r.opts.Policy.InPlace(ctx)
+	ok, why := r.opts.Policy.Covers(ctx, Target{
+		Group: gvk.Group, Version: gvk.Version, Resource: resource,
+		Namespace: t.GetNamespace(), Name: t.GetName(), Labels: t.GetLabels(),
+	})
 	if !ok {
 		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing,
 			fmt.Sprintf("%s %s is annotated, but deletes are NOT refused: %s", ref.Kind, r.describe(l, ref.Name), why)))
@@ -243,7 +248,7 @@ func (r *reconciler) release(ctx context.Context, l object) (reconcile.Result, e
 	if !controllerutil.ContainsFinalizer(l, Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	if gvk, err := r.target(l); err == nil {
+	if gvk, _, err := r.target(l); err == nil {
 		if _, err := r.annotate(ctx, l, gvk, false); err != nil && !kerrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
@@ -265,9 +270,9 @@ func (r *reconciler) release(ctx context.Context, l object) (reconcile.Result, e
 	return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(r.kube.Patch(ctx, l, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))), "cannot remove the Lock's finalizer")
 }
 
-// target returns the kind of object l protects, refusing what a Lock of
-// this kind cannot protect.
-func (r *reconciler) target(l object) (schema.GroupVersionKind, error) {
+// target returns the kind of object l protects and its resource (plural)
+// name, refusing what a Lock of this kind cannot protect.
+func (r *reconciler) target(l object) (schema.GroupVersionKind, string, error) {
 	ref := l.GetLockSpec().TargetRef
 	av := ref.APIVersion
 	if av == "" {
@@ -275,44 +280,42 @@ func (r *reconciler) target(l object) (schema.GroupVersionKind, error) {
 	}
 	gv, err := schema.ParseGroupVersion(av)
 	if err != nil {
-		return schema.GroupVersionKind{}, errors.Wrapf(err, "targetRef.apiVersion %q is not valid", av)
+		return schema.GroupVersionKind{}, "", errors.Wrapf(err, "targetRef.apiVersion %q is not valid", av)
 	}
 	gvk := gv.WithKind(ref.Kind)
 	switch {
 	case gv.Group != v1alpha1.Group:
-		return gvk, errors.Errorf("targetRef.apiVersion %q is not in group %s: the admission policy only guards that group, so this Lock could not protect it", av, v1alpha1.Group)
+		return gvk, "", errors.Errorf("targetRef.apiVersion %q is not in group %s: the admission policy only guards that group, so this Lock could not protect it", av, v1alpha1.Group)
 	case ref.Kind == v1alpha1.LockKind || ref.Kind == v1alpha1.ClusterLockKind:
-		return gvk, errors.Errorf("a Lock cannot target a %s: delete the Lock you mean to keep deliberately instead", ref.Kind)
+		return gvk, "", errors.Errorf("a Lock cannot target a %s: delete the Lock you mean to keep deliberately instead", ref.Kind)
 	}
 	m, err := r.mapper.RESTMapping(gvk.GroupKind(), gv.Version)
 	if err != nil {
-		return gvk, errors.Errorf("kind %s is not served in %s (%v)", ref.Kind, av, err)
+		return gvk, "", errors.Errorf("kind %s is not served in %s (%v)", ref.Kind, av, err)
 	}
 	namespaced := m.Scope.Name() == apimeta.RESTScopeNameNamespace
 	switch {
 	case namespaced && r.kind.cluster:
-		return gvk, errors.Errorf("%s is namespaced: protect it with a Lock in its namespace, not a ClusterLock", ref.Kind)
+		return gvk, "", errors.Errorf("%s is namespaced: protect it with a Lock in its namespace, not a ClusterLock", ref.Kind)
 	case !namespaced && !r.kind.cluster:
-		return gvk, errors.Errorf("%s is cluster-scoped: protect it with a ClusterLock, not a Lock", ref.Kind)
+		return gvk, "", errors.Errorf("%s is cluster-scoped: protect it with a ClusterLock, not a Lock", ref.Kind)
 	}
-	return gvk, nil
+	return gvk, m.Resource.Resource, nil
 }
 
 // annotate adds (or removes) the Lock's name in the target's annotation,
 // retrying on conflicts so that concurrent Locks never lose an entry, and
-// returns the target's UID.
-func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVersionKind, add bool) (string, error) {
+// returns the target's metadata.
+func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVersionKind, add bool) (*metav1.PartialObjectMetadata, error) {
 	key := types.NamespacedName{Namespace: l.GetNamespace(), Name: l.GetLockSpec().TargetRef.Name}
-	var uid string
+	t := &metav1.PartialObjectMetadata{}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		t := &metav1.PartialObjectMetadata{}
 		t.SetGroupVersionKind(gvk)
 		// Read from the API server: the cache may be behind, and an
 		// update from a stale copy would conflict anyway.
 		if err := r.reader.Get(ctx, key, t); err != nil {
 			return err
 		}
-		uid = string(t.GetUID())
 		names := Names(t.GetAnnotations()[v1alpha1.AnnotationLocked])
 		has := slices.Contains(names, l.GetName())
 		if has == add {
@@ -337,13 +340,13 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		return r.kube.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
 	if kerrors.IsForbidden(err) {
-		return "", errors.Wrapf(err, "the API server refused the provider's own change to the %s annotation of %s %s: add the provider's ServiceAccount to annotationWriters in the ConfigMap %s of the Lock policy",
+		return nil, errors.Wrapf(err, "the API server refused the provider's own change to the %s annotation of %s %s: add the provider's ServiceAccount to annotationWriters in the ConfigMap %s of the Lock policy",
 			v1alpha1.AnnotationLocked, gvk.Kind, key.Name, "provider-postgresql-lock-policy")
 	}
 	if err != nil && !kerrors.IsNotFound(err) {
-		return "", errors.Wrapf(err, "cannot update the %s annotation of %s %s", v1alpha1.AnnotationLocked, gvk.Kind, key.Name)
+		return nil, errors.Wrapf(err, "cannot update the %s annotation of %s %s", v1alpha1.AnnotationLocked, gvk.Kind, key.Name)
 	}
-	return uid, err
+	return t, err
 }
 
 // Names parses the locked annotation.

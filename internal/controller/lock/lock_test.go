@@ -535,3 +535,71 @@ func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
 		t.Error("the retained database was dropped with its namespace")
 	}
 }
+
+// TestForgedLockedAnnotationRefused: an object created already carrying a
+// locked annotation could never be deleted (no Lock would ever release
+// it); whoever is not an annotation writer cannot create one. An empty
+// annotation locks nothing and is let through.
+func TestForgedLockedAnnotationRefused(t *testing.T) {
+	ctx := context.Background()
+	forged := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationLocked: "nobody"}},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	err := env.Kube.Create(ctx, forged)
+	if err == nil || !strings.Contains(err.Error(), "cannot be created carrying the "+v1alpha1.AnnotationLocked+" annotation") {
+		t.Fatalf("creating an object with a forged locked annotation: %v, want a refusal", err)
+	}
+	empty := forged.DeepCopy()
+	empty.Name, empty.Annotations = "unforged", map[string]string{v1alpha1.AnnotationLocked: ""}
+	env.Create(ctx, t, empty)
+	if err := env.Kube.Delete(ctx, empty); err != nil {
+		t.Errorf("an object created with an empty locked annotation cannot be deleted: %v", err)
+	}
+}
+
+// TestLockActiveOnlyWhereABindingCovers: a Deny binding whose
+// matchResources leave the target out (here, a namespace selector its
+// namespace does not match) refuses nothing for it, so the Lock says it is
+// not Active, and says which binding leaves it out.
+func TestLockActiveOnlyWhereABindingCovers(t *testing.T) {
+	ctx := context.Background()
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "uncovered", Namespace: ns},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	l := newLock(ns, "cover", v1alpha1.PostgreSQLRoleKind, "uncovered", "")
+	env.Create(ctx, t, r, l)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: "provider-postgresql-lock"}, binding); err != nil {
+		t.Fatal(err)
+	}
+	orig := binding.Spec.MatchResources.DeepCopy()
+	binding.Spec.MatchResources = &admissionv1.MatchResources{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"locks.example.org/guarded": "yes"}},
+	}
+	if err := env.Kube.Update(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+		if err := env.Kube.Get(context.Background(), client.ObjectKey{Name: "provider-postgresql-lock"}, b); err != nil {
+			t.Errorf("cannot restore the binding: %v", err)
+			return
+		}
+		b.Spec.MatchResources = orig
+		if err := env.Kube.Update(context.Background(), b); err != nil {
+			t.Errorf("cannot restore the binding: %v", err)
+		}
+	})
+	env.Ready(ctx, t, l, corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing)
+	if msg := l.GetCondition(xpv2.TypeReady).Message; l.Status.Active || !strings.Contains(msg, "namespaceSelector does not select namespace "+ns) {
+		t.Errorf("with a binding that leaves the target out: active %t, message %q", l.Status.Active, msg)
+	}
+	// What the Lock says is true: the delete is not refused.
+	if err := env.Kube.Delete(ctx, r, client.DryRunAll); err != nil {
+		t.Errorf("the uncovered target's delete was refused after all: %v", err)
+	}
+}
