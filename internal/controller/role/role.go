@@ -177,7 +177,15 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
 	}
 
-	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), uid)
+	return e.observeDrift(ctx, mg, got)
+}
+
+// observeDrift compares an owned role with its spec: what differs is
+// checked against the boundary before Update may change it; an expired
+// password is reported rather than re-set.
+func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (managed.ExternalObservation, error) {
+	name := mg.RoleName()
+	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
 	if len(stmts) > 0 {
 		// Checked before any change, against the catalog as it is now.
 		if err := e.checkBoundary(ctx, mg); err != nil {
