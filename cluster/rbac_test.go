@@ -1,0 +1,50 @@
+package cluster_test
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/manifest"
+)
+
+// TestRBACNamesWhatItGrants: the ClusterRoles shipped for the provider
+// name their resources and verbs; a wildcard would hand the provider every
+// kind a later XRD defines in its group, or every verb.
+func TestRBACNamesWhatItGrants(t *testing.T) {
+	for _, f := range []string{"rbac.yaml", "rbac-install-lock-policy.yaml"} {
+		b, err := cluster.Manifests.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := manifest.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roles := 0
+		for _, u := range objs {
+			if u.GetKind() != "ClusterRole" {
+				continue
+			}
+			roles++
+			rules, _, err := unstructured.NestedSlice(u.Object, "rules")
+			if err != nil || len(rules) == 0 {
+				t.Fatalf("%s: ClusterRole %s has no rules (%v)", f, u.GetName(), err)
+			}
+			for i, r := range rules {
+				m, _ := r.(map[string]any)
+				for _, field := range []string{"resources", "verbs", "apiGroups"} {
+					list, _, _ := unstructured.NestedStringSlice(m, field)
+					if slices.Contains(list, "*") {
+						t.Errorf("%s: ClusterRole %s rule %d grants %s [\"*\"]", f, u.GetName(), i, field)
+					}
+				}
+			}
+		}
+		if roles == 0 {
+			t.Errorf("%s holds no ClusterRole", f)
+		}
+	}
+}
