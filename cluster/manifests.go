@@ -14,8 +14,6 @@ var Manifests embed.FS
 
 // Names of the Lock admission policy's objects.
 const (
-	LockPolicyName       = "provider-postgresql-lock"
-	LockPolicyParamsName = "provider-postgresql-lock-policy"
-	LockPolicyFile       = "lock-policy.yaml"
-	LockPolicyParamsFile = "lock-policy-params.yaml"
+	LockPolicyName = "provider-postgresql-lock"
+	LockPolicyFile = "lock-policy.yaml"
 )

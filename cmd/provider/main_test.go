@@ -130,22 +130,28 @@ func TestProviderProcess(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, `controller_runtime_reconcile_total{controller="crd-gate"`)
 	})
 
-	// --install-lock-policy installed the shipped policy, bound it to the
-	// parameters in the provider's namespace, which name the provider's
-	// own identity.
-	if _, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil {
-		t.Errorf("the Lock admission policy: %v", err)
-	}
-	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil || b.Spec.ParamRef.Namespace != ns {
-		t.Errorf("the Lock admission policy's binding: %v, %+v", err, b)
-	}
+	// --install-lock-policy installed the shipped policy and its binding;
+	// the policy's own list of annotation writers names the provider's
+	// identity (no ConfigMap that other providers could write).
 	me, err := kc.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm, err := kc.CoreV1().ConfigMaps(ns).Get(ctx, "provider-postgresql-lock-policy", metav1.GetOptions{}); err != nil ||
-		!strings.Contains(cm.Data["annotationWriters"], me.Status.UserInfo.Username) {
-		t.Errorf("the Lock policy's parameters do not name the provider (%s): %v, %+v", me.Status.UserInfo.Username, err, cm)
+	vap, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Lock admission policy: %v", err)
+	}
+	writers := ""
+	for _, v := range vap.Spec.Variables {
+		if v.Name == "annotationWriters" {
+			writers = v.Expression
+		}
+	}
+	if !strings.Contains(writers, strconv.Quote(me.Status.UserInfo.Username)) || vap.Spec.ParamKind != nil {
+		t.Errorf("the Lock policy's annotationWriters %q do not name the provider (%s), or it still takes parameters (%v)", writers, me.Status.UserInfo.Username, vap.Spec.ParamKind)
+	}
+	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil || b.Spec.ParamRef != nil {
+		t.Errorf("the Lock admission policy's binding: %v, %+v", err, b)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

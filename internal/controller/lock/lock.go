@@ -38,6 +38,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
@@ -340,8 +341,8 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		return r.kube.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
 	if kerrors.IsForbidden(err) {
-		return nil, errors.Wrapf(err, "the API server refused the provider's own change to the %s annotation of %s %s: add the provider's ServiceAccount to annotationWriters in the ConfigMap %s of the Lock policy",
-			v1alpha1.AnnotationLocked, gvk.Kind, key.Name, "provider-postgresql-lock-policy")
+		return nil, errors.Wrapf(err, "the API server refused the provider's own change to the %s annotation of %s %s: add the provider's ServiceAccount to the annotationWriters variable of the ValidatingAdmissionPolicy %s",
+			v1alpha1.AnnotationLocked, gvk.Kind, key.Name, cluster.LockPolicyName)
 	}
 	if err != nil && !kerrors.IsNotFound(err) {
 		return nil, errors.Wrapf(err, "cannot update the %s annotation of %s %s", v1alpha1.AnnotationLocked, gvk.Kind, key.Name)

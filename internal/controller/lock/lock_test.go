@@ -67,9 +67,13 @@ func installPolicy(ctx context.Context) error {
 		return err
 	}
 	for _, o := range objs {
-		if cm, ok := o.(*corev1.ConfigMap); ok {
-			if !strings.Contains(cm.Data["annotationWriters"], "system:serviceaccount:crossplane-system:provider-postgresql") {
-				return fmt.Errorf("the shipped parameters no longer name the provider's ServiceAccount: %v", cm.Data)
+		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
+			named := false
+			for _, v := range p.Spec.Variables {
+				named = named || (v.Name == "annotationWriters" && strings.Contains(v.Expression, "'system:serviceaccount:crossplane-system:provider-postgresql'"))
+			}
+			if !named {
+				return fmt.Errorf("the shipped policy's annotationWriters no longer name the provider's ServiceAccount: %v", p.Spec.Variables)
 			}
 		}
 		if err := env.Kube.Create(ctx, o); err != nil {

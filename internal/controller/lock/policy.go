@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ func (p *PolicyChecker) load(ctx context.Context) (*admissionv1.ValidatingAdmiss
 }
 
 func (p *PolicyChecker) read(ctx context.Context) (*admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding, string) {
-	const apply = "apply cluster/lock-policy.yaml and cluster/lock-policy-params.yaml (or run the provider with --install-lock-policy)"
+	const apply = "apply cluster/lock-policy.yaml (or run the provider with --install-lock-policy)"
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
 	err := p.Reader.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, vap)
 	switch {
@@ -176,37 +177,73 @@ func ruleMatches(r admissionv1.NamedRuleWithOperations, t Target) bool {
 }
 
 // InstallPolicy creates or updates the Lock admission policy and its
-// binding from the shipped manifests, binding it to the parameters in
-// namespace. It creates the parameter ConfigMap only when it is absent
-// (an admin's values are never overwritten), allowing the provider's own
-// identity and Crossplane's ServiceAccount to change the annotation.
+// binding from the shipped manifests. A new policy lets the provider's own
+// identity and Crossplane's ServiceAccount (in namespace) change the
+// annotation; an existing policy keeps its lists of identities, so an
+// admin's values are never overwritten.
 func InstallPolicy(ctx context.Context, kube client.Client, namespace string) error {
 	objs, err := PolicyManifests()
 	if err != nil {
 		return err
 	}
 	for _, o := range objs {
-		switch t := o.(type) {
-		case *admissionv1.ValidatingAdmissionPolicyBinding:
-			t.Spec.ParamRef.Namespace = namespace
-		case *corev1.ConfigMap:
-			t.Namespace = namespace
-			me, err := whoAmI(ctx, kube)
-			if err != nil {
+		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
+			if err := identities(ctx, kube, p, namespace); err != nil {
 				return err
 			}
-			t.Data["annotationWriters"] = me + ",system:serviceaccount:" + namespace + ":crossplane"
-			err = kube.Create(ctx, t)
-			if err != nil && !kerrors.IsAlreadyExists(err) {
-				return errors.Wrap(err, "cannot create the Lock policy's parameters")
-			}
-			continue
 		}
 		if err := createOrUpdate(ctx, kube, o); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Variables of the policy that name identities.
+const (
+	varAnnotationWriters = "annotationWriters"
+	varSystemDeleters    = "systemDeleters"
+)
+
+// identities fills the policy's identity lists: those of the installed
+// policy if there is one, otherwise the provider and Crossplane as writers.
+func identities(ctx context.Context, kube client.Client, p *admissionv1.ValidatingAdmissionPolicy, namespace string) error {
+	cur := &admissionv1.ValidatingAdmissionPolicy{}
+	err := kube.Get(ctx, client.ObjectKeyFromObject(p), cur)
+	switch {
+	case err == nil:
+		for _, v := range cur.Spec.Variables {
+			if v.Name == varAnnotationWriters || v.Name == varSystemDeleters {
+				setVariable(p, v.Name, v.Expression)
+			}
+		}
+		return nil
+	case !kerrors.IsNotFound(err):
+		return errors.Wrap(err, "cannot read the installed Lock policy")
+	}
+	me, err := whoAmI(ctx, kube)
+	if err != nil {
+		return err
+	}
+	setVariable(p, varAnnotationWriters, celList(me, "system:serviceaccount:"+namespace+":crossplane"))
+	return nil
+}
+
+func setVariable(p *admissionv1.ValidatingAdmissionPolicy, name, expression string) {
+	for i := range p.Spec.Variables {
+		if p.Spec.Variables[i].Name == name {
+			p.Spec.Variables[i].Expression = expression
+		}
+	}
+}
+
+// celList is a CEL list literal of strings.
+func celList(items ...string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 func createOrUpdate(ctx context.Context, kube client.Client, o client.Object) error {
@@ -231,10 +268,10 @@ func whoAmI(ctx context.Context, kube client.Client) (string, error) {
 	return r.Status.UserInfo.Username, nil
 }
 
-// PolicyManifests returns the shipped policy, binding and parameter
-// ConfigMap (cluster/lock-policy*.yaml) as typed objects.
+// PolicyManifests returns the shipped policy and binding
+// (cluster/lock-policy.yaml) as typed objects.
 func PolicyManifests() ([]client.Object, error) {
-	return manifests(cluster.LockPolicyFile, cluster.LockPolicyParamsFile)
+	return manifests(cluster.LockPolicyFile)
 }
 
 // manifests decodes the named files of the cluster package into typed
@@ -262,8 +299,6 @@ func manifests(files ...string) ([]client.Object, error) {
 				o = &admissionv1.ValidatingAdmissionPolicy{}
 			case "ValidatingAdmissionPolicyBinding":
 				o = &admissionv1.ValidatingAdmissionPolicyBinding{}
-			case "ConfigMap":
-				o = &corev1.ConfigMap{}
 			case "":
 				continue
 			default:
