@@ -144,6 +144,18 @@ func vectors(superuser string) []vector {
 					},
 				}
 			}},
+		{name: "SchemaOwnedByAnotherNamespacesRole", field: "spec.forProvider.owner", rule: boundary.RuleOtherNamespace,
+			obj: func(in, s string) client.Object {
+				return &v1alpha1.PostgreSQLSchema{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "h-gift-schema" + strings.ReplaceAll(s, "_", "-")},
+					Spec: v1alpha1.PostgreSQLSchemaSpec{
+						InstanceRef: v1alpha1.InstanceReference{Name: in},
+						ForProvider: v1alpha1.PostgreSQLSchemaParameters{
+							Name: ptr.To("h_gift_schema" + s), Database: ptr.To("tenant_db"), Owner: ptr.To("victim_owner"),
+						},
+					},
+				}
+			}},
 		{name: "DefaultPrivilegesInAnotherNamespacesDatabase", field: "spec.forProvider.database", rule: boundary.RuleOtherNamespace,
 			obj: func(in, s string) client.Object {
 				return &v1alpha1.PostgreSQLDefaultPrivileges{
@@ -222,8 +234,11 @@ func TestHostileNamespace(t *testing.T) {
 	friendly := role("main", "ok_login", func(r *v1alpha1.PostgreSQLRole) {
 		r.Spec.ForProvider.ConfigurationParameters = []v1alpha1.ConfigurationParameter{{Name: "role", Value: "tenant_app"}, {Name: "statement_timeout", Value: "5s"}}
 	})
-	env.Create(ctx, t, friendly)
+	// The hostile namespace's own database, where it may make schemas.
+	own := database("main", "tenant_db", v1alpha1.PostgreSQLDatabaseParameters{})
+	env.Create(ctx, t, friendly, own)
 	env.Ready(ctx, t, friendly, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, own, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
 	log, err := env.Postgres.Log()
 	if err != nil {

@@ -63,11 +63,26 @@ type external struct {
 	pool *pgxpool.Pool
 }
 
-// checkDatabase refuses creating a schema in a database not managed from
-// the resource's namespace (unless the Instance's policy allows it).
-func (e *external) checkDatabase(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db string) error {
+// checkBoundary refuses, before anything is sent, what would cross the
+// Instance's privilege boundary: creating a schema (db non-empty) in a
+// database not managed from the resource's namespace, and handing it to an
+// owner the namespace may not use (another namespace's role, a predefined
+// or privileged one) when the owner is about to be set or changed.
+func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db, owner, current string) error {
+	p := mg.Spec.ForProvider
+	var database boundary.Named
+	if db != "" {
+		database = boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: db}
+	}
+	var roles []boundary.Named
+	if owner != "" && owner != current {
+		roles = append(roles, boundary.Named{Field: boundary.Field("owner", p.Owner != nil), Name: owner})
+	}
+	if db == "" && len(roles) == 0 {
+		return nil
+	}
 	c := boundary.Checker{Kube: e.kube, Instance: e.conn.Instance, Q: e.conn.Pool}
-	return c.Check(ctx, mg, boundary.Named{Field: boundary.Field("database", mg.Spec.ForProvider.Database != nil), Name: db})
+	return c.Check(ctx, mg, database, roles...)
 }
 
 func (e *external) resolver(mg *v1alpha1.PostgreSQLSchema) reference.Resolver {
@@ -123,7 +138,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 		if err := instance.CheckProvisioning(e.conn.Instance); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		return managed.ExternalObservation{ResourceExists: false}, e.checkDatabase(ctx, mg, db)
+		want, err := e.desired(ctx, mg)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{ResourceExists: false}, e.checkBoundary(ctx, mg, db, want.Owner, "")
 	}
 	switch instance.OwnershipOf(mg, got.MarkerOwner) {
 	case instance.Owned:
@@ -151,13 +170,23 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))
+	if len(stmts) > 0 {
+		if err := e.checkBoundary(ctx, mg, "", want.Owner, got.Owner); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	mg.SetConditions(xpv2.Available())
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))) == 0}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalCreation, error) {
 	want, err := e.desired(ctx, mg)
 	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	// Again: the owner role may not have existed when Observe checked.
+	if err := e.checkBoundary(ctx, mg, "", want.Owner, ""); err != nil {
 		return managed.ExternalCreation{}, err
 	}
 	return managed.ExternalCreation{}, errors.Wrap(postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID()))), errCreate)
