@@ -189,7 +189,12 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if err := e.checkBoundary(ctx, mg, "", want.Owner, ""); err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	return managed.ExternalCreation{}, errors.Wrap(postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID()))), errCreate)
+	// A non-superuser admin must be able to SET ROLE to the owner to give
+	// it the schema, and hold its privileges to comment on it then.
+	err = postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {
+		return postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID())))
+	})
+	return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalUpdate, error) {
@@ -202,16 +207,27 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	if stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID())); len(stmts) > 0 {
-		return managed.ExternalUpdate{}, errors.Wrap(postgres.Exec(ctx, e.pool, stmts), errUpdate)
+	stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))
+	if len(stmts) == 0 {
+		return managed.ExternalUpdate{}, nil
 	}
-	return managed.ExternalUpdate{}, nil
+	// Only the owner alters a schema; giving it away needs SET ROLE to the
+	// new owner.
+	needs := []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}
+	if want.Owner != "" && want.Owner != got.Owner {
+		needs = append(needs, postgres.RoleNeed{Role: want.Owner, Set: true, Inherit: true})
+	}
+	err = postgres.ActingAs(ctx, e.pool, needs, func() error { return postgres.Exec(ctx, e.pool, stmts) })
+	return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
 	name := mg.SchemaName()
-	err := postgres.Exec(ctx, e.pool, []string{postgres.DropSchemaStatement(name, mg.Spec.ForProvider.CascadeOnDelete)})
+	// Only its owner drops a schema.
+	err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
+		return postgres.Exec(ctx, e.pool, []string{postgres.DropSchemaStatement(name, mg.Spec.ForProvider.CascadeOnDelete)})
+	})
 	if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 		return managed.ExternalDelete{}, errors.Wrapf(err, "schema %q is not dropped while it holds objects (DROP SCHEMA … RESTRICT); the drop is retried with back-off. "+
 			"Drop or move them, or set spec.forProvider.cascadeOnDelete: true to drop them with the schema", name)

@@ -196,3 +196,89 @@ func TestSchemaConflict(t *testing.T) {
 		t.Errorf("a schema the provider did not create was changed or dropped: found %t, comment %q", found, comment)
 	}
 }
+
+// TestSchemaWithManagedServiceAdmin: with the admin managed services give
+// (CREATEDB + CREATEROLE, no superuser), a schema owned by a managed role is
+// created, handed to another owner and dropped; the admin holds no
+// membership in either role afterwards.
+func TestSchemaWithManagedServiceAdmin(t *testing.T) {
+	ctx := context.Background()
+	pg := env.Connect(ctx, t, "postgres")
+	if _, err := pg.Exec(ctx, "CREATE ROLE schema_admin LOGIN CREATEDB CREATEROLE PASSWORD 'schema-admin-pw-1'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.AdminSecret(ctx, "schema-admin", "schema_admin", "schema-admin-pw-1"); err != nil {
+		t.Fatal(err)
+	}
+	in := main.DeepCopy()
+	in.ObjectMeta = metav1.ObjectMeta{Name: "managed-service"}
+	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
+	in.Spec.AdminCredentialRef.Name = "schema-admin"
+	env.Create(ctx, t, in)
+	role := func(name string) *v1alpha1.PostgreSQLRole {
+		return &v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},
+			Spec: v1alpha1.PostgreSQLRoleSpec{
+				InstanceRef: v1alpha1.InstanceReference{Name: in.Name},
+				ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name), Login: ptr.To(false)},
+			},
+		}
+	}
+	first, second := role("svc_schema_owner"), role("svc_schema_heir")
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "svcschemas", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: in.Name},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{OwnerRef: &v1alpha1.LocalReference{Name: first.Name}},
+		},
+	}
+	s := newSchema("svc-app", "svcschemas", func(s *v1alpha1.PostgreSQLSchema) {
+		s.Spec.InstanceRef.Name = in.Name
+		s.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		s.Spec.ForProvider.Name = ptr.To("svc_app")
+		s.Spec.ForProvider.Owner = ptr.To("svc_schema_owner")
+		s.Spec.ForProvider.Comment = ptr.To("made by a managed-service admin")
+	})
+	env.Create(ctx, t, first, second, db, s)
+	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	memberships := func() int {
+		var n int
+		if err := pg.QueryRow(ctx, `SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid
+			WHERE m.member = 'schema_admin'::regrole AND r.rolname IN ('svc_schema_owner', 'svc_schema_heir')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if owner, _, _, _ := schemaState(ctx, t, "svcschemas", "svc_app"); owner != "svc_schema_owner" {
+		t.Errorf("svc_app is owned by %q, want svc_schema_owner", owner)
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) after creating the schema", n)
+	}
+
+	s.Spec.ForProvider.Owner = ptr.To("svc_schema_heir")
+	if err := env.Kube.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) {
+		owner, _, _, _ := schemaState(ctx, t, "svcschemas", "svc_app")
+		return owner == "svc_schema_heir", nil
+	})
+	if err != nil {
+		t.Fatalf("the schema was not handed to svc_schema_heir: %v (%v)", err, s.GetCondition(xpv2.TypeSynced))
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) after changing the owner", n)
+	}
+
+	if err := env.Kube.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, s)
+	if _, _, _, found := schemaState(ctx, t, "svcschemas", "svc_app"); found {
+		t.Error("the schema was not dropped")
+	}
+	if n := memberships(); n != 0 {
+		t.Errorf("the admin kept %d membership(s) after dropping the schema", n)
+	}
+}
