@@ -132,17 +132,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 	}
 	ap.Database = db
 	if got == nil {
-		if meta.WasDeleted(mg) {
-			return managed.ExternalObservation{}, nil
-		}
-		if err := instance.CheckProvisioning(e.conn.Instance); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		want, err := e.desired(ctx, mg)
-		if err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		return managed.ExternalObservation{ResourceExists: false}, e.checkBoundary(ctx, mg, db, want.Owner, "")
+		return managed.ExternalObservation{ResourceExists: false}, e.checkCreate(ctx, mg, db)
 	}
 	switch instance.OwnershipOf(mg, got.MarkerOwner) {
 	case instance.Owned:
@@ -178,6 +168,23 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 	}
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
+}
+
+// checkCreate says whether a schema that does not exist may be created:
+// nothing is, for a resource being deleted or on an Instance being deleted,
+// nor across the privilege boundary.
+func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db string) error {
+	if meta.WasDeleted(mg) {
+		return nil
+	}
+	if err := instance.CheckProvisioning(e.conn.Instance); err != nil {
+		return err
+	}
+	want, err := e.desired(ctx, mg)
+	if err != nil {
+		return err
+	}
+	return e.checkBoundary(ctx, mg, db, want.Owner, "")
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalCreation, error) {
