@@ -607,3 +607,86 @@ func TestLockActiveOnlyWhereABindingCovers(t *testing.T) {
 		t.Errorf("the uncovered target's delete was refused after all: %v", err)
 	}
 }
+
+// TestDestructiveOptionsRefusedInALockedDatabase: a Lock guards the data
+// in a database, not only the object: deleting a role with
+// ownedObjectsOnDelete Drop, or a schema with cascadeOnDelete, would drop
+// tables inside it, so both wait (nothing dropped, a message naming the
+// Lock) until the Lock goes.
+func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
+	ctx := context.Background()
+	db := newDatabase(ns, "vault")
+	l := newLock(ns, "vault-guard", v1alpha1.PostgreSQLDatabaseKind, "vault", "")
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "vault-writer", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			ManagementPolicies:   xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+			InstanceRef:          v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider:          v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("vault_writer")},
+			OwnedObjectsOnDelete: v1alpha1.OwnedObjectsDrop,
+		},
+	}
+	s := &v1alpha1.PostgreSQLSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "vault-data", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLSchemaSpec{
+			ManagementPolicies: xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+			InstanceRef:        v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLSchemaParameters{
+				Name: ptr.To("vault_data"), Database: ptr.To("vault"), CascadeOnDelete: true,
+			},
+		},
+	}
+	env.Create(ctx, t, db, l, r)
+	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Create(ctx, t, s)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	vault := env.Connect(ctx, t, "vault")
+	for _, stmt := range []string{
+		"CREATE TABLE public.owned_by_writer (id int)", "ALTER TABLE public.owned_by_writer OWNER TO vault_writer",
+		"CREATE TABLE vault_data.kept (id int)",
+	} {
+		if _, err := vault.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tables := func() int {
+		var n int
+		if err := vault.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename IN ('owned_by_writer', 'kept')").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	for _, o := range []client.Object{r, s} {
+		if err := env.Kube.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range []providertest.Conditioned{r, s} {
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return false, err
+			}
+			return strings.Contains(o.GetCondition(xpv2.TypeSynced).Message, "Lock(s) [vault-guard] protect"), nil
+		})
+		if err != nil {
+			t.Fatalf("deleting %s was not held by the database's Lock: %v (Synced: %q)", o.GetName(), err, o.GetCondition(xpv2.TypeSynced).Message)
+		}
+	}
+	time.Sleep(3 * time.Second) // A poll later.
+	if n := tables(); n != 2 {
+		t.Fatalf("%d of 2 tables left in the locked database", n)
+	}
+
+	// The Lock goes: the deletions proceed as asked.
+	if err := env.Kube.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, r)
+	env.Gone(ctx, t, s)
+	if n := tables(); n != 0 {
+		t.Errorf("%d table(s) left once the Lock was gone", n)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 )
 
 // Keys of the connection Secret beyond host, hostaddr, port, database,
@@ -356,6 +357,19 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	dbs, err := e.managedDatabases(ctx)
 	if err != nil {
 		return err
+	}
+	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
+		// Checked for every database before anything is dropped in any.
+		locked, err := lock.LockedDatabases(ctx, e.kube, string(e.instance.GetUID()))
+		if err != nil {
+			return err
+		}
+		for _, db := range dbs {
+			if names := locked[db]; len(names) > 0 {
+				return errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
+					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, lock.Format(names))
+			}
+		}
 	}
 	for _, db := range dbs {
 		t := e.target

@@ -23,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -231,6 +232,16 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
 	name := mg.SchemaName()
+	if mg.Spec.ForProvider.CascadeOnDelete {
+		locked, err := lock.LockedDatabases(ctx, e.kube, mg.Status.AtProvider.InstanceUID)
+		if err != nil {
+			return managed.ExternalDelete{}, err
+		}
+		if names := locked[mg.Status.AtProvider.Database]; len(names) > 0 {
+			return managed.ExternalDelete{}, errors.Errorf("cascadeOnDelete would drop every object in schema %q of database %q, which Lock(s) [%s] protect: nothing was dropped. "+
+				"Delete the Lock(s), or set spec.forProvider.cascadeOnDelete to false (the schema is then dropped only when empty)", name, mg.Status.AtProvider.Database, lock.Format(names))
+		}
+	}
 	// Only its owner drops a schema.
 	err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
 		return postgres.Exec(ctx, e.pool, []string{postgres.DropSchemaStatement(name, mg.Spec.ForProvider.CascadeOnDelete)})
