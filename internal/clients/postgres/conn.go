@@ -136,6 +136,23 @@ func applyEndpoint(c *pgconn.Config, ep Endpoint, cred Credentials) error {
 	return nil
 }
 
+// longerTimeout returns, in milliseconds, the time left until ctx's
+// deadline when that is longer than the sessions' statement_timeout: an
+// operation given a longer deadline (a template copy, REASSIGN OWNED in a
+// large database) must not be killed by the server before it, nor run on
+// after the client gave up. It leaves a second for the cancel to travel.
+func longerTimeout(ctx context.Context) (string, bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return "", false
+	}
+	left := time.Until(d) - time.Second
+	if left <= statementTimeout {
+		return "", false
+	}
+	return strconv.FormatInt(left.Milliseconds(), 10), true
+}
+
 // requireAuth is the pgconn require_auth value refusing the weak password
 // methods not allowed: "!password,!md5" by default. Methods that send no
 // password (trust, certificates) and SCRAM stay allowed.

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestCreateDatabaseStatements(t *testing.T) {
@@ -203,6 +205,55 @@ func TestMembershipGrants(t *testing.T) {
 			g, r := MembershipGrants(tc.need, tc.version)
 			if g != tc.grant || r != tc.revoke {
 				t.Errorf("MembershipGrants(%+v, %d) = %q, %q; want %q, %q", tc.need, tc.version, g, r, tc.grant, tc.revoke)
+			}
+		})
+	}
+}
+
+// TestStatementTimeoutFollowsLongDeadlines: statements given a deadline
+// longer than the sessions' statement_timeout (60 s) run under a timeout
+// that matches it, and the session is back at 60 s afterwards; a shorter
+// deadline leaves the session's timeout alone (no extra statement).
+func TestStatementTimeoutFollowsLongDeadlines(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := ConnConfig(endpointOf(server), admin(server))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Test.
+	// Fails unless statement_timeout is within want.
+	check := func(lo, hi time.Duration) []string {
+		return []string{fmt.Sprintf(`DO $$ BEGIN
+			IF current_setting('statement_timeout')::interval NOT BETWEEN '%d ms' AND '%d ms' THEN
+				RAISE EXCEPTION 'statement_timeout is %%', current_setting('statement_timeout');
+			END IF; END $$`, lo.Milliseconds(), hi.Milliseconds())}
+	}
+	long, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	short, cancelShort := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelShort()
+	cases := map[string]struct {
+		ctx    context.Context
+		exec   func(context.Context, []string) error
+		lo, hi time.Duration
+	}{
+		"ExecLongDeadline":     {ctx: long, exec: func(c context.Context, s []string) error { return Exec(c, conn, s) }, lo: 4 * time.Minute, hi: 5 * time.Minute},
+		"ExecEachLongDeadline": {ctx: long, exec: func(c context.Context, s []string) error { return ExecEach(c, conn, s) }, lo: 4 * time.Minute, hi: 5 * time.Minute},
+		"ExecShortDeadline":    {ctx: short, exec: func(c context.Context, s []string) error { return Exec(c, conn, s) }, lo: time.Minute, hi: time.Minute},
+		"ExecNoDeadline":       {ctx: ctx, exec: func(c context.Context, s []string) error { return ExecEach(c, conn, s) }, lo: time.Minute, hi: time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := tc.exec(tc.ctx, check(tc.lo, tc.hi)); err != nil { //nolint:contextcheck // Each case brings its own deadline.
+				t.Fatal(err)
+			}
+			var after string
+			if err := conn.QueryRow(ctx, "SHOW statement_timeout").Scan(&after); err != nil || after != "1min" {
+				t.Errorf("statement_timeout after the statements = %q (%v), want the session's 1min", after, err)
 			}
 		})
 	}

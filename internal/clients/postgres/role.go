@@ -256,6 +256,11 @@ func Exec(ctx context.Context, db interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }, stmts []string) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if ms, ok := longerTimeout(ctx); ok {
+			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+ms); err != nil {
+				return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
+			}
+		}
 		for i, s := range stmts {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))

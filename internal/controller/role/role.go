@@ -280,7 +280,13 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
-	if err := e.releaseOwned(ctx, mg); err != nil {
+	// REASSIGN or DROP OWNED may take long in a large database: they get a
+	// deadline of their own, detached from the reconcile's (which a
+	// shutdown cancels while the server would go on), and the server's
+	// statement_timeout follows it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := e.releaseOwned(rctx, mg); err != nil {
 		return managed.ExternalDelete{}, err
 	}
 	if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(mg.RoleName())}); err != nil {
@@ -630,6 +636,9 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.Conne
 	}
 	return d
 }
+
+// releaseTimeout bounds applying ownedObjectsOnDelete in every database.
+const releaseTimeout = 5 * time.Minute
 
 // verifiedPasswords remembers, by digest, the password last verified for
 // each role, so a non-superuser admin does not log in as every role at
