@@ -11,6 +11,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/binding"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
+	"github.com/ayatori/provider-postgresql/internal/controller/defaultprivileges"
 	"github.com/ayatori/provider-postgresql/internal/controller/grant"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
@@ -51,7 +52,7 @@ var kinds = []kind{
 	{name: "PostgreSQLDefaultPrivileges", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
 		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
-	}, setup: grant.SetupDefaultPrivileges},
+	}, setup: defaultprivileges.Setup},
 	{name: "Lock", gvks: []schema.GroupVersionKind{
 		v1alpha1.LockGroupVersionKind, v1alpha1.ClusterLockGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
 		v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind,

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
@@ -180,34 +178,6 @@ func DropDatabaseStatement(name string, force bool) string {
 		s += " WITH (FORCE)"
 	}
 	return s
-}
-
-// ExecEach runs statements one by one, outside a transaction, for those
-// (CREATE/DROP DATABASE) that cannot run in one.
-func ExecEach(ctx context.Context, db Execer, stmts []string) error {
-	if ms, ok := longerTimeout(ctx); ok {
-		// A session setting: one connection for the SET, the statements
-		// and the RESET.
-		if p, isPool := db.(*pgxpool.Pool); isPool {
-			c, err := p.Acquire(ctx)
-			if err != nil {
-				return xperrors.Wrap(err, "cannot get a connection")
-			}
-			defer c.Release()
-			db = c
-		}
-		if _, err := db.Exec(ctx, "SET statement_timeout = "+ms); err != nil {
-			return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
-		}
-		// Back to the session's own limit before the connection is reused.
-		defer db.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") //nolint:errcheck // A failed reset closes nothing; the next SET LOCAL or RESET wins.
-	}
-	for i, s := range stmts {
-		if _, err := db.Exec(ctx, s); err != nil {
-			return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
-		}
-	}
-	return nil
 }
 
 // ExtensionSpec is an extension wanted in a database. Empty Version and

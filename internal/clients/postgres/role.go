@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -121,31 +118,6 @@ func ObserveRole(ctx context.Context, q Querier, name string, withVerifier bool)
 	return o, system, nil
 }
 
-// The ownership marker ends the comment of every object the provider
-// creates, so that an object of the same name that the provider did not
-// create is never mistaken for one it did.
-const markerPrefix = "[provider-postgresql uid="
-
-// WithMarker returns comment with the ownership marker of uid appended.
-func WithMarker(comment, uid string) string {
-	m := markerPrefix + uid + "]"
-	if comment == "" {
-		return m
-	}
-	return comment + "\n" + m
-}
-
-// ParseMarker splits a stored comment into the user's comment and the UID
-// of the marker it ends with ("" when there is none).
-func ParseMarker(stored string) (comment, uid string) {
-	i := strings.LastIndex(stored, markerPrefix)
-	if i < 0 || !strings.HasSuffix(stored, "]") {
-		return stored, ""
-	}
-	uid = stored[i+len(markerPrefix) : len(stored)-1]
-	return strings.TrimSuffix(stored[:i], "\n"), uid
-}
-
 // CreateRoleStatements returns the statements that create a role with the
 // given attributes, password verifier (may be empty) and ownership marker.
 // They run in one transaction, so the role never exists without its marker.
@@ -247,82 +219,6 @@ func DropOwnedStatements(role string) []string {
 // DropRoleStatement returns the statement that drops a role.
 func DropRoleStatement(name string) string {
 	return "DROP ROLE IF EXISTS " + QuoteIdentifier(name)
-}
-
-// Exec runs statements in one transaction. Statements may hold password
-// verifiers, so an error names the failing statement's position, never its
-// text.
-func Exec(ctx context.Context, db interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}, stmts []string) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if ms, ok := longerTimeout(ctx); ok {
-			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+ms); err != nil {
-				return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
-			}
-		}
-		for i, s := range stmts {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
-			}
-		}
-		return nil
-	})
-}
-
-// verb is the first words of a statement, enough to say what failed
-// without repeating values.
-func verb(stmt string) string {
-	f := strings.Fields(stmt)
-	if len(f) > 2 {
-		f = f[:2]
-	}
-	return strings.Join(f, " ")
-}
-
-// describePgError keeps a server error's message, detail and hint, which
-// say what blocks an operation (such as the objects a role still owns).
-func describePgError(err error) error {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return ClassifyConnectError(err)
-	}
-	msg := pe.Message
-	if pe.Detail != "" {
-		msg += ": " + pe.Detail
-	}
-	if pe.Hint != "" {
-		msg += " (hint: " + pe.Hint + ")"
-	}
-	return &Error{Code: pe.Code, Message: msg}
-}
-
-// An Error is a server error with its SQLSTATE.
-type Error struct {
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message + " (SQLSTATE " + e.Code + ")" }
-
-// SQLSTATE classes and codes the controllers act on.
-const (
-	CodeDependentObjectsStillExist = "2BP01"
-	CodeObjectInUse                = "55006"
-	CodeDuplicateObject            = "42710"
-	CodeInsufficientPrivilege      = "42501"
-	CodeInvalidPassword            = "28P01"
-	CodeInvalidCatalogName         = "3D000"
-)
-
-// IsCode reports whether err is a server error with the given SQLSTATE.
-func IsCode(err error, code string) bool {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code == code
-	}
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == code
 }
 
 func flagDiff(want, got RoleAttributes) []string {

@@ -1,6 +1,6 @@
-// Package grant manages PostgreSQLGrants and PostgreSQLDefaultPrivileges:
-// privileges a role holds on existing objects, role memberships, and
-// privileges on objects created later. Each resource owns the privileges
+// Package grant manages PostgreSQLGrants: privileges a role holds on
+// existing objects, and role memberships (package defaultprivileges does
+// the privileges on objects created later). Each resource owns the privileges
 // it lists: it is Ready when they are held, whatever else the role holds,
 // and revokes only what it granted.
 package grant
@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,24 +27,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
-)
-
-const (
-	errObserve = "cannot observe the privileges"
-	errApply   = "cannot grant or revoke"
-	errRevoke  = "cannot revoke what was granted"
-	errIntent  = "cannot record the privileges about to be granted"
-)
-
-// Reasons of a Ready condition that is False.
-const (
-	// ReasonNotHeld: the grantee lacks some of the listed privileges (or
-	// the membership); the provider is granting them.
-	ReasonNotHeld xpv2.ConditionReason = "NotHeld"
-	// ReasonUnsupported: the server cannot grant what is asked (a 16+ or
-	// 17+ feature on an older server).
-	ReasonUnsupported xpv2.ConditionReason = "Unsupported"
 )
 
 // SetupGrant adds the PostgreSQLGrant controller to mgr.
@@ -215,20 +197,20 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	}
 	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
 	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	if what := e.missingParent(*ap, got); what != "" {
-		return absent(mg, e.conn, what)
+		return privilege.Absent(mg, e.conn, what)
 	}
-	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
+	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
-		return managed.ExternalObservation{}, unsupportedError(mg, got.ServerVersion, unsupported, "a "+strings.ToLower(string(p.ObjectType)))
+		return managed.ExternalObservation{}, privilege.Unsupported(mg, got.ServerVersion, unsupported, "a "+strings.ToLower(string(p.ObjectType)))
 	}
 	e.split(p.Objects, got.Objects)
 	e.want = postgres.PrivilegeWant{
@@ -241,26 +223,26 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 
 	if meta.WasDeleted(mg) {
 		all := append(slices.Clone(e.objects), e.removed...)
-		return managed.ExternalObservation{ResourceExists: len(revocable(ap.AppliedPrivileges, heldOf(all))) > 0}, nil
+		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, heldOf(all))) > 0}, nil
 	}
 	if missing := intersect(got.Missing, p.Objects); len(missing) > 0 {
 		msg := fmt.Sprintf("waiting for %s %s to exist in schema %q of database %q", strings.ToLower(string(p.ObjectType)), strings.Join(missing, ", "), ap.Schema, ap.Database)
-		mg.SetConditions(condition(ReasonNotHeld, msg))
+		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, msg))
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, orNone(ap.Privileges))))
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	e.plan = postgres.PlanPrivileges(e.want, held)
-	removedHeld := len(revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
+	removedHeld := len(privilege.Revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
 	// A grant on everything in an empty schema holds: there is nothing
 	// to grant on until a first object appears.
 	empty := len(e.objects) == 0 && e.target.AllInSchema
 	if empty || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, orNone(e.plan.Grant))))
+		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(e.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
 	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld})
@@ -274,15 +256,10 @@ func (e *grantExternal) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant,
 		return o, nil
 	}
 	db := boundary.Named{Field: boundary.Field("database", mg.Spec.ForProvider.Database != nil), Name: mg.Status.AtProvider.Database}
-	if err := checkerOf(e.kube, e.conn).Check(ctx, mg, db); err != nil {
+	if err := privilege.Checker(e.kube, e.conn).Check(ctx, mg, db); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	return o, nil
-}
-
-// checkerOf checks grants and default privileges on conn's Instance.
-func checkerOf(kube client.Reader, conn *instance.Connection) boundary.Checker {
-	return boundary.Checker{Kube: kube, Instance: conn.Instance, Q: conn.Pool}
 }
 
 // checkSystemSchema refuses a grant on the system catalogs (deleting one
@@ -297,25 +274,6 @@ func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
 	return nil
 }
 
-// unsupportedError sets and returns the condition of privileges the server
-// is too old for.
-func unsupportedError(mg resource.Managed, version int, unsupported []string, on string) error {
-	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
-	mg.SetConditions(condition(ReasonUnsupported, msg))
-	return errors.New(msg)
-}
-
-// absent handles a grantee or target that does not exist: nothing is left
-// to revoke for a grant being deleted; otherwise the grant waits.
-func absent(mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{}, nil
-	}
-	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, conn.Instance.GetName())
-	mg.SetConditions(condition(ReasonNotHeld, msg))
-	return managed.ExternalObservation{}, errors.New(msg)
-}
-
 func (e *grantExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalCreation, error) {
 	_, err := e.Update(ctx, mg)
 	return managed.ExternalCreation{}, err
@@ -328,7 +286,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	}
 	ap := &mg.Status.AtProvider
 	stmts := postgres.PlanStatements(ap.Role, e.target, e.objects, e.plan, e.want.GrantOption)
-	if revoke := revocable(ap.AppliedPrivileges, heldOf(e.removed)); len(revoke) > 0 {
+	if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(e.removed)); len(revoke) > 0 {
 		stmts = append(stmts, postgres.RevokeStatement(ap.Role, postgres.GrantTarget{Kind: e.target.Kind, Schema: e.target.Schema}, refsOf(e.removed), revoke, false))
 	}
 	// Record what is about to be granted before granting it, so that a
@@ -337,10 +295,10 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
 	ap.AppliedObjects = union(ap.AppliedObjects, mg.Spec.ForProvider.Objects)
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errIntent)
+		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := execAll(ctx, e.pool, stmts); err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errApply)
+	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
 	ap.AppliedObjects = slices.Sorted(slices.Values(mg.Spec.ForProvider.Objects))
@@ -363,12 +321,12 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 		}
 	} else {
 		all := append(slices.Clone(e.objects), e.removed...)
-		if revoke := revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
+		if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
 			stmts = append(stmts, postgres.RevokeStatement(ap.Role, e.target, refsOf(all), revoke, false))
 		}
 	}
-	if err := execAll(ctx, e.pool, stmts); err != nil {
-		return managed.ExternalDelete{}, errors.Wrap(err, errRevoke)
+	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption, ap.AppliedMembership = nil, false, false
 	return managed.ExternalDelete{}, nil
@@ -381,17 +339,17 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	e.pool = e.conn.Pool
 	got, system, err := postgres.ObserveMembership(ctx, e.pool, ap.Role, ap.MemberOf)
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
 	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	e.membership = got
 	if !got.RoleExists {
-		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	}
 	if !got.GroupExists {
-		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.MemberOf))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.MemberOf))
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
@@ -404,20 +362,20 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
 	e.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
-		mg.SetConditions(condition(ReasonUnsupported, err.Error()))
+		mg.SetConditions(privilege.NotReady(privilege.ReasonUnsupported, err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	if len(e.stmts) > 0 {
 		// Checked before any grant, against the catalog as it is now.
 		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-		if err := checkerOf(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group); err != nil {
+		if err := privilege.Checker(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
 	if len(e.stmts) == 0 {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
+		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
 	}
 	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(e.stmts) == 0}, nil
 }
@@ -428,31 +386,14 @@ func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.Postg
 	ap.AppliedMembership = ap.AppliedMembership || !e.membership.Member
 	ap.AppliedGrantOption = ap.AppliedGrantOption || admin && !e.membership.Admin
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
-		return errors.Wrap(err, errIntent)
+		return errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := execAll(ctx, e.pool, e.stmts); err != nil {
-		return errors.Wrap(err, errApply)
+	if err := privilege.ExecAll(ctx, e.pool, e.stmts); err != nil {
+		return errors.Wrap(err, privilege.ErrApply)
 	}
 	ap.AppliedGrantOption = ap.AppliedGrantOption && admin
 	mg.SetConditions(xpv2.Available())
 	return nil
-}
-
-// execAll runs stmts in one transaction; nothing at all when there are
-// none.
-func execAll(ctx context.Context, pool *pgxpool.Pool, stmts []string) error {
-	if len(stmts) == 0 {
-		return nil
-	}
-	return postgres.Exec(ctx, pool, stmts)
-}
-
-func privilegeStrings(ps []v1alpha1.Privilege) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = string(p)
-	}
-	return out
 }
 
 func heldOf(objs []postgres.ObservedObject) []postgres.Held {
@@ -467,20 +408,6 @@ func refsOf(objs []postgres.ObservedObject) []string {
 	out := make([]string, len(objs))
 	for i, o := range objs {
 		out[i] = o.Ref
-	}
-	return out
-}
-
-// revocable returns the applied privileges some object still holds.
-func revocable(applied []string, held []postgres.Held) []string {
-	var out []string
-	for _, p := range applied {
-		for _, h := range held {
-			if _, ok := h[p]; ok {
-				out = append(out, p)
-				break
-			}
-		}
 	}
 	return out
 }
@@ -504,22 +431,4 @@ func intersect(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-func orNone(s []string) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, ", ")
-}
-
-func serverVersion(v int) string {
-	return fmt.Sprintf("%d.%d", v/10000, v%10000)
-}
-
-func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: reason, Message: msg,
-	}
 }

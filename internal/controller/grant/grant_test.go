@@ -11,14 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/grant"
+	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -41,23 +40,9 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func sql(ctx context.Context, t *testing.T, stmts string) {
-	t.Helper()
-	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, stmts); err != nil {
-		t.Fatal(err)
-	}
-}
+func sql(ctx context.Context, t *testing.T, stmts string) { env.SQL(ctx, t, "postgres", stmts) }
 
-// holds evaluates a boolean privilege check such as
-// has_table_privilege('ro', 'app.t', 'SELECT').
-func holds(ctx context.Context, t *testing.T, check string) bool {
-	t.Helper()
-	var ok bool
-	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT "+check).Scan(&ok); err != nil {
-		t.Fatal(err)
-	}
-	return ok
-}
+func holds(ctx context.Context, t *testing.T, check string) bool { return env.Holds(ctx, t, check) }
 
 func waitHolds(ctx context.Context, t *testing.T, check string, want bool) {
 	t.Helper()
@@ -69,21 +54,8 @@ func waitHolds(ctx context.Context, t *testing.T, check string, want bool) {
 	}
 }
 
-// update changes obj as a user would: read, change, write, again when the
-// controller wrote in between (its status updates change the
-// resourceVersion too).
 func update[T client.Object](ctx context.Context, t *testing.T, obj T, mutate func(T)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Kube.Update(ctx, obj)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	providertest.Update(ctx, t, env, obj, mutate)
 }
 
 func newGrant(name string, p v1alpha1.PostgreSQLGrantParameters) *v1alpha1.PostgreSQLGrant {
@@ -307,7 +279,7 @@ func TestGrantNamedObjects(t *testing.T) {
 			Objects: []string{"a", "b", "c"}, Privileges: privileges("SELECT"),
 		})
 		env.Create(ctx, t, g)
-		env.Ready(ctx, t, g, corev1.ConditionFalse, grant.ReasonNotHeld)
+		env.Ready(ctx, t, g, corev1.ConditionFalse, privilege.ReasonNotHeld)
 		if msg := g.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "waiting for table c to exist") {
 			t.Errorf("Ready message %q does not name the missing table", msg)
 		}
@@ -349,7 +321,7 @@ func TestMembershipGrant(t *testing.T) {
 			Role: ptr.To("mmember"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"), Set: ptr.To(false),
 		})
 		env.Create(ctx, t, v)
-		env.Ready(ctx, t, v, corev1.ConditionFalse, grant.ReasonUnsupported)
+		env.Ready(ctx, t, v, corev1.ConditionFalse, privilege.ReasonUnsupported)
 		if msg := v.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "need PostgreSQL 16 or newer") {
 			t.Errorf("message %q", msg)
 		}
@@ -379,60 +351,5 @@ func newDefaults(name string, p v1alpha1.PostgreSQLDefaultPrivilegesParameters) 
 	return &v1alpha1.PostgreSQLDefaultPrivileges{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       v1alpha1.PostgreSQLDefaultPrivilegesSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}, ForProvider: p},
-	}
-}
-
-// TestDefaultPrivilegesRegression458 is provider-sql #458: default
-// privileges must not be reported Ready without being applied, even when
-// entries for the same roles exist for another schema or object type.
-func TestDefaultPrivilegesRegression458(t *testing.T) {
-	ctx := context.Background()
-	sql(ctx, t, `CREATE ROLE o458; CREATE ROLE g458; CREATE SCHEMA s458 AUTHORIZATION o458; CREATE SCHEMA s458b;
-		ALTER DEFAULT PRIVILEGES FOR ROLE o458 IN SCHEMA s458b GRANT SELECT, INSERT ON TABLES TO g458;
-		ALTER DEFAULT PRIVILEGES FOR ROLE o458 IN SCHEMA s458 GRANT SELECT ON SEQUENCES TO g458`)
-	d := newDefaults("d458", v1alpha1.PostgreSQLDefaultPrivilegesParameters{
-		Role: ptr.To("g458"), Owner: ptr.To("o458"), Database: ptr.To("postgres"), Schema: ptr.To("s458"),
-		ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: privileges("SELECT", "INSERT"),
-	})
-	env.Create(ctx, t, d)
-	env.Ready(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	var acl []string
-	read := func() {
-		t.Helper()
-		acl = nil
-		err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT coalesce(ARRAY(SELECT a.privilege_type FROM pg_default_acl d, aclexplode(d.defaclacl) a
-			WHERE d.defaclrole = 'o458'::regrole AND d.defaclnamespace = 's458'::regnamespace AND d.defaclobjtype = 'r' AND a.grantee = 'g458'::regrole ORDER BY 1), '{}')`).Scan(&acl)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	read()
-	if diff := cmp.Diff([]string{"INSERT", "SELECT"}, acl); diff != "" {
-		t.Fatalf("Ready, but pg_default_acl holds (-want +got):\n%s", diff)
-	}
-	sql(ctx, t, "SET ROLE o458; CREATE TABLE s458.later (id int); RESET ROLE")
-	if !holds(ctx, t, "has_table_privilege('g458', 's458.later', 'SELECT, INSERT')") {
-		t.Error("a table created later by the owner did not get the default privileges")
-	}
-
-	update(ctx, t, d, func(d *v1alpha1.PostgreSQLDefaultPrivileges) { d.Spec.ForProvider.Privileges = privileges("SELECT") })
-	err := providertest.Wait(ctx, 30*time.Second, func(context.Context) (bool, error) {
-		read()
-		return cmp.Equal([]string{"SELECT"}, acl), nil
-	})
-	if err != nil {
-		t.Fatalf("INSERT, removed from the spec, was not revoked from the default privileges (%v): %v", acl, err)
-	}
-	if err := env.Kube.Delete(ctx, d); err != nil {
-		t.Fatal(err)
-	}
-	env.Gone(ctx, t, d)
-	read()
-	if len(acl) != 0 {
-		t.Errorf("after deletion pg_default_acl still gives %v", acl)
-	}
-	var other int
-	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT count(*) FROM pg_default_acl WHERE defaclrole = 'o458'::regrole AND defaclnamespace = 's458b'::regnamespace`).Scan(&other); err != nil || other != 1 {
-		t.Errorf("an entry the resource did not set was touched (count %d, err %v)", other, err)
 	}
 }

@@ -1,4 +1,7 @@
-package grant
+// Package defaultprivileges manages PostgreSQLDefaultPrivileges: ALTER
+// DEFAULT PRIVILEGES FOR ROLE an owner IN SCHEMA, granting a role what the
+// owner creates later.
+package defaultprivileges
 
 import (
 	"context"
@@ -21,12 +24,12 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
-// SetupDefaultPrivileges adds the PostgreSQLDefaultPrivileges controller to
-// mgr.
-func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
+// Setup adds the PostgreSQLDefaultPrivileges controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLDefaultPrivilegesGroupKind)
 	kube := mgr.GetClient()
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDefaultPrivilegesList{})
@@ -36,7 +39,7 @@ func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
-				return &defaultsExternal{kube: kube, conn: conn}
+				return &external{kube: kube, conn: conn}
 			})),
 		managed.WithInitializers(),
 		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(d *v1alpha1.PostgreSQLDefaultPrivileges) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
@@ -51,12 +54,12 @@ func SetupDefaultPrivileges(mgr ctrl.Manager, c config.Config) error {
 		Complete(config.Reconciler(name, c, r))
 }
 
-type defaultsExternal struct {
+type external struct {
 	kube client.Client
 	conn *instance.Connection
 
 	pool *pgxpool.Pool
-	// observed is status.atProvider as Observe left it: see grantExternal.
+	// observed is status.atProvider as Observe left it: see the grant package: what Update may revoke is what Observe saw applied.
 	observed v1alpha1.PostgreSQLDefaultPrivilegesObservation
 	target   postgres.DefaultPrivilegesTarget
 	want     postgres.PrivilegeWant
@@ -73,8 +76,8 @@ var defaultKinds = map[v1alpha1.DefaultPrivilegesObjectType]postgres.ObjectKind{
 }
 
 // names resolves the grantee, owner, database and schema into
-// status.atProvider, as names does for grants.
-func (e *defaultsExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (bool, error) {
+// status.atProvider, as the grant controller does for grants.
+func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (bool, error) {
 	ap := &mg.Status.AtProvider
 	if meta.WasDeleted(mg) {
 		return ap.Role != "", nil
@@ -104,7 +107,7 @@ func (e *defaultsExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLDef
 	return true, nil
 }
 
-func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalObservation, error) {
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalObservation, error) {
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
@@ -117,42 +120,42 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 	}
 	got, system, err := postgres.ObserveDefaultPrivileges(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
 	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	switch {
 	case !got.RoleExists:
-		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	case !got.OwnerExists:
-		return absent(mg, e.conn, fmt.Sprintf("role %q", ap.Owner))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Owner))
 	case !got.SchemaExists:
-		return absent(mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
+		return privilege.Absent(mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
 	}
-	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilegeStrings(p.Privileges))
+	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
-		return managed.ExternalObservation{}, unsupportedError(mg, got.ServerVersion, unsupported, strings.ToLower(string(p.ObjectType)))
+		return managed.ExternalObservation{}, privilege.Unsupported(mg, got.ServerVersion, unsupported, strings.ToLower(string(p.ObjectType)))
 	}
 	e.held = got.Held
 	e.want = postgres.PrivilegeWant{Privileges: privileges, GrantOption: p.WithGrantOption, Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption}
 	ap.Privileges = postgres.HeldByAll(privileges, p.WithGrantOption, []postgres.Held{got.Held})
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: len(revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
+		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(ap.Privileges))))
+		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	e.plan = postgres.PlanPrivileges(e.want, []postgres.Held{got.Held})
 	if len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(condition(ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, orNone(e.plan.Grant))))
+		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(e.plan.Grant))))
 	}
 	if !e.plan.Empty() {
 		// Only in a database of its namespace, and only for the future
@@ -160,29 +163,29 @@ func (e *defaultsExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLD
 		// tenant's (or a superuser's) role would hand out what it creates.
 		db := boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: ap.Database}
 		owner := boundary.Named{Field: boundary.Field("owner", p.Owner != nil), Name: ap.Owner}
-		if err := checkerOf(e.kube, e.conn).Check(ctx, mg, db, owner); err != nil {
+		if err := privilege.Checker(e.kube, e.conn).Check(ctx, mg, db, owner); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
 	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: e.plan.Empty()}, nil
 }
 
-func (e *defaultsExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalCreation, error) {
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalCreation, error) {
 	_, err := e.Update(ctx, mg)
 	return managed.ExternalCreation{}, err
 }
 
-func (e *defaultsExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalUpdate, error) {
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalUpdate, error) {
 	mg.Status.AtProvider = *e.observed.DeepCopy()
 	ap := &mg.Status.AtProvider
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, e.plan, e.want.GrantOption)
 	// Recorded before granting: see the PostgreSQLGrant's Update.
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errIntent)
+		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := execAll(ctx, e.pool, stmts); err != nil {
-		return managed.ExternalUpdate{}, errors.Wrap(err, errApply)
+	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
 	ap.Privileges = e.want.Privileges
@@ -190,17 +193,17 @@ func (e *defaultsExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDe
 	return managed.ExternalUpdate{}, nil
 }
 
-func (e *defaultsExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
 	mg.Status.AtProvider = *e.observed.DeepCopy()
 	ap := &mg.Status.AtProvider
-	revoke := revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
+	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)
-	if err := execAll(ctx, e.pool, stmts); err != nil {
-		return managed.ExternalDelete{}, errors.Wrap(err, errRevoke)
+	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = nil, false
 	return managed.ExternalDelete{}, nil
 }
 
-func (e *defaultsExternal) Disconnect(context.Context) error { return nil }
+func (e *external) Disconnect(context.Context) error { return nil }

@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// Exec runs statements in one transaction. Statements may hold password
+// verifiers, so an error names the failing statement's position, never its
+// text.
+func Exec(ctx context.Context, db interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}, stmts []string) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if ms, ok := longerTimeout(ctx); ok {
+			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+ms); err != nil {
+				return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
+			}
+		}
+		for i, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return fmt.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
+			}
+		}
+		return nil
+	})
+}
+
+// verb is the first words of a statement, enough to say what failed
+// without repeating values.
+func verb(stmt string) string {
+	f := strings.Fields(stmt)
+	if len(f) > 2 {
+		f = f[:2]
+	}
+	return strings.Join(f, " ")
+}
+
+// describePgError keeps a server error's message, detail and hint, which
+// say what blocks an operation (such as the objects a role still owns).
+func describePgError(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ClassifyConnectError(err)
+	}
+	msg := pe.Message
+	if pe.Detail != "" {
+		msg += ": " + pe.Detail
+	}
+	if pe.Hint != "" {
+		msg += " (hint: " + pe.Hint + ")"
+	}
+	return &Error{Code: pe.Code, Message: msg}
+}
+
+// An Error is a server error with its SQLSTATE.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message + " (SQLSTATE " + e.Code + ")" }
+
+// SQLSTATE classes and codes the controllers act on.
+const (
+	CodeDependentObjectsStillExist = "2BP01"
+	CodeObjectInUse                = "55006"
+	CodeDuplicateObject            = "42710"
+	CodeInsufficientPrivilege      = "42501"
+	CodeInvalidPassword            = "28P01"
+	CodeInvalidCatalogName         = "3D000"
+)
+
+// IsCode reports whether err is a server error with the given SQLSTATE.
+func IsCode(err error, code string) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code == code
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
+
+// ExecEach runs statements one by one, outside a transaction, for those
+// (CREATE/DROP DATABASE) that cannot run in one.
+func ExecEach(ctx context.Context, db Execer, stmts []string) error {
+	if ms, ok := longerTimeout(ctx); ok {
+		// A session setting: one connection for the SET, the statements
+		// and the RESET.
+		if p, isPool := db.(*pgxpool.Pool); isPool {
+			c, err := p.Acquire(ctx)
+			if err != nil {
+				return xperrors.Wrap(err, "cannot get a connection")
+			}
+			defer c.Release()
+			db = c
+		}
+		if _, err := db.Exec(ctx, "SET statement_timeout = "+ms); err != nil {
+			return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
+		}
+		// Back to the session's own limit before the connection is reused.
+		defer db.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") //nolint:errcheck // A failed reset closes nothing; the next SET LOCAL or RESET wins.
+	}
+	for i, s := range stmts {
+		if _, err := db.Exec(ctx, s); err != nil {
+			return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+// Package privilege holds what the PostgreSQLGrant and
+// PostgreSQLDefaultPrivileges controllers share: their conditions, the
+// boundary check of their Instance, and the helpers that plan and apply a
+// change of privileges.
+package privilege
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+// Errors wrapped around what the server says.
+const (
+	ErrObserve = "cannot observe the privileges"
+	ErrApply   = "cannot grant or revoke"
+	ErrRevoke  = "cannot revoke what was granted"
+	ErrIntent  = "cannot record the privileges about to be granted"
+)
+
+// Reasons of a Ready condition that is False.
+const (
+	// ReasonNotHeld: the grantee lacks some of the listed privileges (or
+	// the membership); the provider is granting them.
+	ReasonNotHeld xpv2.ConditionReason = "NotHeld"
+	// ReasonUnsupported: the server cannot grant what is asked (a 16+ or
+	// 17+ feature on an older server).
+	ReasonUnsupported xpv2.ConditionReason = "Unsupported"
+)
+
+// Checker checks grants and default privileges on conn's Instance.
+func Checker(kube client.Reader, conn *instance.Connection) boundary.Checker {
+	return boundary.Checker{Kube: kube, Instance: conn.Instance, Q: conn.Pool}
+}
+
+// Unsupported sets and returns the condition of privileges the server is
+// too old for.
+func Unsupported(mg resource.Managed, version int, unsupported []string, on string) error {
+	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
+	mg.SetConditions(NotReady(ReasonUnsupported, msg))
+	return errors.New(msg)
+}
+
+// Absent handles a grantee or target that does not exist: nothing is left
+// to revoke for a resource being deleted; otherwise it waits.
+func Absent(mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(mg) {
+		return managed.ExternalObservation{}, nil
+	}
+	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, conn.Instance.GetName())
+	mg.SetConditions(NotReady(ReasonNotHeld, msg))
+	return managed.ExternalObservation{}, errors.New(msg)
+}
+
+// ExecAll runs stmts in one transaction; nothing at all when there are
+// none.
+func ExecAll(ctx context.Context, pool *pgxpool.Pool, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	return postgres.Exec(ctx, pool, stmts)
+}
+
+// Strings returns privileges as the server names them.
+func Strings(ps []v1alpha1.Privilege) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// Revocable returns the applied privileges some object still holds.
+func Revocable(applied []string, held []postgres.Held) []string {
+	var out []string
+	for _, p := range applied {
+		for _, h := range held {
+			if _, ok := h[p]; ok {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// OrNone lists s for a message, or says none.
+func OrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func serverVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/10000, v%10000)
+}
+
+// NotReady is a Ready condition that is False.
+func NotReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: reason, Message: msg,
+	}
+}
