@@ -256,3 +256,19 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// ownsInSQL lists the databases in which a role owns objects, from the
+// shared catalog pg_shdepend, so one query from any database answers for
+// all of them.
+const ownsInSQL = `SELECT coalesce(array_agg(DISTINCT d.datname ORDER BY d.datname), '{}')
+  FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
+ WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype = 'o'
+   AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)`
+
+// DatabasesOwnedIn returns the databases in which role owns objects (what
+// DROP OWNED there would drop).
+func DatabasesOwnedIn(ctx context.Context, q Querier, role string) ([]string, error) {
+	var dbs []string
+	err := q.QueryRow(ctx, ownsInSQL, role).Scan(&dbs)
+	return dbs, xperrors.Wrapf(ClassifyConnectError(err), "cannot read where role %s owns objects", QuoteIdentifier(role))
+}

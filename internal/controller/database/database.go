@@ -30,6 +30,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
 const (
@@ -91,43 +92,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, errors.Errorf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted once that tenant is gone",
 			b.BoundTo.Tenant)
 	}
-	if err := instance.CheckExternalName(mg, "database", name); err != nil {
-		mg.SetConditions(instance.ConflictCondition(err.Error()))
-		return managed.ExternalObservation{}, err
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.instance, mg)
+	if done {
+		return obs, err
 	}
-	got, system, err := postgres.ObserveDatabase(ctx, e.pool, name)
-	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
-	}
-	if err := instance.Bind(mg, e.instance, system, &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier); err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if got == nil {
-		return managed.ExternalObservation{}, e.checkCreate(ctx, mg)
-	}
-
 	uid := string(mg.GetUID())
-	switch instance.OwnershipOf(mg, got.MarkerOwner) {
-	case instance.Owned:
-	case instance.Release:
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	case instance.Foreign:
-		msg := fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
-			"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
-			"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
-			name, e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
-		mg.SetConditions(instance.ConflictCondition(msg))
-		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
-	}
-
-	ap := &mg.Status.AtProvider
-	ap.Name = name
-	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
-	ap.OwnerAttributes = got.OwnerAttributes
-	mg.Status.ObservedGeneration = mg.GetGeneration()
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: true}, nil
-	}
 
 	owner, err := e.owner(ctx, mg)
 	if err != nil {
@@ -141,27 +110,58 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("database %q", name)))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
-	}
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(extStmts) == 0}, nil
 }
 
-// checkCreate refuses to create the database where it must not be: on an
-// Instance being deleted, with extensions the server lacks, or across the
-// Instance's privilege boundary. It runs in Observe, before anything is
-// created, rather than in Create, where the reconciler would replace the
-// condition with Creating. A database being deleted that does not exist
-// is simply gone.
+// kind adapts databases to the contract of server objects.
+type kind struct{ e *external }
+
+func (kind) Noun() string                                { return "database" }
+func (kind) Name(mg *v1alpha1.PostgreSQLDatabase) string { return mg.DatabaseName() }
+
+func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (serverobject.Observed[postgres.ObservedDatabase], error) {
+	got, system, err := postgres.ObserveDatabase(ctx, k.e.pool, mg.DatabaseName())
+	if err != nil {
+		return serverobject.Observed[postgres.ObservedDatabase]{}, errors.Wrap(err, errObserve)
+	}
+	o := serverobject.Observed[postgres.ObservedDatabase]{Object: got, System: system}
+	if got != nil {
+		o.Marker = got.MarkerOwner
+	}
+	return o, nil
+}
+
+func (kind) Binding(mg *v1alpha1.PostgreSQLDatabase) (*string, *string) {
+	return &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier
+}
+
+func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
+	return k.e.checkCreate(ctx, mg)
+}
+
+func (k kind) Foreign(mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase) string {
+	name, uid := mg.DatabaseName(), string(mg.GetUID())
+	return fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
+		"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
+		"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
+		name, k.e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+}
+
+func (kind) Record(mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) {
+	ap := &mg.Status.AtProvider
+	ap.Name = mg.DatabaseName()
+	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
+	ap.OwnerAttributes = got.OwnerAttributes
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+}
+
+// checkCreate refuses to create the database where it must not be: with
+// extensions the server lacks, or across the Instance's privilege
+// boundary. It runs in Observe (serverobject.Observe, which also refuses an
+// Instance being deleted), before anything is created, rather than in
+// Create, where the reconciler would replace the condition with Creating.
 func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
-	if meta.WasDeleted(mg) {
-		return nil
-	}
-	if err := instance.CheckProvisioning(e.instance); err != nil {
-		return err
-	}
 	if err := e.checkExtensionsAvailable(mg); err != nil {
 		return err
 	}

@@ -636,8 +636,12 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 			},
 		},
 	}
-	env.Create(ctx, t, db, l, r)
+	// A locked database where the role owns nothing does not hold it up.
+	other := newDatabase(ns, "elsewhere")
+	otherLock := newLock(ns, "elsewhere-guard", v1alpha1.PostgreSQLDatabaseKind, "elsewhere", "")
+	env.Create(ctx, t, db, l, r, other, otherLock)
 	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.Ready(ctx, t, otherLock, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	env.Create(ctx, t, s)
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
@@ -680,7 +684,8 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 		t.Fatalf("%d of 2 tables left in the locked database", n)
 	}
 
-	// The Lock goes: the deletions proceed as asked.
+	// The Lock goes: the deletions proceed as asked, although another
+	// database (where the role owns nothing) stays locked.
 	if err := env.Kube.Delete(ctx, l); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -36,6 +35,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
 // Keys of the connection Secret beyond host, hostaddr, port, database,
@@ -130,55 +130,53 @@ type external struct {
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
-	name := mg.RoleName()
-	if err := instance.CheckExternalName(mg, "role", name); err != nil {
-		mg.SetConditions(instance.ConflictCondition(err.Error()))
-		return managed.ExternalObservation{}, err
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.instance, mg)
+	if done {
+		return obs, err
 	}
-	got, system, err := postgres.ObserveRole(ctx, e.pool, name, e.readsVerifier(mg))
-	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
-	}
-	if err := instance.Bind(mg, e.instance, system, &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier); err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	if got == nil {
-		if meta.WasDeleted(mg) {
-			return managed.ExternalObservation{}, nil
-		}
-		if err := instance.CheckProvisioning(e.instance); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		if err := e.checkBoundary(ctx, mg); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-
-	uid := string(mg.GetUID())
-	switch instance.OwnershipOf(mg, got.Owner) {
-	case instance.Owned:
-	case instance.Release:
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	case instance.Foreign:
-		msg := fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
-			"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
-			"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
-			name, e.instance.GetName(), uid, name)
-		mg.SetConditions(instance.ConflictCondition(msg))
-		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
-	}
-
-	e.record(mg, got)
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: true}, nil
-	}
-	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("role %q", name)))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: e.details(mg, "")}, nil
-	}
-
 	return e.observeDrift(ctx, mg, got)
+}
+
+// kind adapts roles to the contract of server objects.
+type kind struct{ e *external }
+
+func (kind) Noun() string                            { return "role" }
+func (kind) Name(mg *v1alpha1.PostgreSQLRole) string { return mg.RoleName() }
+
+func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (serverobject.Observed[postgres.ObservedRole], error) {
+	got, system, err := postgres.ObserveRole(ctx, k.e.pool, mg.RoleName(), k.e.readsVerifier(mg))
+	if err != nil {
+		return serverobject.Observed[postgres.ObservedRole]{}, errors.Wrap(err, errObserve)
+	}
+	o := serverobject.Observed[postgres.ObservedRole]{Object: got, System: system}
+	if got != nil {
+		o.Marker = got.Owner
+	}
+	return o, nil
+}
+
+func (kind) Binding(mg *v1alpha1.PostgreSQLRole) (*string, *string) {
+	return &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier
+}
+
+func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	return k.e.checkBoundary(ctx, mg)
+}
+
+func (k kind) Foreign(mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole) string {
+	name := mg.RoleName()
+	return fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
+		"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
+		"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
+		name, k.e.instance.GetName(), mg.GetUID(), name)
+}
+
+func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
+
+// Imported: an observe-only role still publishes how to reach it (no
+// password: the provider cannot know it).
+func (k kind) Imported(mg *v1alpha1.PostgreSQLRole) managed.ExternalObservation {
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: k.e.details(mg, "")}
 }
 
 // observeDrift compares an owned role with its spec: what differs is
@@ -365,12 +363,17 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 		return err
 	}
 	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
-		// Checked for every database before anything is dropped in any.
+		// Checked for every database before anything is dropped in any;
+		// only those where the role owns something are at risk.
 		locked, err := lock.LockedDatabases(ctx, e.kube, string(e.instance.GetUID()))
 		if err != nil {
 			return err
 		}
-		for _, db := range dbs {
+		owns, err := postgres.DatabasesOwnedIn(ctx, e.pool, mg.RoleName())
+		if err != nil {
+			return err
+		}
+		for _, db := range owns {
 			if names := locked[db]; len(names) > 0 {
 				return errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
 					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, lock.Format(names))

@@ -25,6 +25,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
 const (
@@ -104,59 +105,11 @@ func (e *external) database(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) 
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalObservation, error) {
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLSchema, postgres.ObservedSchema](ctx, kind{e}, e.conn.Instance, mg)
+	if done {
+		return obs, err
+	}
 	name := mg.SchemaName()
-	if err := instance.CheckExternalName(mg, "schema", name); err != nil {
-		mg.SetConditions(instance.ConflictCondition(err.Error()))
-		return managed.ExternalObservation{}, err
-	}
-	db, err := e.database(ctx, mg)
-	if err != nil || db == "" {
-		// Deleted before it ever found its database: nothing to drop.
-		return managed.ExternalObservation{}, err
-	}
-	if e.pool, err = e.conn.Database(ctx, db); err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	got, system, err := postgres.ObserveSchema(ctx, e.pool, name)
-	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		if meta.WasDeleted(mg) {
-			return managed.ExternalObservation{}, nil
-		}
-		return managed.ExternalObservation{}, errors.Errorf("waiting for database %q to exist on PostgreSQLInstance %q", db, e.conn.Instance.GetName())
-	}
-	if err != nil {
-		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
-	}
-	ap := &mg.Status.AtProvider
-	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	ap.Database = db
-	if got == nil {
-		return managed.ExternalObservation{ResourceExists: false}, e.checkCreate(ctx, mg, db)
-	}
-	switch instance.OwnershipOf(mg, got.MarkerOwner) {
-	case instance.Owned:
-	case instance.Release:
-		return managed.ExternalObservation{ResourceExists: false}, nil
-	case instance.Foreign:
-		uid := string(mg.GetUID())
-		msg := fmt.Sprintf("schema %q exists in database %q on PostgreSQLInstance %q but was not created by this PostgreSQLSchema (its comment carries no ownership marker for UID %s). "+
-			"Confirmed: the schema exists. Uncertain: who manages it and whose objects it holds. Nothing was changed. "+
-			"Check by hand with psql -d %s: \\dn+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to hand it to this resource, an admin can mark it with: COMMENT ON SCHEMA %s IS '%s'",
-			name, db, e.conn.Instance.GetName(), uid, db, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
-		mg.SetConditions(instance.ConflictCondition(msg))
-		return managed.ExternalObservation{}, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
-	}
-	ap.Name, ap.Owner, ap.PublicPrivileges = name, got.Owner, got.PublicPrivileges
-	mg.Status.ObservedGeneration = mg.GetGeneration()
-	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: true}, nil
-	}
-	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("schema %q in database %q", name, db)))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
-	}
 	want, err := e.desired(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -171,21 +124,76 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
 }
 
-// checkCreate says whether a schema that does not exist may be created:
-// nothing is, for a resource being deleted or on an Instance being deleted,
-// nor across the privilege boundary.
-func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, db string) error {
-	if meta.WasDeleted(mg) {
-		return nil
+// kind adapts schemas to the contract of server objects.
+type kind struct{ e *external }
+
+func (kind) Noun() string                              { return "schema" }
+func (kind) Name(mg *v1alpha1.PostgreSQLSchema) string { return mg.SchemaName() }
+
+// Observe finds the schema's database (recorded at first observation),
+// connects to it and reads the schema there.
+func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serverobject.Observed[postgres.ObservedSchema], error) {
+	var none serverobject.Observed[postgres.ObservedSchema]
+	db, err := k.e.database(ctx, mg)
+	if err != nil {
+		return none, err
 	}
-	if err := instance.CheckProvisioning(e.conn.Instance); err != nil {
-		return err
+	if db == "" {
+		// Deleted before it ever found its database: nothing to drop.
+		return none, serverobject.ErrGone
 	}
-	want, err := e.desired(ctx, mg)
+	if k.e.pool, err = k.e.conn.Database(ctx, db); err != nil {
+		return none, err
+	}
+	got, system, err := postgres.ObserveSchema(ctx, k.e.pool, mg.SchemaName())
+	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+		if meta.WasDeleted(mg) {
+			return none, serverobject.ErrGone
+		}
+		return none, errors.Errorf("waiting for database %q to exist on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName())
+	}
+	if err != nil {
+		return none, errors.Wrap(err, errObserve)
+	}
+	mg.Status.AtProvider.Database = db
+	o := serverobject.Observed[postgres.ObservedSchema]{Object: got, System: system}
+	if got != nil {
+		o.Marker = got.MarkerOwner
+	}
+	return o, nil
+}
+
+func (kind) Binding(mg *v1alpha1.PostgreSQLSchema) (*string, *string) {
+	return &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier
+}
+
+// CheckCreate refuses a schema in a database, or for an owner, that the
+// namespace may not use.
+func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) error {
+	want, err := k.e.desired(ctx, mg)
 	if err != nil {
 		return err
 	}
-	return e.checkBoundary(ctx, mg, db, want.Owner, "")
+	return k.e.checkBoundary(ctx, mg, mg.Status.AtProvider.Database, want.Owner, "")
+}
+
+func (k kind) Foreign(mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema) string {
+	name, db, uid := mg.SchemaName(), mg.Status.AtProvider.Database, string(mg.GetUID())
+	return fmt.Sprintf("schema %q exists in database %q on PostgreSQLInstance %q but was not created by this PostgreSQLSchema (its comment carries no ownership marker for UID %s). "+
+		"Confirmed: the schema exists. Uncertain: who manages it and whose objects it holds. Nothing was changed. "+
+		"Check by hand with psql -d %s: \\dn+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to hand it to this resource, an admin can mark it with: COMMENT ON SCHEMA %s IS '%s'",
+		name, db, k.e.conn.Instance.GetName(), uid, db, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+}
+
+func (kind) Record(mg *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) {
+	ap := &mg.Status.AtProvider
+	ap.Name, ap.Owner, ap.PublicPrivileges = mg.SchemaName(), got.Owner, got.PublicPrivileges
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+}
+
+// Describe names the schema with its database in messages.
+func (kind) Describe(mg *v1alpha1.PostgreSQLSchema) string {
+	return fmt.Sprintf("schema %q in database %q", mg.SchemaName(), mg.Status.AtProvider.Database)
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalCreation, error) {

@@ -1,0 +1,136 @@
+// Package serverobject holds the contract every kind that manages one named
+// object on a PostgreSQLInstance's server shares (roles, databases,
+// schemas): refuse a changed external name, observe in one round trip, bind
+// to the Instance and server on first sight, check before anything is
+// created, decide ownership from the object's marker (owned, released,
+// Conflict, observe-only import) and set the matching condition. Each kind
+// plugs in through a small Kind adapter; what differs (its catalog query,
+// its checks, how it compares the object with its spec) stays with the
+// kind, and every branch here is tested without a server.
+package serverobject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+// ErrGone is returned by a Kind's Observe when the object cannot be read
+// because what holds it is gone (a schema whose database was dropped) and
+// the resource is being deleted: there is nothing left to observe or drop.
+var ErrGone = errors.New("gone with what held it")
+
+// An Observed object, as a Kind's catalog query returns it.
+type Observed[O any] struct {
+	// Object is nil when the object does not exist.
+	Object *O
+	// Marker is the UID of the ownership marker the object carries, "" for
+	// none.
+	Marker string
+	// System is the system identifier of the server that answered.
+	System string
+}
+
+// A Kind is what the shared observation needs of one kind of object. T is
+// the managed resource, O what the kind's catalog query returns.
+type Kind[T resource.Managed, O any] interface {
+	// Noun names the kind in messages: "role", "database", "schema".
+	Noun() string
+	// Name is the PostgreSQL name mg manages.
+	Name(mg T) string
+	// Observe reads the object in one round trip.
+	Observe(ctx context.Context, mg T) (Observed[O], error)
+	// Binding returns where mg records the UID of its Instance and the
+	// system identifier of its server.
+	Binding(mg T) (instanceUID, systemIdentifier *string)
+	// CheckCreate refuses creating the object where it must not be (the
+	// privilege boundary, missing prerequisites), before anything is sent;
+	// nil lets Create run.
+	CheckCreate(ctx context.Context, mg T) error
+	// Foreign is the Conflict message for an object of mg's name that mg did
+	// not create: what is confirmed, what is uncertain, how to check and how
+	// to hand it over.
+	Foreign(mg T, got *O) string
+	// Record writes what was observed into mg's status.
+	Record(mg T, got *O)
+}
+
+// A Describer is a Kind that names its objects in messages more fully than
+// by noun and name (a schema with its database).
+type Describer[T resource.Managed] interface {
+	Describe(mg T) string
+}
+
+// An Importer is a Kind whose observe-only imports report more than that
+// they exist and are up to date (a role's connection details).
+type Importer[T resource.Managed] interface {
+	Imported(mg T) managed.ExternalObservation
+}
+
+// Observe runs the steps every kind shares. When they decide the
+// observation (the object is absent, released, someone else's, an import,
+// or going away), it returns done with the observation and error the
+// reconciler gets. Otherwise the object is mg's to manage: it returns it,
+// recorded, for the kind to compare with its spec.
+func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v1alpha1.PostgreSQLInstance, mg T) (got *O, obs managed.ExternalObservation, done bool, err error) {
+	name := k.Name(mg)
+	if err := instance.CheckExternalName(mg, k.Noun(), name); err != nil {
+		mg.SetConditions(instance.ConflictCondition(err.Error()))
+		return nil, managed.ExternalObservation{}, true, err
+	}
+	o, err := k.Observe(ctx, mg)
+	if errors.Is(err, ErrGone) && meta.WasDeleted(mg) {
+		return nil, managed.ExternalObservation{}, true, nil
+	}
+	if err != nil {
+		return nil, managed.ExternalObservation{}, true, err
+	}
+	uid, system := k.Binding(mg)
+	if err := instance.Bind(mg, in, o.System, uid, system); err != nil {
+		return nil, managed.ExternalObservation{}, true, err
+	}
+	if o.Object == nil {
+		if meta.WasDeleted(mg) {
+			return nil, managed.ExternalObservation{}, true, nil
+		}
+		if err := instance.CheckProvisioning(in); err != nil {
+			return nil, managed.ExternalObservation{}, true, err
+		}
+		return nil, managed.ExternalObservation{}, true, k.CheckCreate(ctx, mg)
+	}
+	switch instance.OwnershipOf(mg, o.Marker) {
+	case instance.Owned:
+	case instance.Release:
+		// Never created by mg: letting go touches nothing on the server.
+		return nil, managed.ExternalObservation{}, true, nil
+	case instance.Foreign:
+		msg := k.Foreign(mg, o.Object)
+		mg.SetConditions(instance.ConflictCondition(msg))
+		return nil, managed.ExternalObservation{}, true, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+	k.Record(mg, o.Object)
+	if meta.WasDeleted(mg) {
+		return nil, managed.ExternalObservation{ResourceExists: true}, true, nil
+	}
+	if config.ObserveOnly(mg) {
+		what := fmt.Sprintf("%s %q", k.Noun(), name)
+		if d, ok := k.(Describer[T]); ok {
+			what = d.Describe(mg)
+		}
+		mg.SetConditions(instance.ObserveOnlyCondition(what))
+		obs := managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}
+		if i, ok := k.(Importer[T]); ok {
+			obs = i.Imported(mg)
+		}
+		return nil, obs, true, nil
+	}
+	return o.Object, managed.ExternalObservation{}, false, nil
+}

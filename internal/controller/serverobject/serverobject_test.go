@@ -1,0 +1,224 @@
+package serverobject
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+// object is what the fake kind reads.
+type object struct{ owner string }
+
+// fake is a Kind whose catalog answers and checks are scripted.
+type fake struct {
+	observed Observed[object]
+	err      error
+	refuse   error
+	checked  *bool
+	recorded *bool
+}
+
+func (fake) Noun() string                            { return "role" }
+func (fake) Name(mg *v1alpha1.PostgreSQLRole) string { return mg.RoleName() }
+func (f fake) Observe(context.Context, *v1alpha1.PostgreSQLRole) (Observed[object], error) {
+	return f.observed, f.err
+}
+
+func (fake) Binding(mg *v1alpha1.PostgreSQLRole) (*string, *string) {
+	return &mg.Status.AtProvider.InstanceUID, &mg.Status.AtProvider.SystemIdentifier
+}
+
+func (f fake) CheckCreate(context.Context, *v1alpha1.PostgreSQLRole) error {
+	*f.checked = true
+	return f.refuse
+}
+func (fake) Foreign(*v1alpha1.PostgreSQLRole, *object) string { return "someone else's role" }
+func (f fake) Record(*v1alpha1.PostgreSQLRole, *object)       { *f.recorded = true }
+
+// importer also reports connection details for imports.
+type importer struct{ fake }
+
+func (importer) Imported(*v1alpha1.PostgreSQLRole) managed.ExternalObservation {
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: managed.ConnectionDetails{"host": []byte("db")}}
+}
+
+func TestObserve(t *testing.T) {
+	const uid, instanceUID, server = "role-uid", "instance-uid", "7000"
+	errCatalog := errors.New("catalog unreachable")
+	errRefused := errors.New("refused by the boundary")
+	exists := func(marker string) Observed[object] {
+		return Observed[object]{Object: &object{owner: "x"}, Marker: marker, System: server}
+	}
+	absent := Observed[object]{System: server}
+
+	type want struct {
+		Got        bool
+		Obs        managed.ExternalObservation
+		Done       bool
+		Err        string
+		ErrIs      error
+		Reason     xpv2.ConditionReason
+		Checked    bool
+		Recorded   bool
+		BoundTo    string
+		BoundToSys string
+	}
+	cases := map[string]struct {
+		reason string
+		kind   func(f fake) Kind[*v1alpha1.PostgreSQLRole, object]
+		f      fake
+		mg     func(*v1alpha1.PostgreSQLRole)
+		in     func(*v1alpha1.PostgreSQLInstance)
+		want   want
+	}{
+		"ExternalNameChanged": {
+			reason: "An external name other than the managed name is a Conflict, before anything is read.",
+			f:      fake{observed: exists(uid)},
+			mg:     func(r *v1alpha1.PostgreSQLRole) { meta.SetExternalName(r, "other") },
+			want:   want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict},
+		},
+		"CatalogError": {
+			reason: "A failed read decides nothing but the error.",
+			f:      fake{err: errCatalog},
+			want:   want{Done: true, Err: errCatalog.Error()},
+		},
+		"GoneWhileDeleting": {
+			reason: "What held the object is gone and the resource is being deleted: nothing to drop.",
+			f:      fake{err: ErrGone},
+			mg:     deleting,
+			want:   want{Done: true},
+		},
+		"GoneButNotDeleting": {
+			reason: "ErrGone only ends a deletion; otherwise it is an error.",
+			f:      fake{err: ErrGone},
+			want:   want{Done: true, Err: ErrGone.Error()},
+		},
+		"AnotherServer": {
+			reason: "A resource bound to one server never acts on another one.",
+			f:      fake{observed: exists(uid)},
+			mg: func(r *v1alpha1.PostgreSQLRole) {
+				r.Status.AtProvider.InstanceUID, r.Status.AtProvider.SystemIdentifier = instanceUID, "6000"
+			},
+			want: want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: "6000"},
+		},
+		"AbsentMayBeCreated": {
+			reason: "An absent object is checked, then left to Create; the resource binds first.",
+			f:      fake{observed: absent},
+			want:   want{Done: true, Checked: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"AbsentRefused": {
+			reason: "The kind's check refuses the create.",
+			f:      fake{observed: absent, refuse: errRefused},
+			want:   want{Done: true, Err: errRefused.Error(), Checked: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"AbsentOnAnInstanceBeingDeleted": {
+			reason: "Nothing new is made on an Instance being deleted; the kind is not even asked.",
+			f:      fake{observed: absent},
+			in:     func(in *v1alpha1.PostgreSQLInstance) { in.SetDeletionTimestamp(ptr.To(metav1.Now())) },
+			want:   want{Done: true, Err: "is being deleted", BoundTo: instanceUID, BoundToSys: server},
+		},
+		"AbsentWhileDeleting": {
+			reason: "An absent object of a resource being deleted is gone.",
+			f:      fake{observed: absent},
+			mg:     deleting,
+			want:   want{Done: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"SomeoneElses": {
+			reason: "An object without this resource's marker is a Conflict, and nothing is recorded.",
+			f:      fake{observed: exists("other-uid")},
+			want:   want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"SomeoneElsesReleased": {
+			reason: "Deleting a resource that never owned the object lets go without touching it.",
+			f:      fake{observed: exists("")},
+			mg:     deleting,
+			want:   want{Done: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"OwnedWhileDeleting": {
+			reason: "An owned object of a resource being deleted exists, so Delete runs.",
+			f:      fake{observed: exists(uid)},
+			mg:     deleting,
+			want:   want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true}, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"Import": {
+			reason: "An observe-only import is recorded and never changed, and says so.",
+			f:      fake{observed: exists("")},
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"ImportWithDetails": {
+			reason: "A kind that publishes for imports says what.",
+			kind:   func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] { return importer{f} },
+			f:      fake{observed: exists("")},
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: managed.ConnectionDetails{"host": []byte("db")}},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"Owned": {
+			reason: "An owned object is recorded and handed back for the kind to compare.",
+			f:      fake{observed: exists(uid)},
+			want:   want{Got: true, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var checked, recorded bool
+			f := tc.f
+			f.checked, f.recorded = &checked, &recorded
+			var k Kind[*v1alpha1.PostgreSQLRole, object] = f
+			if tc.kind != nil {
+				k = tc.kind(f)
+			}
+			mg := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop", UID: uid}}
+			mg.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+			if tc.mg != nil {
+				tc.mg(mg)
+			}
+			in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: instanceUID}}
+			if tc.in != nil {
+				tc.in(in)
+			}
+			got, obs, done, err := Observe(context.Background(), k, in, mg)
+			w := want{
+				Got: got != nil, Obs: obs, Done: done, Reason: mg.GetCondition(xpv2.TypeReady).Reason,
+				Checked: checked, Recorded: recorded,
+				BoundTo: mg.Status.AtProvider.InstanceUID, BoundToSys: mg.Status.AtProvider.SystemIdentifier,
+			}
+			if err != nil {
+				w.Err, w.ErrIs = tc.want.Err, tc.want.ErrIs
+				if tc.want.ErrIs != nil && !errors.Is(err, tc.want.ErrIs) {
+					t.Errorf("%s\nerror %v is not %v", tc.reason, err, tc.want.ErrIs)
+				}
+				if tc.want.Err != "" && !strings.Contains(err.Error(), tc.want.Err) {
+					t.Errorf("%s\nerror %q does not say %q", tc.reason, err, tc.want.Err)
+				}
+				if tc.want.Err == "" && tc.want.ErrIs == nil {
+					t.Errorf("%s\nunexpected error %v", tc.reason, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, w, cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) && errors.Is(b, a) })); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func deleting(r *v1alpha1.PostgreSQLRole) { r.SetDeletionTimestamp(ptr.To(metav1.Now())) }
+
+func observeOnly(r *v1alpha1.PostgreSQLRole) {
+	r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+}
