@@ -113,12 +113,13 @@ func main() {
 		Scheme: scheme,
 		Cache: cache.Options{
 			SyncPeriod: syncInterval,
-			ByObject: map[client.Object]cache.ByObject{
+			ByObject: config.MetadataCache(map[client.Object]cache.ByObject{
 				// The CRD gate only needs names and conditions; dropping
 				// schemas keeps memory flat in clusters with many CRDs.
 				&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-			},
+			}),
 		},
+		Client:                  config.ClientOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:  *probeAddr,
 		GracefulShutdownTimeout: shutdownTimeout,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -107,7 +108,11 @@ func ExecEach(ctx context.Context, db Execer, stmts []string) error {
 			return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
 		}
 		// Back to the session's own limit before the connection is reused.
-		defer db.Exec(context.WithoutCancel(ctx), "RESET statement_timeout") //nolint:errcheck // A failed reset closes nothing; the next SET LOCAL or RESET wins.
+		defer func() {
+			rctx, cancel := cleanupContext(ctx)
+			defer cancel()
+			_, _ = db.Exec(rctx, "RESET statement_timeout") // A failed reset leaves a longer limit on one pooled session; the next RESET wins.
+		}()
 	}
 	for i, s := range stmts {
 		if _, err := db.Exec(ctx, s); err != nil {
@@ -115,4 +120,15 @@ func ExecEach(ctx context.Context, db Execer, stmts []string) error {
 		}
 	}
 	return nil
+}
+
+// cleanupTimeout bounds what must run after an operation even when it was
+// cancelled (giving back a membership, resetting a session setting).
+const cleanupTimeout = 10 * time.Second
+
+// cleanupContext outlives ctx's cancellation but not by more than
+// cleanupTimeout: a shutdown must not wait forever on a connection that
+// never comes.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }

@@ -50,7 +50,9 @@ func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error)
 	defer func() {
 		// Revoked even when the reconcile was cancelled.
 		for _, r := range revokes {
-			_, _ = db.Exec(context.WithoutCancel(ctx), r)
+			rctx, cancel := cleanupContext(ctx)
+			_, _ = db.Exec(rctx, r)
+			cancel()
 		}
 	}()
 	for _, n := range needs {
@@ -75,9 +77,11 @@ func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error)
 	err := fn()
 	var failed []string
 	for _, r := range revokes {
-		if _, rerr := db.Exec(context.WithoutCancel(ctx), r); rerr != nil {
+		rctx, cancel := cleanupContext(ctx)
+		if _, rerr := db.Exec(rctx, r); rerr != nil {
 			failed = append(failed, describePgError(rerr).Error())
 		}
+		cancel()
 	}
 	revokes = nil
 	if len(failed) > 0 {

@@ -80,8 +80,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLInstance{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace)
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace, builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace, builder.OnlyMetadata)
 	// A held deletion proceeds as soon as the last user goes.
 	for _, u := range userKinds {
 		b = b.Watches(u.object, handler.EnqueueRequestsFromMapFunc(referencedInstance))

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -79,7 +80,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		// A changed passwordSecretRef Secret is applied at once, and a
 		// changed Instance (endpoint, CA) rewrites connection Secrets at
 		// once, not at the next poll.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube))).
+		// Metadata only: the provider caches no Secret data (config.ClientOptions).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
 		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
 		Complete(config.Reconciler(name, c, r))
 }

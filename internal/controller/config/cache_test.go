@@ -1,0 +1,58 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestNoSecretDataCached: the manager reads Secrets and ConfigMaps from the
+// API server (never from a cluster-wide cache of their data), and the
+// metadata its watches keep loses annotations (a kubectl-applied Secret's
+// last-applied-configuration holds its data) and managed fields.
+func TestNoSecretDataCached(t *testing.T) {
+	var kinds []string
+	for _, o := range ClientOptions().Cache.DisableFor {
+		switch o.(type) {
+		case *corev1.Secret:
+			kinds = append(kinds, "Secret")
+		case *corev1.ConfigMap:
+			kinds = append(kinds, "ConfigMap")
+		}
+	}
+	if diff := cmp.Diff([]string{"Secret", "ConfigMap"}, kinds); diff != "" {
+		t.Errorf("uncached kinds (-want +got):\n%s", diff)
+	}
+
+	byObject := MetadataCache(nil)
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		var transform func(any) (any, error)
+		for o, b := range byObject {
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok && m.GetObjectKind().GroupVersionKind().Kind == kind {
+				transform = b.Transform
+			}
+		}
+		if transform == nil {
+			t.Fatalf("no metadata cache entry for %s", kind)
+		}
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: "s", Labels: map[string]string{"l": "v"},
+			Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"password":"c2VjcmV0"}}`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		}}
+		out, err := transform(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := out.(client.Object)
+		if !ok {
+			t.Fatalf("transform returned %T", out)
+		}
+		if got.GetAnnotations() != nil || got.GetManagedFields() != nil || got.GetLabels()["l"] != "v" {
+			t.Errorf("%s metadata kept: annotations %v, managed fields %v, labels %v", kind, got.GetAnnotations(), got.GetManagedFields(), got.GetLabels())
+		}
+	}
+}
