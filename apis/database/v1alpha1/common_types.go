@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // InstanceReference names the PostgreSQLInstance a resource lives on.
 type InstanceReference struct {
 	// Name of the cluster-scoped PostgreSQLInstance.
@@ -31,3 +37,13 @@ const (
 	// server refuses its password and the provider does not re-set it.
 	ReasonPasswordExpired = "PasswordExpired"
 )
+
+// NotReady returns a Ready condition that is False for reason, with a
+// message that says what is wrong and what to do. Every kind builds its
+// Ready=False conditions with it.
+func NotReady(reason xpv2.ConditionReason, message string) xpv2.Condition {
+	return xpv2.Condition{
+		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
+		Reason: reason, Message: message,
+	}
+}

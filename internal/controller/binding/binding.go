@@ -200,7 +200,7 @@ func cmpReason(r xpv2.ConditionReason) xpv2.ConditionReason {
 }
 
 func pending(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(), Reason: reason, Message: msg}
+	return v1alpha1.NotReady(reason, msg)
 }
 
 // report writes b's status when it changed, with an event when it becomes

@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -74,10 +72,7 @@ func (r *Refusal) Error() string {
 
 // Condition is the Ready condition of a resource refused by r.
 func (r *Refusal) Condition() xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: v1alpha1.ReasonPolicyRefused, Message: r.Error(),
-	}
+	return v1alpha1.NotReady(v1alpha1.ReasonPolicyRefused, r.Error())
 }
 
 // Refuse sets a refused resource's Ready condition and returns the

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -431,8 +429,5 @@ func createOptions(mg *v1alpha1.PostgreSQLDatabase) postgres.DatabaseCreateOptio
 }
 
 func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: reason, Message: msg,
-	}
+	return v1alpha1.NotReady(reason, msg)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -72,10 +70,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 // ConflictCondition is the Ready condition of a resource the provider will
 // not act on; msg says what is confirmed, what is uncertain and how to check.
 func ConflictCondition(msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: v1alpha1.ReasonConflict, Message: msg,
-	}
+	return v1alpha1.NotReady(v1alpha1.ReasonConflict, msg)
 }
 
 // ConnectorFor returns the connector of a kind living on an Instance: it
@@ -100,13 +95,10 @@ func ConnectorFor[T interface {
 // exists: False, because the contract says existence is not Ready for
 // delivery, and an import never authorises changes.
 func ObserveOnlyCondition(what string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: v1alpha1.ReasonObserveOnly,
-		Message: what + " exists and is observed read-only (managementPolicies: [Observe]); status.atProvider shows what was read. " +
-			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; " +
-			"an object the provider did not create then reports a Conflict that says how an admin hands it over.",
-	}
+	return v1alpha1.NotReady(v1alpha1.ReasonObserveOnly,
+		what+" exists and is observed read-only (managementPolicies: [Observe]); status.atProvider shows what was read. "+
+			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; "+
+			"an object the provider did not create then reports a Conflict that says how an admin hands it over.")
 }
 
 // ExternalNameInitializer records name(mg) as the external name of a

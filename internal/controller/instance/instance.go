@@ -396,13 +396,7 @@ func serverVerified(mode v1alpha1.SSLMode) xpv2.Condition {
 }
 
 func notReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type:               xpv2.TypeReady,
-		Status:             corev1.ConditionFalse,
-		LastTransitionTime: metav1.Now(),
-		Reason:             reason,
-		Message:            msg,
-	}
+	return v1alpha1.NotReady(reason, msg)
 }
 
 // ConnectionTarget returns how to reach database on an Instance's server as

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -115,8 +113,5 @@ func serverVersion(v int) string {
 
 // NotReady is a Ready condition that is False.
 func NotReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: reason, Message: msg,
-	}
+	return v1alpha1.NotReady(reason, msg)
 }

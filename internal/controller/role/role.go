@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -214,12 +213,9 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // expired is the Ready condition of a login role whose validUntil has
 // passed on the server.
 func expired(name string, at time.Time) xpv2.Condition {
-	return xpv2.Condition{
-		Type: xpv2.TypeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now(),
-		Reason: v1alpha1.ReasonPasswordExpired,
-		Message: fmt.Sprintf("role %q's password expired at %s (validUntil): the server refuses every login with it, and the provider does not re-set it. "+
-			"Move spec.forProvider.validUntil forward, or remove it, to let the role log in again", name, at.UTC().Format(time.RFC3339)),
-	}
+	return v1alpha1.NotReady(v1alpha1.ReasonPasswordExpired,
+		fmt.Sprintf("role %q's password expired at %s (validUntil): the server refuses every login with it, and the provider does not re-set it. "+
+			"Move spec.forProvider.validUntil forward, or remove it, to let the role log in again", name, at.UTC().Format(time.RFC3339)))
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
