@@ -48,3 +48,35 @@ func TestRBACNamesWhatItGrants(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallRoleIsLimitedToItsNames: the optional role that lets the
+// provider keep the Lock policy up to date touches admission policies only
+// by name, and never creates one (RBAC cannot limit create to a name).
+func TestInstallRoleIsLimitedToItsNames(t *testing.T) {
+	b, err := cluster.Manifests.ReadFile("rbac-install-lock-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objs {
+		if u.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+		for i, r := range rules {
+			m, _ := r.(map[string]any)
+			groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+			if !slices.Contains(groups, "admissionregistration.k8s.io") {
+				continue
+			}
+			verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+			names, _, _ := unstructured.NestedStringSlice(m, "resourceNames")
+			if slices.Contains(verbs, "create") || len(names) == 0 || !slices.Equal(names, []string{cluster.LockPolicyName}) {
+				t.Errorf("rule %d on admission policies: verbs %v, resourceNames %v; want no create and only %s", i, verbs, names, cluster.LockPolicyName)
+			}
+		}
+	}
+}

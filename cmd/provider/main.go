@@ -81,7 +81,7 @@ func main() {
 				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
 		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
 				Default(postgres.DefaultIdleTimeout.String()).Duration()
-		installLockPolicy = app.Flag("install-lock-policy", "Install (and keep up to date) the ValidatingAdmissionPolicy that enforces Locks, its binding, and its parameter ConfigMap in --namespace when absent, naming this provider's identity. Needs cluster/rbac-install-lock-policy.yaml; without this flag, apply cluster/lock-policy*.yaml yourself.").
+		installLockPolicy = app.Flag("install-lock-policy", "Keep the ValidatingAdmissionPolicy that enforces Locks, and its binding, in line with this provider's version at start-up (an installed policy keeps its identity lists). With cluster/rbac-install-lock-policy.yaml the provider may only update them, so apply cluster/lock-policy.yaml once first; an identity allowed to create admission policies (make dev) also installs them.").
 					Default("false").Bool()
 		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
 				Default("30s").Duration()
@@ -182,7 +182,7 @@ func main() {
 		direct, err := client.New(cfg, client.Options{Scheme: scheme})
 		kingpin.FatalIfError(err, "Cannot create an API client")
 		kingpin.FatalIfError(lock.InstallPolicy(ctx, direct, *namespace),
-			"Cannot install the Lock admission policy (apply cluster/rbac-install-lock-policy.yaml, or drop --install-lock-policy and apply cluster/lock-policy*.yaml yourself)")
+			"Cannot install or update the Lock admission policy (apply cluster/lock-policy.yaml and cluster/rbac-install-lock-policy.yaml, or drop --install-lock-policy)")
 		log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
 	}
 

@@ -14,6 +14,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -693,5 +694,53 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 	env.Gone(ctx, t, s)
 	if n := tables(); n != 0 {
 		t.Errorf("%d table(s) left once the Lock was gone", n)
+	}
+}
+
+// TestInstallPolicyWithItsOwnRole: with only cluster/rbac-install-lock-policy.yaml
+// (and rbac.yaml), the provider's identity keeps the installed policy and
+// binding up to date, keeping their identity lists, but cannot create a
+// missing one: it says to apply the policy once.
+func TestInstallPolicyWithItsOwnRole(t *testing.T) {
+	ctx := context.Background()
+	cfg := rest.CopyConfig(env.ControlPlane.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: providerIdentity, Groups: []string{"system:authenticated"}}
+	sa, err := client.New(cfg, client.Options{Scheme: env.Kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.InstallPolicy(ctx, sa, "crossplane-system"); err != nil {
+		t.Fatalf("updating the installed policy with the install role: %v", err)
+	}
+	vap := &admissionv1.ValidatingAdmissionPolicy{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, vap); err != nil {
+		t.Fatal(err)
+	}
+	writers := ""
+	for _, v := range vap.Spec.Variables {
+		if v.Name == "annotationWriters" {
+			writers = v.Expression
+		}
+	}
+	if !strings.Contains(writers, "system:serviceaccount:crossplane-system:crossplane") {
+		t.Errorf("the update lost the installed identity lists: annotationWriters = %s", writers)
+	}
+
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Kube.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The test's own identity may create admission policies.
+		if err := lock.InstallPolicy(context.Background(), env.Kube, "crossplane-system"); err != nil {
+			t.Errorf("cannot restore the binding: %v", err)
+		}
+	})
+	err = lock.InstallPolicy(ctx, sa, "crossplane-system")
+	if err == nil || !strings.Contains(err.Error(), "apply cluster/lock-policy.yaml once") {
+		t.Errorf("installing a missing binding with the install role: %v, want a refusal saying to apply the policy", err)
 	}
 }

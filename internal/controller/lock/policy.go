@@ -246,17 +246,25 @@ func celList(items ...string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
+// createOrUpdate updates o where it exists (the provider's RBAC allows
+// that by name) and creates it otherwise, which needs rights RBAC cannot
+// limit to a name, so the shipped role does not grant them.
 func createOrUpdate(ctx context.Context, kube client.Client, o client.Object) error {
-	err := kube.Create(ctx, o)
-	if !kerrors.IsAlreadyExists(err) {
-		return errors.Wrapf(err, "cannot create %s", o.GetName())
-	}
 	cur := o.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a client.Object.
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+	err := kube.Get(ctx, client.ObjectKeyFromObject(o), cur)
+	switch {
+	case err == nil:
+		o.SetResourceVersion(cur.GetResourceVersion())
+		return errors.Wrapf(kube.Update(ctx, o), "cannot update %s", o.GetName())
+	case !kerrors.IsNotFound(err):
 		return errors.Wrapf(err, "cannot get %s", o.GetName())
 	}
-	o.SetResourceVersion(cur.GetResourceVersion())
-	return errors.Wrapf(kube.Update(ctx, o), "cannot update %s", o.GetName())
+	err = kube.Create(ctx, o)
+	if kerrors.IsForbidden(err) {
+		return errors.Wrapf(err, "%s is not installed and the provider may not create admission policies (RBAC cannot limit creation to a name, so "+
+			"cluster/rbac-install-lock-policy.yaml does not grant it): apply cluster/lock-policy.yaml once; the provider then keeps it up to date", o.GetName())
+	}
+	return errors.Wrapf(err, "cannot create %s", o.GetName())
 }
 
 // whoAmI returns the user name the provider acts as.
