@@ -421,14 +421,8 @@ func TestManagedServiceAdmin(t *testing.T) {
 		}
 		return o
 	}
-	memberships := func() int {
-		var n int
-		if err := pg.QueryRow(ctx, `SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid
-			WHERE m.member = 'svc_admin'::regrole AND r.rolname IN ('svc_owner', 'svc_heir')`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	memberships := func() int { return env.ActingMemberships(ctx, t, "svc_admin", "svc_owner", "svc_heir") }
+
 	if o := owner(); o != "svc_owner" {
 		t.Fatalf("svcdb is owned by %q, want svc_owner", o)
 	}

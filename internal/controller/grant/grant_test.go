@@ -315,12 +315,32 @@ func TestMembershipGrant(t *testing.T) {
 	}
 
 	t.Run("InheritAndSetNeed16", func(t *testing.T) {
-		// The test server is PostgreSQL 15: the 16+ options are refused
-		// with a condition, not sent as SQL that cannot parse.
+		sql(ctx, t, "CREATE ROLE mnoset")
 		v := newGrant("membership-set", v1alpha1.PostgreSQLGrantParameters{
-			Role: ptr.To("mmember"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"), Set: ptr.To(false),
+			Role: ptr.To("mnoset"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"), Set: ptr.To(false),
 		})
 		env.Create(ctx, t, v)
+		var version int
+		if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			t.Fatal(err)
+		}
+		if version >= 160000 {
+			// The option is applied: a member that may not SET ROLE.
+			env.Ready(ctx, t, v, corev1.ConditionTrue, xpv2.ReasonAvailable)
+			if !holds(ctx, t, "pg_has_role('mnoset', 'mgroup', 'MEMBER')") || holds(ctx, t, "pg_has_role('mnoset', 'mgroup', 'SET')") {
+				t.Error("the membership is not held WITH SET FALSE")
+			}
+			if err := env.Kube.Delete(ctx, v); err != nil {
+				t.Fatal(err)
+			}
+			env.Gone(ctx, t, v)
+			if holds(ctx, t, "pg_has_role('mnoset', 'mgroup', 'MEMBER')") {
+				t.Error("the membership survived its grant's deletion")
+			}
+			return
+		}
+		// PostgreSQL 15: the 16+ options are refused with a condition, not
+		// sent as SQL that cannot parse.
 		env.Ready(ctx, t, v, corev1.ConditionFalse, privilege.ReasonUnsupported)
 		if msg := v.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "need PostgreSQL 16 or newer") {
 			t.Errorf("message %q", msg)

@@ -242,13 +242,9 @@ func TestSchemaWithManagedServiceAdmin(t *testing.T) {
 	env.Create(ctx, t, first, second, db, s)
 	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	memberships := func() int {
-		var n int
-		if err := pg.QueryRow(ctx, `SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid
-			WHERE m.member = 'schema_admin'::regrole AND r.rolname IN ('svc_schema_owner', 'svc_schema_heir')`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return env.ActingMemberships(ctx, t, "schema_admin", "svc_schema_owner", "svc_schema_heir")
 	}
+
 	// The grants are given back as soon as the statements are done, which
 	// may be a moment after their effect shows.
 	noMemberships := func(t *testing.T, when string) {
