@@ -28,21 +28,6 @@ func adminInstance(name, secret string) *v1alpha1.PostgreSQLInstance {
 	return in
 }
 
-// serverLogSince returns what the server logged after offset from.
-func serverLogSince(t *testing.T, from int) string {
-	t.Helper()
-	b, err := env.Postgres.Log()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b[from:])
-}
-
-func serverLogLen(t *testing.T) int {
-	t.Helper()
-	return len(serverLogSince(t, 0))
-}
-
 // TestAdminCredentials is someone allowed to register Instances trying to
 // make the provider hand a credential to a server: a Secret of the
 // provider's namespace that never opted in is not read, a server asking for
@@ -72,7 +57,7 @@ func TestAdminCredentials(t *testing.T) {
 	}
 
 	t.Run("SecretMustOptIn", func(t *testing.T) {
-		from := serverLogLen(t)
+		from := env.ServerLogLen(t)
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "optin-admin"},
 			Data:       map[string][]byte{"username": []byte("optin_admin"), "password": []byte("optin-pw-1")},
@@ -85,7 +70,7 @@ func TestAdminCredentials(t *testing.T) {
 			t.Errorf("Ready message %q does not say the Secret must opt in with the label", msg)
 		}
 		time.Sleep(3 * time.Second) // A poll later.
-		if loggedIn(serverLogSince(t, from), "optin_admin") {
+		if loggedIn(env.ServerLog(t, from), "optin_admin") {
 			t.Error("the provider logged in with a Secret that never opted in")
 		}
 		// Opting in is picked up from the Secret watch.
@@ -104,7 +89,7 @@ func TestAdminCredentials(t *testing.T) {
 		{user: "clear_admin", password: "clear-pw-1", method: v1alpha1.PasswordMethodPassword},
 	} {
 		t.Run("WeakPasswordMethod"+string(tc.method), func(t *testing.T) {
-			from := serverLogLen(t)
+			from := env.ServerLogLen(t)
 			secret := strings.ReplaceAll(tc.user, "_", "-")
 			if err := env.AdminSecret(ctx, secret, tc.user, tc.password); err != nil {
 				t.Fatal(err)
@@ -119,7 +104,7 @@ func TestAdminCredentials(t *testing.T) {
 				}
 			}
 			time.Sleep(3 * time.Second)
-			if loggedIn(serverLogSince(t, from), tc.user) {
+			if loggedIn(env.ServerLog(t, from), tc.user) {
 				t.Errorf("the password reached a server asking for %s", tc.method)
 			}
 			// The operator accepts the risk for this Instance.

@@ -380,19 +380,7 @@ func TestDatabaseValidation(t *testing.T) {
 func TestManagedServiceAdmin(t *testing.T) {
 	ctx := context.Background()
 	pg := connect(ctx, t, "postgres")
-	if _, err := pg.Exec(ctx, "CREATE ROLE svc_admin LOGIN CREATEDB CREATEROLE PASSWORD 'svc-admin-pw-1'"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AdminSecret(ctx, "svc-admin", "svc_admin", "svc-admin-pw-1"); err != nil {
-		t.Fatal(err)
-	}
-	in := main.DeepCopy()
-	in.ObjectMeta = metav1.ObjectMeta{Name: "managed-service"}
-	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
-	in.Spec.AdminCredentialRef.Name = "svc-admin"
-	if err := env.Kube.Create(ctx, in); err != nil {
-		t.Fatal(err)
-	}
+	in := env.ManagedServiceInstance(ctx, t, "managed-service", "svc_admin")
 	role := func(name string) *v1alpha1.PostgreSQLRole {
 		return &v1alpha1.PostgreSQLRole{
 			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},

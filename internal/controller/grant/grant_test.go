@@ -67,25 +67,6 @@ func newGrant(name string, p v1alpha1.PostgreSQLGrantParameters) *v1alpha1.Postg
 
 func privileges(ps ...v1alpha1.Privilege) []v1alpha1.Privilege { return ps }
 
-// serverLog returns what the server logged after offset.
-func serverLog(t *testing.T, offset int) string {
-	t.Helper()
-	log, err := env.Postgres.Log()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(log[offset:])
-}
-
-func logLen(t *testing.T) int {
-	t.Helper()
-	log, err := env.Postgres.Log()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(log)
-}
-
 // TestGrantRegression465 is provider-sql #465: shrinking a grant must
 // revoke the privileges removed from it.
 func TestGrantRegression465(t *testing.T) {
@@ -152,9 +133,9 @@ func TestGrantRegression240(t *testing.T) {
 	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
 	env.Create(ctx, t, g)
 	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	before := logLen(t)
+	before := env.ServerLogLen(t)
 	time.Sleep(7 * time.Second) // About three polls.
-	log := serverLog(t, before)
+	log := env.ServerLog(t, before)
 	if n := strings.Count(log, "aclexplode"); n < 2 {
 		t.Fatalf("only %d observations in 7s; the poll is not running", n)
 	}
@@ -293,6 +274,43 @@ func TestGrantNamedObjects(t *testing.T) {
 	})
 }
 
+// TestMaintainNeeds17: MAINTAIN (VACUUM, ANALYZE, REINDEX and the like)
+// is granted on PostgreSQL 17 and newer, and refused with a condition,
+// nothing sent, on older servers.
+func TestMaintainNeeds17(t *testing.T) {
+	ctx := context.Background()
+	sql(ctx, t, "CREATE ROLE rmaint; CREATE SCHEMA smaint; CREATE TABLE smaint.t (id int)")
+	g := newGrant("maintain", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("rmaint"), ObjectType: v1alpha1.GrantObjectTable, Database: ptr.To("postgres"), Schema: ptr.To("smaint"),
+		Objects: []string{"t"}, Privileges: privileges("SELECT", "MAINTAIN"),
+	})
+	env.Create(ctx, t, g)
+	if serverVersion(ctx, t) >= 170000 {
+		env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		if !holds(ctx, t, "has_table_privilege('rmaint', 'smaint.t', 'SELECT, MAINTAIN')") {
+			t.Error("MAINTAIN not held on PostgreSQL 17+")
+		}
+		return
+	}
+	env.Ready(ctx, t, g, corev1.ConditionFalse, privilege.ReasonUnsupported)
+	if msg := g.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "MAINTAIN needs PostgreSQL 17 or newer") {
+		t.Errorf("message %q does not say MAINTAIN needs 17", msg)
+	}
+	if holds(ctx, t, "has_table_privilege('rmaint', 'smaint.t', 'SELECT')") {
+		t.Error("part of a refused grant was sent")
+	}
+}
+
+// serverVersion is the test server's server_version_num.
+func serverVersion(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	var v int
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func TestMembershipGrant(t *testing.T) {
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE mgroup; CREATE ROLE mmember; CREATE ROLE mold; GRANT mgroup TO mold")
@@ -320,11 +338,7 @@ func TestMembershipGrant(t *testing.T) {
 			Role: ptr.To("mnoset"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mgroup"), Set: ptr.To(false),
 		})
 		env.Create(ctx, t, v)
-		var version int
-		if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
-			t.Fatal(err)
-		}
-		if version >= 160000 {
+		if serverVersion(ctx, t) >= 160000 {
 			// The option is applied: a member that may not SET ROLE.
 			env.Ready(ctx, t, v, corev1.ConditionTrue, xpv2.ReasonAvailable)
 			if !holds(ctx, t, "pg_has_role('mnoset', 'mgroup', 'MEMBER')") || holds(ctx, t, "pg_has_role('mnoset', 'mgroup', 'SET')") {

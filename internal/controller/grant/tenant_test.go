@@ -82,9 +82,9 @@ func TestTenantScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer env.Postgres.SetLogStatement(ctx, "none") //nolint:errcheck // Best effort.
-		before := logLen(t)
+		before := env.ServerLogLen(t)
 		time.Sleep(7 * time.Second) // About three polls of seven resources.
-		log := serverLog(t, before)
+		log := env.ServerLog(t, before)
 		if n := strings.Count(log, "pg_default_acl"); n < 2 {
 			t.Fatalf("only %d observations of the default privileges in 7s; the poll is not running", n)
 		}

@@ -185,9 +185,9 @@ func TestRoleLifecycle(t *testing.T) {
 	})
 
 	t.Run("NoDDLWhenUpToDate", func(t *testing.T) {
-		before := logLen(t)
+		before := env.ServerLogLen(t)
 		time.Sleep(7 * time.Second) // About three polls.
-		log := newLog(t, before)
+		log := env.ServerLog(t, before)
 		if n := strings.Count(log, "LEFT JOIN pg_roles r ON r.rolname"); n < 2 {
 			t.Fatalf("only %d observations in 7s; the poll is not running", n)
 		}
@@ -488,24 +488,6 @@ func waitGone(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) {
 	}
 }
 
-func logLen(t *testing.T) int {
-	t.Helper()
-	b, err := env.Postgres.Log()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(b)
-}
-
-func newLog(t *testing.T, from int) string {
-	t.Helper()
-	b, err := env.Postgres.Log()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b[from:])
-}
-
 // assertNotInObjects fails when secret appears in the resource, its status
 // or the events in its namespace.
 func assertNotInObjects(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole, secret string) {
@@ -689,20 +671,7 @@ func TestRolePasswordFromSecret(t *testing.T) {
 // role stays Ready and Synced across polls.
 func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
 	ctx := context.Background()
-	db := admin(ctx, t)
-	if _, err := db.Exec(ctx, "CREATE ROLE creator_admin LOGIN CREATEDB CREATEROLE PASSWORD 'creator-pw-1'"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AdminSecret(ctx, "creator-admin", "creator_admin", "creator-pw-1"); err != nil {
-		t.Fatal(err)
-	}
-	in := main.DeepCopy()
-	in.ObjectMeta = metav1.ObjectMeta{Name: "creator"}
-	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
-	in.Spec.AdminCredentialRef.Name = "creator-admin"
-	if err := env.Kube.Create(ctx, in); err != nil {
-		t.Fatal(err)
-	}
+	env.ManagedServiceInstance(ctx, t, "creator", "creator_admin")
 	r := newRole("viacreator", func(r *v1alpha1.PostgreSQLRole) { r.Spec.InstanceRef.Name = "creator" })
 	if err := env.Kube.Create(ctx, r); err != nil {
 		t.Fatal(err)
@@ -808,22 +777,11 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 // in again with the password it had.
 func TestRoleValidUntilPassed(t *testing.T) {
 	ctx := context.Background()
-	db := admin(ctx, t)
-	if _, err := db.Exec(ctx, "CREATE ROLE expiry_admin LOGIN CREATEDB CREATEROLE PASSWORD 'expiry-pw-1'"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AdminSecret(ctx, "expiry-admin", "expiry_admin", "expiry-pw-1"); err != nil {
-		t.Fatal(err)
-	}
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
-	in := main.DeepCopy()
-	in.ObjectMeta = metav1.ObjectMeta{Name: "expiry"}
-	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
-	in.Spec.AdminCredentialRef.Name = "expiry-admin"
-	env.Create(ctx, t, in)
+	env.ManagedServiceInstance(ctx, t, "expiry", "expiry_admin")
 
 	for _, instance := range []string{main.Name, "expiry"} {
 		t.Run(instance, func(t *testing.T) {
@@ -836,9 +794,9 @@ func TestRoleValidUntilPassed(t *testing.T) {
 			if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
 				t.Errorf("Ready message %q does not name validUntil", msg)
 			}
-			from := logLen(t)
+			from := env.ServerLogLen(t)
 			time.Sleep(5 * time.Second) // Two polls.
-			if l := newLog(t, from); strings.Contains(l, `"`+r.RoleName()+`"`) {
+			if l := env.ServerLog(t, from); strings.Contains(l, `"`+r.RoleName()+`"`) {
 				t.Errorf("statements about the expired role while nothing changed:\n%s", l)
 			}
 			if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {

@@ -203,18 +203,7 @@ func TestSchemaConflict(t *testing.T) {
 // membership in either role afterwards.
 func TestSchemaWithManagedServiceAdmin(t *testing.T) {
 	ctx := context.Background()
-	pg := env.Connect(ctx, t, "postgres")
-	if _, err := pg.Exec(ctx, "CREATE ROLE schema_admin LOGIN CREATEDB CREATEROLE PASSWORD 'schema-admin-pw-1'"); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.AdminSecret(ctx, "schema-admin", "schema_admin", "schema-admin-pw-1"); err != nil {
-		t.Fatal(err)
-	}
-	in := main.DeepCopy()
-	in.ObjectMeta = metav1.ObjectMeta{Name: "managed-service"}
-	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
-	in.Spec.AdminCredentialRef.Name = "schema-admin"
-	env.Create(ctx, t, in)
+	in := env.ManagedServiceInstance(ctx, t, "managed-service", "schema_admin")
 	role := func(name string) *v1alpha1.PostgreSQLRole {
 		return &v1alpha1.PostgreSQLRole{
 			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},
