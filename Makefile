@@ -33,8 +33,12 @@ TEST_TIMEOUT  ?= 30m
 # the packages that talk to PostgreSQL then run again on each of
 # PG_VERSIONS, fetched once by hack/postgresql.sh. PG_VERSION=17 make test
 # runs everything on 17 alone; PG_VERSION also serves make dev and bench.
+# Those packages also run with a managed-service admin (a login role with
+# CREATEDB and CREATEROLE and no SUPERUSER, as RDS, Cloud SQL and Azure
+# give) on each of PG_MANAGED_VERSIONS.
 PG_VERSION  ?=
 PG_VERSIONS ?= $(if $(PG_VERSION),,16 17 18)
+PG_MANAGED_VERSIONS ?= $(if $(PG_VERSION),$(PG_VERSION),debian 17)
 PG_PACKAGES := ./internal/clients/postgres/ ./internal/controller/... ./internal/fixture/pgserver/ ./e2e/
 PG_BIN       = $(if $(PG_VERSION),PG_BIN_DIR="$$(hack/postgresql.sh $(PG_VERSION))")
 
@@ -99,6 +103,11 @@ test: tools ## Unit and integration tests against a real API server and PostgreS
 	@for v in $(PG_VERSIONS); do \
 		echo "== PostgreSQL $$v: the packages that talk to PostgreSQL"; \
 		PG_BIN_DIR="$$(hack/postgresql.sh $$v)" KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+			go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 $(PG_PACKAGES) || exit 1; \
+	done
+	@for v in $(PG_MANAGED_VERSIONS); do \
+		echo "== PostgreSQL $$v, managed-service admin (CREATEDB CREATEROLE, no SUPERUSER): the packages that talk to PostgreSQL"; \
+		PROVIDERTEST_ADMIN=managed PG_BIN_DIR="$$(hack/postgresql.sh $$v)" KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 			go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 $(PG_PACKAGES) || exit 1; \
 	done
 

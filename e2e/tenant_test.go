@@ -23,6 +23,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
@@ -386,7 +388,7 @@ func TestTenantEndToEnd(t *testing.T) {
 			return err != nil, nil
 		})
 		if err != nil {
-			t.Fatalf("the tenant can still log in after its claim was deleted: %v", err)
+			t.Fatalf("the tenant can still log in after its claim was deleted: %v; %s", err, stuck(ctx))
 		}
 		admin := env.Connect(ctx, t, "orders")
 		var n int
@@ -436,4 +438,29 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// stuck describes the provider's resources whose Synced condition is False,
+// for a failure message.
+func stuck(ctx context.Context) string {
+	var out []string
+	roles := &v1alpha1.PostgreSQLRoleList{}
+	grants := &v1alpha1.PostgreSQLGrantList{}
+	if err := env.Kube.List(ctx, roles); err != nil {
+		return err.Error()
+	}
+	if err := env.Kube.List(ctx, grants); err != nil {
+		return err.Error()
+	}
+	for i := range roles.Items {
+		if c := roles.Items[i].GetCondition(xpv2.TypeSynced); c.Status == corev1.ConditionFalse {
+			out = append(out, fmt.Sprintf("role %s: %s", roles.Items[i].Name, c.Message))
+		}
+	}
+	for i := range grants.Items {
+		if c := grants.Items[i].GetCondition(xpv2.TypeSynced); c.Status == corev1.ConditionFalse {
+			out = append(out, fmt.Sprintf("grant %s: %s", grants.Items[i].Name, c.Message))
+		}
+	}
+	return "not synced: [" + strings.Join(out, "; ") + "]"
 }

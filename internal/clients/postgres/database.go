@@ -48,6 +48,11 @@ type ObservedDatabase struct {
 	// Sessions is the number of sessions connected to the database, the
 	// observer's own excluded.
 	Sessions int
+	// SessionRoles are the roles those sessions logged in as, unless the
+	// observer may end any session (a superuser, or a member of
+	// pg_signal_backend): a non-superuser admin needs their privileges to
+	// terminate them.
+	SessionRoles []string
 	// PublicPrivileges are the privileges PUBLIC holds on the database.
 	PublicPrivileges []string
 	// OwnerAttributes are the owner's attributes among SUPERUSER,
@@ -66,6 +71,10 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_contr
        coalesce(d.datconnlimit, -1), coalesce(d.datallowconn, false), coalesce(d.datistemplate, false),
        coalesce(shobj_description(d.oid, 'pg_database'), ''),
        (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int,
+       CASE WHEN pg_has_role(current_user, 'pg_signal_backend', 'USAGE') OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+            THEN '{}'
+            ELSE coalesce(ARRAY(SELECT DISTINCT a.usename::text FROM pg_stat_activity a
+                                 WHERE a.datid = d.oid AND a.pid <> pg_backend_pid() AND a.usename IS NOT NULL ORDER BY 1), '{}') END,
        coalesce(ARRAY(SELECT p.privilege_type FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) AS p
                        WHERE p.grantee = 0 ORDER BY 1), '{}'),
        coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
@@ -82,7 +91,7 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	var system, comment string
 	var exists bool
 	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&system, &exists, &o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
-		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.PublicPrivileges, &o.OwnerAttributes)
+		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.SessionRoles, &o.PublicPrivileges, &o.OwnerAttributes)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
 	}

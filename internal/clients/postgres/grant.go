@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,6 +32,9 @@ type ObservedObject struct {
 	// Ref is the object as a statement names it, quoted by the server.
 	Ref  string
 	Held Held
+	// Owner is the role that owns the object: GRANT and REVOKE on it need
+	// its privileges.
+	Owner string
 }
 
 // An ObservedGrant is the grantee and the target objects as the catalog
@@ -41,80 +45,210 @@ type ObservedGrant struct {
 	// ParentExists says whether the database (KindDatabase) or schema (the
 	// other kinds) exists.
 	ParentExists bool
-	Objects      []ObservedObject
+	// SchemaOwner owns the schema holding the objects ("" for
+	// KindDatabase): naming an object in it asks for USAGE on it.
+	SchemaOwner string
+	Objects     []ObservedObject
 	// Missing lists named objects that do not exist.
 	Missing []string
 }
 
+// Owners returns the roles whose privileges GRANT and REVOKE on objects
+// need: each object's owner, and the schema's owner, whose USAGE lets a
+// statement name objects in it. A superuser admin holds them all; a
+// non-superuser one acts as them (see ActingAs).
+func (o *ObservedGrant) Owners(objects []ObservedObject) []RoleNeed {
+	var needs []RoleNeed
+	seen := map[string]bool{"": true}
+	add := func(r string) {
+		if !seen[r] {
+			seen[r] = true
+			needs = append(needs, RoleNeed{Role: r, Inherit: true})
+		}
+	}
+	add(o.SchemaOwner)
+	for _, obj := range objects {
+		add(obj.Owner)
+	}
+	return needs
+}
+
 // The observation queries return the server's identity and version, whether
-// the grantee and the parent exist, and one row per target object (none
-// when there is none) with the grantee's privileges on it. Each privilege
-// ends in "+" when held with grant option. $1 is the grantee, $2 the
-// database or schema, $3 the named objects.
+// the grantee and the parent exist, the schema's owner, and one row per
+// target object (none when there is none) with the grantee's privileges on
+// it and its owner. Each privilege ends in "+" when held with grant option.
+// $1 is the grantee, $2 the database or schema, $3 the named objects.
+// Objects are found through the catalog by name, never by resolving a
+// qualified name, which would ask the admin for USAGE on the schema.
 const grantHeaderSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
        current_setting('server_version_num')::int,
        EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
-       %s,
+       %s, %s,
        o.name, o.ref, coalesce(o.found, false),
        coalesce(ARRAY(SELECT a.privilege_type || CASE WHEN a.is_grantable THEN '+' ELSE '' END
                         FROM aclexplode(o.acl) AS a
-                       WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1)), '{}')
+                       WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1)), '{}'),
+       coalesce(pg_get_userbyid(o.owner)::text, '')
   FROM (SELECT 1) AS one
   LEFT JOIN (%s) AS o ON true`
 
 const (
 	schemaExistsSQL = `EXISTS (SELECT FROM pg_namespace WHERE nspname = $2)`
+	schemaOwnerSQL  = `coalesce((SELECT pg_get_userbyid(nspowner)::text FROM pg_namespace WHERE nspname = $2), '')`
 	schemaOIDSQL    = `(SELECT oid FROM pg_namespace WHERE nspname = $2)`
 	tableKinds      = `('r', 'p', 'v', 'm', 'f')`
 )
 
 func grantQuery(t GrantTarget) (string, bool) {
 	named := !t.AllInSchema
-	var parent, objects string
+	parent, owner := schemaExistsSQL, schemaOwnerSQL
+	var objects string
 	switch t.Kind {
 	case KindDatabase:
-		parent = `EXISTS (SELECT FROM pg_database WHERE datname = $2)`
-		objects = `SELECT datname::text AS name, quote_ident(datname) AS ref, true AS found, coalesce(datacl, acldefault('d', datdba)) AS acl
+		parent, owner = `EXISTS (SELECT FROM pg_database WHERE datname = $2)`, `''`
+		objects = `SELECT datname::text AS name, quote_ident(datname) AS ref, true AS found, coalesce(datacl, acldefault('d', datdba)) AS acl, datdba AS owner
 		             FROM pg_database WHERE datname = $2`
 		named = false
 	case KindSchema:
-		parent = schemaExistsSQL
-		objects = `SELECT nspname::text AS name, quote_ident(nspname) AS ref, true AS found, coalesce(nspacl, acldefault('n', nspowner)) AS acl
+		objects = `SELECT nspname::text AS name, quote_ident(nspname) AS ref, true AS found, coalesce(nspacl, acldefault('n', nspowner)) AS acl, nspowner AS owner
 		             FROM pg_namespace WHERE nspname = $2`
 		named = false
 	case KindTable, KindSequence:
-		parent = schemaExistsSQL
 		kinds, def := tableKinds, "r"
 		if t.Kind == KindSequence {
 			kinds, def = `('S')`, "s"
 		}
 		if named {
 			objects = `SELECT s.name, quote_ident($2) || '.' || quote_ident(s.name) AS ref, c.oid IS NOT NULL AS found,
-			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl
+			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
 			             FROM unnest($3::text[]) AS s(name)
 			             LEFT JOIN pg_class c ON c.relname = s.name AND c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
 		} else {
 			objects = `SELECT c.relname::text AS name, quote_ident($2) || '.' || quote_ident(c.relname) AS ref, true AS found,
-			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl
+			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
 			             FROM pg_class c WHERE c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
 		}
 	case KindFunction:
-		parent = schemaExistsSQL
 		ref := `quote_ident($2) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`
 		if named {
-			// to_regprocedure resolves a signature passed as a parameter,
-			// so the spec's text never becomes SQL.
-			objects = `SELECT s.name, ` + ref + ` AS ref, p.oid IS NOT NULL AS found, coalesce(p.proacl, acldefault('f', p.proowner)) AS acl
-			             FROM unnest($3::text[]) AS s(name)
-			             LEFT JOIN pg_proc p ON p.oid = to_regprocedure(quote_ident($2) || '.' || s.name) AND p.pronamespace = ` + schemaOIDSQL
+			// Each signature arrives split (see functionSignatures): the
+			// name as the catalog spells it and the argument types, each
+			// resolved with to_regtype (an unknown one as oid 0, which no
+			// function takes). The spec's text never becomes SQL.
+			objects = `SELECT s.name, ` + ref + ` AS ref, p.oid IS NOT NULL AS found, coalesce(p.proacl, acldefault('f', p.proowner)) AS acl, p.proowner AS owner
+			             FROM jsonb_to_recordset($3::jsonb) AS s(name text, proname text, args text[])
+			             LEFT JOIN pg_proc p ON p.proname = s.proname AND p.pronamespace = ` + schemaOIDSQL + `
+			                                AND p.proargtypes = array_to_string(ARRAY(SELECT coalesce(to_regtype(u.a)::oid, 0) FROM unnest(s.args) WITH ORDINALITY AS u(a, i) ORDER BY u.i), ' ')::oidvector`
 		} else {
 			// ALL FUNCTIONS IN SCHEMA leaves procedures out.
 			objects = `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name, ` + ref + ` AS ref, true AS found,
-			                  coalesce(p.proacl, acldefault('f', p.proowner)) AS acl
+			                  coalesce(p.proacl, acldefault('f', p.proowner)) AS acl, p.proowner AS owner
 			             FROM pg_proc p WHERE p.prokind <> 'p' AND p.pronamespace = ` + schemaOIDSQL
 		}
 	}
-	return fmt.Sprintf(grantHeaderSQL, parent, objects), named
+	return fmt.Sprintf(grantHeaderSQL, parent, owner, objects), named
+}
+
+// A functionSignature is a function named as a grant's objects name it,
+// "name(argtype, ...)", split into the name as the catalog spells it and
+// the argument types as written.
+type functionSignature struct {
+	Name    string   `json:"name"`
+	Proname string   `json:"proname"`
+	Args    []string `json:"args"`
+}
+
+// splitSignature splits "name(type, ...)". An unquoted name folds to lower
+// case, as PostgreSQL folds it; a double-quoted one keeps its case. ok is
+// false when sig is not of that form; such a function is never found.
+func splitSignature(sig string) (name string, args []string, ok bool) {
+	s := strings.TrimSpace(sig)
+	var rest string
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		i := 1
+		for ; i < len(s); i++ {
+			if s[i] != '"' {
+				b.WriteByte(s[i])
+				continue
+			}
+			if i+1 < len(s) && s[i+1] == '"' {
+				b.WriteByte('"')
+				i++
+				continue
+			}
+			break
+		}
+		if i >= len(s) {
+			return "", nil, false
+		}
+		name, rest = b.String(), strings.TrimSpace(s[i+1:])
+	} else {
+		open := strings.IndexByte(s, '(')
+		if open < 0 {
+			return "", nil, false
+		}
+		name, rest = foldIdentifier(strings.TrimSpace(s[:open])), s[open:]
+	}
+	if name == "" || !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
+		return "", nil, false
+	}
+	return name, splitArgs(rest[1 : len(rest)-1]), true
+}
+
+// foldIdentifier lower-cases the ASCII letters of an unquoted identifier,
+// as PostgreSQL does (and nothing else).
+func foldIdentifier(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// splitArgs splits a list of types on the commas outside parentheses and
+// double quotes ("numeric(10,2), text" is two types).
+func splitArgs(list string) []string {
+	var args []string
+	depth, quoted, start := 0, false, 0
+	for i := 0; i < len(list); i++ {
+		switch c := list[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			args = append(args, strings.TrimSpace(list[start:i]))
+			start = i + 1
+		}
+	}
+	if last := strings.TrimSpace(list[start:]); last != "" || len(args) > 0 {
+		args = append(args, last)
+	}
+	return args
+}
+
+// functionSignatures is the $3 of a query on named functions.
+func functionSignatures(sigs []string) (string, error) {
+	out := make([]functionSignature, 0, len(sigs))
+	for _, sig := range sigs {
+		name, args, ok := splitSignature(sig)
+		if !ok {
+			// Matches no function: reported as missing under its name.
+			name, args = "", nil
+		}
+		if args == nil {
+			args = []string{}
+		}
+		out = append(out, functionSignature{Name: sig, Proname: name, Args: args})
+	}
+	b, err := json.Marshal(out)
+	return string(b), xperrors.Wrap(err, "cannot encode the function signatures")
 }
 
 // ObserveGrant reads what role holds on t, and the system identifier of the
@@ -127,7 +261,14 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 		parent = t.Database
 	}
 	args := []any{role, parent}
-	if named {
+	switch {
+	case named && t.Kind == KindFunction:
+		sigs, err := functionSignatures(t.Objects)
+		if err != nil {
+			return nil, "", err
+		}
+		args = append(args, sigs)
+	case named:
 		args = append(args, t.Objects)
 	}
 	rows, err := q.Query(ctx, query, args...)
@@ -141,7 +282,8 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 		var name, ref *string
 		var found bool
 		var items []string
-		if err := rows.Scan(&system, &o.ServerVersion, &o.RoleExists, &o.ParentExists, &name, &ref, &found, &items); err != nil {
+		var owner string
+		if err := rows.Scan(&system, &o.ServerVersion, &o.RoleExists, &o.ParentExists, &o.SchemaOwner, &name, &ref, &found, &items, &owner); err != nil {
 			return nil, "", xperrors.Wrap(err, "cannot read privileges")
 		}
 		switch {
@@ -149,7 +291,7 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 		case !found:
 			o.Missing = append(o.Missing, *name)
 		default:
-			o.Objects = append(o.Objects, ObservedObject{Name: *name, Ref: *ref, Held: parseACLItems(items)})
+			o.Objects = append(o.Objects, ObservedObject{Name: *name, Ref: *ref, Held: parseACLItems(items), Owner: owner})
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -179,6 +179,8 @@ func TestGrantRoundTrip(t *testing.T) {
 		CREATE TABLE rt_app.orders (id int); CREATE TABLE rt_app."Items" (id int); CREATE SEQUENCE rt_app.seq;
 		CREATE FUNCTION rt_app.add(a integer, b text) RETURNS int LANGUAGE sql AS 'SELECT 1';
 		CREATE PROCEDURE rt_app.proc() LANGUAGE sql AS 'SELECT 1';
+		CREATE FUNCTION rt_app."Mixed"(numeric(10,2), int[]) RETURNS int LANGUAGE sql AS 'SELECT 1';
+		CREATE FUNCTION rt_app.nothing() RETURNS int LANGUAGE sql AS 'SELECT 1';
 		GRANT DELETE ON rt_app.orders TO rt_ro`); err != nil {
 		t.Fatal(err)
 	}
@@ -247,10 +249,44 @@ func TestGrantRoundTrip(t *testing.T) {
 			t.Errorf("function: %+v", got.Objects)
 		}
 	})
+	t.Run("FunctionSignatures", func(t *testing.T) {
+		// Found by catalog lookup, as PostgreSQL would resolve the
+		// signature: case folding, quoting, type aliases and typmods;
+		// a wrong arity or an unknown type matches nothing.
+		sigs := []string{`ADD(int4, varchar)`, `add(int, text)`, `"Mixed"(numeric(10, 2), integer[])`, `nothing()`, `Nothing( )`,
+			`add(int)`, `add(int, text, text)`, `add(int, no_such_type)`, `"Add"(int, text)`, `add int`}
+		got, _, err := ObserveGrant(ctx, conn, "rt_ro", GrantTarget{Kind: KindFunction, Schema: "rt_app", Objects: sigs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]string{}
+		for _, o := range got.Objects {
+			found[o.Name] = o.Ref
+		}
+		want := map[string]string{
+			`add(int, text)`:                     "rt_app.add(a integer, b text)",
+			`"Mixed"(numeric(10, 2), integer[])`: `rt_app."Mixed"(numeric, integer[])`,
+			`nothing()`:                          "rt_app.nothing()",
+			`Nothing( )`:                         "rt_app.nothing()",
+		}
+		if diff := cmp.Diff(want, found); diff != "" {
+			t.Errorf("found (-want +got):\n%s", diff)
+		}
+		// varchar is not text: a different signature.
+		wantMissing := []string{`ADD(int4, varchar)`, `add(int)`, `add(int, text, text)`, `add(int, no_such_type)`, `"Add"(int, text)`, `add int`}
+		if diff := cmp.Diff(wantMissing, got.Missing); diff != "" {
+			t.Errorf("missing (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("AllFunctionsLeaveProceduresOut", func(t *testing.T) {
 		got := apply(t, GrantTarget{Kind: KindFunction, Schema: "rt_app", AllInSchema: true}, []string{"EXECUTE"}, false)
-		if len(got.Objects) != 1 || got.Objects[0].Name != "add(a integer, b text)" {
+		if len(got.Objects) != 3 {
 			t.Errorf("all functions: %+v", got.Objects)
+		}
+		for _, o := range got.Objects {
+			if strings.HasPrefix(o.Name, "proc") {
+				t.Errorf("a procedure was counted: %+v", o)
+			}
 		}
 	})
 	t.Run("Sequence", func(t *testing.T) {
@@ -383,5 +419,39 @@ func TestSchemaRoundTrip(t *testing.T) {
 	}
 	if got, _, _ := ObserveSchema(ctx, conn, "rt_schema"); got != nil {
 		t.Error("the schema survived DROP … CASCADE")
+	}
+}
+
+func TestSplitSignature(t *testing.T) {
+	type result struct {
+		Name string
+		Args []string
+		OK   bool
+	}
+	cases := map[string]struct {
+		sig  string
+		want result
+	}{
+		"NoArgs":          {sig: "f()", want: result{Name: "f", OK: true}},
+		"Spaces":          {sig: "  f ( ) ", want: result{Name: "f", OK: true}},
+		"FoldsUnquoted":   {sig: "Add(int, text)", want: result{Name: "add", Args: []string{"int", "text"}, OK: true}},
+		"KeepsQuoted":     {sig: `"Add"(int)`, want: result{Name: "Add", Args: []string{"int"}, OK: true}},
+		"QuoteInQuoted":   {sig: `"a""b"(int)`, want: result{Name: `a"b`, Args: []string{"int"}, OK: true}},
+		"TypmodComma":     {sig: "f(numeric(10,2), text)", want: result{Name: "f", Args: []string{"numeric(10,2)", "text"}, OK: true}},
+		"QuotedTypeComma": {sig: `f("my,type", int)`, want: result{Name: "f", Args: []string{`"my,type"`, "int"}, OK: true}},
+		"EmptyArg":        {sig: "f(int,)", want: result{Name: "f", Args: []string{"int", ""}, OK: true}},
+		"NoParens":        {sig: "f", want: result{}},
+		"Unclosed":        {sig: "f(int", want: result{}},
+		"UnclosedQuote":   {sig: `"f(int)`, want: result{}},
+		"NoName":          {sig: "(int)", want: result{}},
+		"Trailing":        {sig: "f(int) x", want: result{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n, args, ok := splitSignature(tc.sig)
+			if diff := cmp.Diff(tc.want, result{Name: n, Args: args, OK: ok}); diff != "" {
+				t.Errorf("splitSignature(%q) (-want +got):\n%s", tc.sig, diff)
+			}
+		})
 	}
 }

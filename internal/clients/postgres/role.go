@@ -118,6 +118,13 @@ func ObserveRole(ctx context.Context, q Querier, name string, withVerifier bool)
 	return o, system, nil
 }
 
+// NoSelfGrantSQL turns off, for the transaction, what PostgreSQL 16+'s
+// createrole_self_grant would give a non-superuser admin on every role it
+// creates (INHERIT or SET membership): a server or admin with that set
+// would otherwise accumulate every tenant's privileges. The WHERE keeps
+// set_config from naming a setting 15 does not know.
+const NoSelfGrantSQL = `SELECT set_config('createrole_self_grant', '', true) WHERE current_setting('server_version_num')::int >= 160000`
+
 // CreateRoleStatements returns the statements that create a role with the
 // given attributes, password verifier (may be empty) and ownership marker.
 // They run in one transaction, so the role never exists without its marker.
@@ -139,7 +146,7 @@ func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) [
 	if len(opts) > 0 {
 		create += " WITH " + strings.Join(opts, " ")
 	}
-	stmts := []string{create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
+	stmts := []string{NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
 	for _, k := range sortedKeys(a.Config) {
 		stmts = append(stmts, "ALTER ROLE "+id+" SET "+k+" TO "+QuoteLiteral(a.Config[k]))
 	}
@@ -264,6 +271,88 @@ const ownsInSQL = `SELECT coalesce(array_agg(DISTINCT d.datname ORDER BY d.datna
   FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
  WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype = 'o'
    AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)`
+
+// dependentDatabasesSQL lists the databases in which a role owns objects
+// or holds privileges (pg_shdepend, shared, so one query from any database
+// answers for all), the current one too when it has dependencies on
+// shared objects (databases, tablespaces), with each database's owner and
+// whether the session user may connect to it.
+const dependentDatabasesSQL = `WITH deps AS (
+  SELECT DISTINCT s.dbid FROM pg_shdepend s
+   WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype IN ('o', 'a')
+     AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1))
+SELECT d.datname::text, pg_get_userbyid(d.datdba)::text, has_database_privilege(d.oid, 'CONNECT')
+  FROM pg_database d
+ WHERE d.oid IN (SELECT dbid FROM deps)
+    OR (d.datname = current_database() AND EXISTS (SELECT FROM deps WHERE dbid = 0))
+ ORDER BY 1`
+
+// A DependentDatabase is a database in which a role owns objects or
+// holds privileges.
+type DependentDatabase struct {
+	Name  string
+	Owner string
+	// CanConnect says whether the session user may connect to it now.
+	CanConnect bool
+}
+
+// DependentDatabases returns the databases REASSIGN or DROP OWNED BY role
+// has something to do in.
+func DependentDatabases(ctx context.Context, q RowsQuerier, role string) ([]DependentDatabase, error) {
+	rows, err := q.Query(ctx, dependentDatabasesSQL, role)
+	if err != nil {
+		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read where role %s owns objects or holds privileges", QuoteIdentifier(role))
+	}
+	defer rows.Close()
+	var out []DependentDatabase
+	for rows.Next() {
+		var d DependentDatabase
+		if err := rows.Scan(&d.Name, &d.Owner, &d.CanConnect); err != nil {
+			return nil, xperrors.Wrap(err, "cannot read a database")
+		}
+		out = append(out, d)
+	}
+	return out, xperrors.Wrapf(rows.Err(), "cannot read where role %s owns objects or holds privileges", QuoteIdentifier(role))
+}
+
+// privilegeOwnersSQL lists the owners of the objects in the current
+// database (and of shared ones) on which role holds privileges: what DROP
+// OWNED revokes, as their grantor, which a non-superuser admin is only
+// while it acts as the owner.
+const privilegeOwnersSQL = `SELECT coalesce(array_agg(DISTINCT pg_get_userbyid(o.owner)::text ORDER BY pg_get_userbyid(o.owner)::text)
+                           FILTER (WHERE o.owner IS NOT NULL), '{}')
+  FROM pg_shdepend s
+  CROSS JOIN LATERAL (SELECT CASE s.classid
+      WHEN 'pg_class'::regclass THEN (SELECT relowner FROM pg_class WHERE oid = s.objid)
+      WHEN 'pg_namespace'::regclass THEN (SELECT nspowner FROM pg_namespace WHERE oid = s.objid)
+      WHEN 'pg_proc'::regclass THEN (SELECT proowner FROM pg_proc WHERE oid = s.objid)
+      WHEN 'pg_type'::regclass THEN (SELECT typowner FROM pg_type WHERE oid = s.objid)
+      WHEN 'pg_default_acl'::regclass THEN (SELECT defaclrole FROM pg_default_acl WHERE oid = s.objid)
+      WHEN 'pg_database'::regclass THEN (SELECT datdba FROM pg_database WHERE oid = s.objid)
+      WHEN 'pg_language'::regclass THEN (SELECT lanowner FROM pg_language WHERE oid = s.objid)
+      WHEN 'pg_largeobject_metadata'::regclass THEN (SELECT lomowner FROM pg_largeobject_metadata WHERE oid = s.objid)
+      WHEN 'pg_foreign_data_wrapper'::regclass THEN (SELECT fdwowner FROM pg_foreign_data_wrapper WHERE oid = s.objid)
+      WHEN 'pg_foreign_server'::regclass THEN (SELECT srvowner FROM pg_foreign_server WHERE oid = s.objid)
+      WHEN 'pg_tablespace'::regclass THEN (SELECT spcowner FROM pg_tablespace WHERE oid = s.objid)
+    END AS owner) AS o
+ WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype = 'a'
+   AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)
+   AND s.dbid IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
+// PrivilegeOwners returns, as needs, the owners of the objects on which
+// role holds privileges in the database q runs in: DROP OWNED revokes
+// them as their grantor (see ActingAs).
+func PrivilegeOwners(ctx context.Context, q Querier, role string) ([]RoleNeed, error) {
+	var owners []string
+	if err := q.QueryRow(ctx, privilegeOwnersSQL, role).Scan(&owners); err != nil {
+		return nil, xperrors.Wrapf(ClassifyConnectError(err), "cannot read who granted role %s its privileges", QuoteIdentifier(role))
+	}
+	needs := make([]RoleNeed, len(owners))
+	for i, o := range owners {
+		needs[i] = RoleNeed{Role: o, Inherit: true}
+	}
+	return needs, nil
+}
 
 // DatabasesOwnedIn returns the databases in which role owns objects (what
 // DROP OWNED there would drop).

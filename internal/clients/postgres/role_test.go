@@ -23,6 +23,7 @@ func TestCreateRoleStatements(t *testing.T) {
 			name:   "app",
 			attrs:  DefaultRoleAttributes(),
 			want: []string{
+				NoSelfGrantSQL,
 				`CREATE ROLE "app"`,
 				`COMMENT ON ROLE "app" IS '[provider-postgresql uid=u-1]'`,
 			},
@@ -37,6 +38,7 @@ func TestCreateRoleStatements(t *testing.T) {
 			},
 			verifier: "SCRAM-SHA-256$4096:c2FsdA==$a:b",
 			want: []string{
+				NoSelfGrantSQL,
 				`CREATE ROLE "App-User" WITH LOGIN NOINHERIT CREATEDB CONNECTION LIMIT 5 VALID UNTIL '2030-01-02T03:04:05Z' PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'`,
 				`COMMENT ON ROLE "App-User" IS 'orders app` + "\n" + `[provider-postgresql uid=u-1]'`,
 				`ALTER ROLE "App-User" SET application_name TO 'it''s'`,

@@ -263,8 +263,15 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+
 			"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, got.Sessions)
 	}
-	// Only its owner drops a database.
-	err = e.actingAs(ctx, []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}, func() error {
+	// Only its owner drops a database, and WITH (FORCE) ends only sessions
+	// of roles whose privileges the admin holds (unless it may signal any).
+	needs := []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}
+	if force {
+		for _, r := range got.SessionRoles {
+			needs = append(needs, postgres.RoleNeed{Role: r, Inherit: true})
+		}
+	}
+	err = e.actingAs(ctx, needs, func() error {
 		return postgres.ExecEach(ctx, e.pool, []string{postgres.DropDatabaseStatement(name, force)})
 	})
 	if err != nil {

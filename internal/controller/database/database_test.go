@@ -248,13 +248,32 @@ func TestDatabaseDropTerminatesSessionsWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	connect(ctx, t, "forced")
+	// An application's session, as a login role the DBA made through the
+	// Instance's admin: a managed-service admin may end it only while it
+	// holds that role's privileges, which it must give back.
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE forced_app LOGIN PASSWORD 'forced-app-pw'")
+	cfg, err := env.Postgres.ConnConfig("forced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.User, cfg.Password = "forced_app", "forced-app-pw"
+	app, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx) //nolint:errcheck // Terminated by the drop.
 	if err := env.Kube.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(ctx, t, d)
 	if exists(ctx, t, "forced") {
 		t.Error("the database survived")
+	}
+	if err := app.Ping(ctx); err == nil {
+		t.Error("the application's session outlived the drop")
+	}
+	if n := env.ActingMemberships(ctx, t, env.AdminUser(), "forced_app"); n != 0 {
+		t.Errorf("the admin kept %d membership(s) of the session's role", n)
 	}
 }
 

@@ -184,7 +184,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+	if err := e.asOwner(ctx, stmts); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
@@ -199,7 +199,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 	ap := &mg.Status.AtProvider
 	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
 	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)
-	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+	if err := e.asOwner(ctx, stmts); err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = nil, false
@@ -207,3 +207,14 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 }
 
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// asOwner runs ALTER DEFAULT PRIVILEGES FOR ROLE owner with the owner's
+// privileges, which PostgreSQL asks of a non-superuser admin (membership
+// up to 15): held for the statements alone (see postgres.ActingAs).
+func (e *external) asOwner(ctx context.Context, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	needs := []postgres.RoleNeed{{Role: e.target.Owner, Inherit: true}}
+	return postgres.ActingAs(ctx, e.pool, needs, func() error { return privilege.ExecAll(ctx, e.pool, stmts) })
+}

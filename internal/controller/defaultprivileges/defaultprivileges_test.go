@@ -51,7 +51,11 @@ func sql(ctx context.Context, t *testing.T, stmts string) { env.SQL(ctx, t, "pos
 // entries for the same roles exist for another schema or object type.
 func TestDefaultPrivilegesRegression458(t *testing.T) {
 	ctx := context.Background()
-	sql(ctx, t, `CREATE ROLE o458; CREATE ROLE g458; CREATE SCHEMA s458 AUTHORIZATION o458; CREATE SCHEMA s458b;
+	// The roles are the Instance admin's (as on a managed service, where
+	// a CREATEROLE admin may act only as roles it administers); the
+	// schemas and existing entries are a superuser's.
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE o458; CREATE ROLE g458")
+	sql(ctx, t, `CREATE SCHEMA s458 AUTHORIZATION o458; CREATE SCHEMA s458b;
 		ALTER DEFAULT PRIVILEGES FOR ROLE o458 IN SCHEMA s458b GRANT SELECT, INSERT ON TABLES TO g458;
 		ALTER DEFAULT PRIVILEGES FOR ROLE o458 IN SCHEMA s458 GRANT SELECT ON SEQUENCES TO g458`)
 	d := newDefaults("d458", v1alpha1.PostgreSQLDefaultPrivilegesParameters{
@@ -94,6 +98,9 @@ func TestDefaultPrivilegesRegression458(t *testing.T) {
 	read()
 	if len(acl) != 0 {
 		t.Errorf("after deletion pg_default_acl still gives %v", acl)
+	}
+	if n := env.ActingMemberships(ctx, t, env.AdminUser(), "o458"); n != 0 {
+		t.Errorf("the admin kept %d membership(s) of the owner it acted as", n)
 	}
 	var other int
 	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT count(*) FROM pg_default_acl WHERE defaclrole = 'o458'::regrole AND defaclnamespace = 's458b'::regnamespace`).Scan(&other); err != nil || other != 1 {

@@ -77,6 +77,7 @@ type grantExternal struct {
 	objects []postgres.ObservedObject // The objects the spec names.
 	removed []postgres.ObservedObject // Objects unlisted since granted.
 	plan    postgres.PrivilegePlan
+	grant   *postgres.ObservedGrant
 	// For memberships:
 	membership *postgres.ObservedMembership
 	stmts      []string
@@ -213,6 +214,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{}, privilege.Unsupported(mg, got.ServerVersion, unsupported, "a "+strings.ToLower(string(p.ObjectType)))
 	}
 	e.split(p.Objects, got.Objects)
+	e.grant = got
 	e.want = postgres.PrivilegeWant{
 		Privileges: privileges, GrantOption: p.WithGrantOption != nil && *p.WithGrantOption,
 		Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption,
@@ -297,7 +299,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+	if err := e.asOwners(ctx, stmts); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
@@ -324,6 +326,10 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 		if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
 			stmts = append(stmts, postgres.RevokeStatement(ap.Role, e.target, refsOf(all), revoke, false))
 		}
+		if err := e.asOwners(ctx, stmts); err != nil {
+			return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
+		}
+		stmts = nil
 	}
 	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
@@ -333,6 +339,21 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 }
 
 func (e *grantExternal) Disconnect(context.Context) error { return nil }
+
+// asOwners runs privilege statements with the privileges of the objects'
+// owners and of their schema's, which GRANT and REVOKE ask of a
+// non-superuser admin (see postgres.ActingAs): held for the statements
+// alone.
+func (e *grantExternal) asOwners(ctx context.Context, stmts []string) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	var needs []postgres.RoleNeed
+	if e.grant != nil {
+		needs = e.grant.Owners(append(slices.Clone(e.objects), e.removed...))
+	}
+	return postgres.ActingAs(ctx, e.pool, needs, func() error { return privilege.ExecAll(ctx, e.pool, stmts) })
+}
 
 func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider

@@ -40,7 +40,9 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func sql(ctx context.Context, t *testing.T, stmts string) { env.SQL(ctx, t, "postgres", stmts) }
+// sql runs stmts as the Instance's admin: the DBA of a managed service has
+// no other login, so what it makes belongs to that admin.
+func sql(ctx context.Context, t *testing.T, stmts string) { env.AdminSQL(ctx, t, "postgres", stmts) }
 
 func holds(ctx context.Context, t *testing.T, check string) bool { return env.Holds(ctx, t, check) }
 

@@ -127,4 +127,9 @@ func TestTenantScenario(t *testing.T) {
 	if _, err := asRO.Exec(ctx, "CREATE TABLE data.mine (id int)"); !postgres.IsCode(err, postgres.CodeInsufficientPrivilege) {
 		t.Errorf("the read-only role could create a table in the schema, or failed otherwise: %v", err)
 	}
+	// A non-superuser admin acted as the app role to grant on what it owns
+	// and gave that back: it holds no tenant's privileges afterwards.
+	if n := env.ActingMemberships(ctx, t, env.AdminUser(), "tenant_app", "tenant_ro"); n != 0 {
+		t.Errorf("the admin kept %d membership(s) of the tenant's roles", n)
+	}
 }

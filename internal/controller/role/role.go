@@ -378,18 +378,60 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			}
 		}
 	}
-	for _, db := range dbs {
-		t := e.target
-		t.Endpoint.Database = db
-		p, err := e.pools.Pool(ctx, t)
-		if err != nil {
-			return errors.Wrapf(err, "cannot connect to database %q", db)
+	// Only where the role owns or holds something, among those databases:
+	// a tenant's database may refuse the admin's connection (CONNECT
+	// revoked from PUBLIC), and no connection is opened for nothing.
+	deps, err := postgres.DependentDatabases(ctx, e.pool, mg.RoleName())
+	if err != nil {
+		return err
+	}
+	// REASSIGN and DROP OWNED ask for the privileges of the role (and of
+	// the heir), and a connection to a database the admin may not enter
+	// for those of its owner: a non-superuser admin holds them for the
+	// release alone.
+	needs := []postgres.RoleNeed{{Role: mg.RoleName(), Inherit: true}}
+	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
+		needs = append(needs, postgres.RoleNeed{Role: mg.Spec.ReassignOwnedTo, Inherit: true})
+	}
+	var release []string
+	for _, d := range deps {
+		if !slices.Contains(dbs, d.Name) {
+			continue
 		}
-		if err := postgres.Exec(ctx, p, stmts); err != nil {
-			return errors.Wrapf(err, "cannot release what role %q owns in database %q (ownedObjectsOnDelete %s)", mg.RoleName(), db, mg.Spec.OwnedObjectsOnDelete)
+		release = append(release, d.Name)
+		if !d.CanConnect {
+			needs = append(needs, postgres.RoleNeed{Role: d.Owner, Inherit: true})
 		}
 	}
-	return nil
+	if len(release) == 0 {
+		return nil
+	}
+	return postgres.ActingAs(ctx, e.pool, needs, func() error {
+		for _, db := range release {
+			if err := e.releaseIn(ctx, mg, db, stmts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// releaseIn runs the release statements in database db, with the
+// privileges of the owners of what others granted the role there, which
+// DROP OWNED revokes as their grantor.
+func (e *external) releaseIn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, db string, stmts []string) error {
+	t := e.target
+	t.Endpoint.Database = db
+	p, err := e.pools.Pool(ctx, t)
+	if err != nil {
+		return errors.Wrapf(err, "cannot connect to database %q", db)
+	}
+	grantors, err := postgres.PrivilegeOwners(ctx, p, mg.RoleName())
+	if err != nil {
+		return err
+	}
+	err = postgres.ActingAs(ctx, p, grantors, func() error { return postgres.Exec(ctx, p, stmts) })
+	return errors.Wrapf(err, "cannot release what role %q owns in database %q (ownedObjectsOnDelete %s)", mg.RoleName(), db, mg.Spec.OwnedObjectsOnDelete)
 }
 
 // managedDatabases lists the Instance's maintenance database and the

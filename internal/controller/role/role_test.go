@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,9 +108,9 @@ func loginWith(ctx context.Context, d map[string][]byte) (string, error) {
 func TestRoleLifecycle(t *testing.T) {
 	ctx := context.Background()
 	db := admin(ctx, t)
-	if _, err := db.Exec(ctx, "CREATE ROLE readers NOLOGIN"); err != nil {
-		t.Fatal(err)
-	}
+	// The group is the Instance admin's, as a managed service's DBA makes
+	// it: on 16+ only an admin with ADMIN OPTION on it may grant it.
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE readers NOLOGIN")
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 		t.Fatal(err)
 	}
@@ -479,13 +478,7 @@ func TestRoleValidation(t *testing.T) {
 
 func waitGone(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) {
 	t.Helper()
-	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), &v1alpha1.PostgreSQLRole{})
-		return kerrors.IsNotFound(err), nil
-	})
-	if err != nil {
-		t.Fatalf("PostgreSQLRole %s was not deleted: %v", r.Name, err)
-	}
+	env.Gone(ctx, t, r)
 }
 
 // assertNotInObjects fails when secret appears in the resource, its status
@@ -694,6 +687,11 @@ func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
 	if got.GetCondition(xpv2.TypeSynced).Status != corev1.ConditionTrue {
 		t.Errorf("Synced = %+v", got.GetCondition(xpv2.TypeSynced))
 	}
+	// The admin's createrole_self_grant (16+) asks for SET and INHERIT on
+	// what it creates; the provider turns it off for its CREATE ROLE.
+	if n := env.ActingMemberships(ctx, t, "creator_admin", "viacreator"); n != 0 {
+		t.Errorf("the admin holds %d acting membership(s) of the role the provider created", n)
+	}
 }
 
 // TestRoleOwnedObjectsOnDelete: with Reassign, what the dropped role owned
@@ -712,9 +710,9 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 	if err := env.WaitForReady(ctx, d, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(ctx, "CREATE ROLE heir"); err != nil {
-		t.Fatal(err)
-	}
+	// The heir is the Instance admin's own (as a DBA on a managed service
+	// would make it): a CREATEROLE admin acts only as roles it administers.
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE heir; CREATE ROLE bystander")
 	all := xpv2.ManagementPolicies{xpv2.ManagementActionAll}
 	leaver := newRole("leaver", func(r *v1alpha1.PostgreSQLRole) {
 		r.Spec.ManagementPolicies = all
@@ -738,7 +736,9 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 	defer inherited.Close(ctx) //nolint:errcheck // Test.
 	for _, stmt := range []string{
 		"CREATE TABLE kept_data (id int)", "ALTER TABLE kept_data OWNER TO leaver",
-		"CREATE TABLE shared (id int)", "GRANT SELECT ON shared TO leaver, dropper",
+		// Another role's table, on which it granted both roles SELECT:
+		// DROP OWNED revokes that as the grantor.
+		"CREATE TABLE shared (id int)", "ALTER TABLE shared OWNER TO bystander", "GRANT SELECT ON shared TO leaver, dropper",
 		"CREATE TABLE doomed (id int)", "ALTER TABLE doomed OWNER TO dropper",
 	} {
 		if _, err := inherited.Exec(ctx, stmt); err != nil {
@@ -762,6 +762,9 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 	var doomed int
 	if err := inherited.QueryRow(ctx, "SELECT count(*) FROM pg_tables WHERE tablename = 'doomed'").Scan(&doomed); err != nil || doomed != 0 {
 		t.Errorf("the Drop policy left doomed in place (count %d, err %v)", doomed, err)
+	}
+	if n := env.ActingMemberships(ctx, t, env.AdminUser(), "heir", "bystander"); n != 0 {
+		t.Errorf("the admin kept %d membership(s) of the roles it acted as", n)
 	}
 
 	bad := newRole("noheir", func(r *v1alpha1.PostgreSQLRole) { r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign })
