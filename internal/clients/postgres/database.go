@@ -55,6 +55,10 @@ type ObservedDatabase struct {
 	SessionRoles []string
 	// PublicPrivileges are the privileges PUBLIC holds on the database.
 	PublicPrivileges []string
+	// AdminCanConnect says whether the observing admin may connect to the
+	// database. A non-superuser admin may not once PUBLIC's CONNECT is
+	// revoked (a tenant's database), and then cannot manage what is inside.
+	AdminCanConnect bool
 	// OwnerAttributes are the owner's attributes among SUPERUSER,
 	// CREATEROLE, REPLICATION and BYPASSRLS: powers that membership of the
 	// owner role must never hand to a tenant.
@@ -77,6 +81,7 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_contr
                                  WHERE a.datid = d.oid AND a.pid <> pg_backend_pid() AND a.usename IS NOT NULL ORDER BY 1), '{}') END,
        coalesce(ARRAY(SELECT p.privilege_type FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) AS p
                        WHERE p.grantee = 0 ORDER BY 1), '{}'),
+       d.oid IS NULL OR has_database_privilege(d.oid, 'CONNECT'),
        coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
                                                         ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has)
                               WHERE a.has)
@@ -91,7 +96,7 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	var system, comment string
 	var exists bool
 	err := q.QueryRow(ctx, observeDatabaseSQL, name).Scan(&system, &exists, &o.Owner, &o.Encoding, &o.LCCollate, &o.LCCtype,
-		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.SessionRoles, &o.PublicPrivileges, &o.OwnerAttributes)
+		&o.ConnectionLimit, &o.AllowConnections, &o.IsTemplate, &comment, &o.Sessions, &o.SessionRoles, &o.PublicPrivileges, &o.AdminCanConnect, &o.OwnerAttributes)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read database %s", QuoteIdentifier(name))
 	}
@@ -175,6 +180,11 @@ func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDa
 	}
 	if want.RevokePublic && len(got.PublicPrivileges) > 0 {
 		stmts = append(stmts, revokePublicOnDatabase(id))
+	}
+	// CONNECT alone (no membership, no other privilege): what the admin
+	// needs to manage schemas, grants and extensions inside.
+	if !got.AdminCanConnect {
+		stmts = append(stmts, "GRANT CONNECT ON DATABASE "+id+" TO CURRENT_USER")
 	}
 	return stmts
 }

@@ -47,12 +47,19 @@ func TestCreateDatabaseStatements(t *testing.T) {
 }
 
 func TestUpdateDatabaseStatements(t *testing.T) {
-	got := ObservedDatabase{DatabaseSettings: DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true}, MarkerOwner: "u-1"}
+	base := ObservedDatabase{DatabaseSettings: DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true}, MarkerOwner: "u-1", AdminCanConnect: true}
 	cases := map[string]struct {
 		reason string
 		want   DatabaseSettings
+		got    func(*ObservedDatabase)
 		stmts  []string
 	}{
+		"AdminShutOut": {
+			reason: "An admin that may not connect (PUBLIC's CONNECT revoked) is granted CONNECT, and nothing else.",
+			want:   DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true, RevokePublic: true},
+			got:    func(o *ObservedDatabase) { o.AdminCanConnect = false },
+			stmts:  []string{`GRANT CONNECT ON DATABASE "orders" TO CURRENT_USER`},
+		},
 		"UpToDate": {
 			reason: "No statement for an up-to-date database.",
 			want:   DatabaseSettings{Owner: "app", ConnectionLimit: -1, AllowConnections: true},
@@ -72,6 +79,10 @@ func TestUpdateDatabaseStatements(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			got := base
+			if tc.got != nil {
+				tc.got(&got)
+			}
 			if diff := cmp.Diff(tc.stmts, UpdateDatabaseStatements("orders", tc.want, got, "u-1")); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}

@@ -104,6 +104,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, err
 	}
 	stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, uid)
+	if !got.AdminCanConnect {
+		// The update grants the admin CONNECT first; the extensions are
+		// looked at from inside once it may enter.
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
+	}
 	extStmts, err := e.extensions(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err

@@ -18,8 +18,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
-// TestTenantScenario is the realistic set-up on one database: an app role
-// owns the database and creates a table; a read-only role gets CONNECT,
+// TestTenantScenario is the realistic set-up on one database closed to
+// PUBLIC: an app role owns the database and creates a table; a read-only role gets CONNECT,
 // schema USAGE and default SELECT on tables; a table the app creates later
 // is readable by the read-only role and not writable. Both log in with the
 // Secrets the provider generated. Every resource refers to the others
@@ -43,6 +43,9 @@ func TestTenantScenario(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "tenant-db", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
 			Name: ptr.To("tenant_db"), OwnerRef: &v1alpha1.LocalReference{Name: app.Name},
+			// Closed to PUBLIC, as a tenant's is: a non-superuser admin
+			// must still get in to make the schema and grants inside.
+			RevokePublicPrivileges: true,
 		}},
 	}
 	schema := &v1alpha1.PostgreSQLSchema{
