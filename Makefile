@@ -85,7 +85,8 @@ check-generate: generate ## Fail when generated files differ from what is commit
 ##@ Checks
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint.
+lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint, and refuse tracked binaries.
+	hack/check-tracked-files.sh
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$bad" ]]; then echo "gofmt would change: $$bad"; exit 1; fi
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...

@@ -5,9 +5,10 @@ package configuration
 
 import (
 	"embed"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
@@ -28,7 +29,7 @@ func Objects() ([]*unstructured.Unstructured, error) {
 		}
 		objs, err := manifest.Decode(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, errors.Errorf("%s: %w", f, err)
 		}
 		out = append(out, objs...)
 	}

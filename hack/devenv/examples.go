@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +18,8 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // readExamples decodes every object of every YAML file under dir, in path
@@ -52,7 +53,7 @@ func readExamples(dir string) ([]*unstructured.Unstructured, error) {
 				if errors.Is(err, io.EOF) {
 					break
 				}
-				return nil, fmt.Errorf("%s: %w", p, err)
+				return nil, errors.Errorf("%s: %w", p, err)
 			}
 			if len(u.Object) == 0 {
 				continue
@@ -103,7 +104,7 @@ func applyExamples(ctx context.Context, kube client.Client, dir string, pg *pgse
 			}
 		}
 		if err := kube.Create(ctx, u); err != nil {
-			return nil, fmt.Errorf("%s: cannot create %s %s: %w", src, u.GetKind(), u.GetName(), err)
+			return nil, errors.Errorf("%s: cannot create %s %s: %w", src, u.GetKind(), u.GetName(), err)
 		}
 		say("%s: created %s %s", src, u.GetKind(), name(u))
 		if u.GroupVersionKind().Group == v1alpha1.Group {
@@ -149,13 +150,13 @@ func waitReady(ctx context.Context, kube client.Client, objs []*unstructured.Uns
 			for key := range pending {
 				fmt.Fprintf(&b, "\n  %s: %s", key, last[key])
 			}
-			return fmt.Errorf("not Ready after 3 minutes:%s", b.String())
+			return errors.Errorf("not Ready after 3 minutes:%s", b.String())
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-provider.Exited():
-			return fmt.Errorf("the provider exited; its log:\n%s", provider.LogTail())
+			return errors.Errorf("the provider exited; its log:\n%s", provider.LogTail())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +31,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 const (
@@ -76,7 +77,7 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	}
 	pidFile := filepath.Join(state, "devenv.pid")
 	if pid, alive := running(pidFile); alive {
-		return fmt.Errorf("make dev is already running (pid %d); stop it with `make dev-down`", pid)
+		return errors.Errorf("make dev is already running (pid %d); stop it with `make dev-down`", pid)
 	}
 	if err := os.MkdirAll(state, 0o750); err != nil {
 		return err
@@ -152,7 +153,7 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/provider")
 	build.Dir, build.Stdout, build.Stderr = root, out, out
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("cannot build the provider: %w", err)
+		return errors.Errorf("cannot build the provider: %w", err)
 	}
 	metricsPort, err := proc.FreePort()
 	if err != nil {
@@ -236,7 +237,7 @@ Stop with Ctrl-C here, or `+"`make dev-down`"+` from another terminal.
 	select {
 	case <-ctx.Done():
 	case <-provider.Exited():
-		return fmt.Errorf("the provider exited; its log:\n%s", provider.LogTail())
+		return errors.Errorf("the provider exited; its log:\n%s", provider.LogTail())
 	}
 	return nil
 }
@@ -296,7 +297,7 @@ func waitHealthy(ctx context.Context, p *proc.Process, probePort int) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-p.Exited():
-			return fmt.Errorf("the provider exited during start-up; its log:\n%s", p.LogTail())
+			return errors.Errorf("the provider exited during start-up; its log:\n%s", p.LogTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -308,7 +309,7 @@ func waitHealthy(ctx context.Context, p *proc.Process, probePort int) error {
 			}
 		}
 	}
-	return fmt.Errorf("the provider was not ready within 2 minutes; its log:\n%s", p.LogTail())
+	return errors.Errorf("the provider was not ready within 2 minutes; its log:\n%s", p.LogTail())
 }
 
 // running returns the pid in pidFile and whether that process is alive.
@@ -352,5 +353,5 @@ func stop(state string) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("pid %d did not stop within 90s", pid)
+	return errors.Errorf("pid %d did not stop within 90s", pid)
 }

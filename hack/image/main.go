@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // User is the non-root user the image runs as (the distroless "nonroot").
@@ -55,7 +57,7 @@ func build(bin, nm, tag, out, arch string) error {
 	}
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
-		return fmt.Errorf("cannot read the CA certificates to embed (install ca-certificates): %w", err)
+		return errors.Errorf("cannot read the CA certificates to embed (install ca-certificates): %w", err)
 	}
 	files := []file{
 		{path: "etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:" + User + ":" + User + ":nonroot:/home/nonroot:/sbin/nologin\n")},

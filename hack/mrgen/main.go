@@ -25,7 +25,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -36,6 +35,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 const (
@@ -66,7 +67,7 @@ func generate(dir string) error {
 	out := filepath.Join(dir, outputFile)
 	if src == nil {
 		if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("cannot remove stale %s: %w", out, err)
+			return errors.Errorf("cannot remove stale %s: %w", out, err)
 		}
 		return nil
 	}
@@ -109,11 +110,11 @@ func Generate(dir string) ([]byte, error) {
 		Package string
 		Kinds   []kind
 	}{Package: files[0].Name.Name, Kinds: kinds}); err != nil {
-		return nil, fmt.Errorf("cannot render: %w", err)
+		return nil, errors.Errorf("cannot render: %w", err)
 	}
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("cannot format generated source: %w\n%s", err, buf.String())
+		return nil, errors.Errorf("cannot format generated source: %w\n%s", err, buf.String())
 	}
 	return src, nil
 }
@@ -123,7 +124,7 @@ func parsePackage(dir string) ([]*ast.File, error) {
 	fset := token.NewFileSet()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read package: %w", err)
+		return nil, errors.Errorf("cannot read package: %w", err)
 	}
 	var files []*ast.File
 	for _, e := range entries {
@@ -133,10 +134,10 @@ func parsePackage(dir string) ([]*ast.File, error) {
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
 		if err != nil {
-			return nil, fmt.Errorf("cannot parse %s: %w", n, err)
+			return nil, errors.Errorf("cannot parse %s: %w", n, err)
 		}
 		if len(files) > 0 && f.Name.Name != files[0].Name.Name {
-			return nil, fmt.Errorf("%s is package %s, not %s", n, f.Name.Name, files[0].Name.Name)
+			return nil, errors.Errorf("%s is package %s, not %s", n, f.Name.Name, files[0].Name.Name)
 		}
 		files = append(files, f)
 	}
@@ -193,37 +194,37 @@ func inspect(name string, structs map[string]*ast.StructType) (kind, error) {
 	k := kind{Name: name}
 	st, ok := structs[name]
 	if !ok {
-		return k, fmt.Errorf("%s is marked %s but is not a struct", name, marker)
+		return k, errors.Errorf("%s is marked %s but is not a struct", name, marker)
 	}
 	specType, ok := fieldType(st, "Spec")
 	if !ok {
-		return k, fmt.Errorf("%s has no Spec field", name)
+		return k, errors.Errorf("%s has no Spec field", name)
 	}
 	spec, ok := structs[specType]
 	if !ok {
-		return k, fmt.Errorf("%s.Spec has type %s, which is not a struct of this package", name, specType)
+		return k, errors.Errorf("%s.Spec has type %s, which is not a struct of this package", name, specType)
 	}
 	if _, ok := fieldType(spec, "ManagementPolicies"); !ok {
-		return k, fmt.Errorf("%s has no ManagementPolicies field", specType)
+		return k, errors.Errorf("%s has no ManagementPolicies field", specType)
 	}
 	if _, ok := fieldType(spec, "WriteConnectionSecretToReference"); ok {
 		k.PublishesSecret = true
 	}
 	statusType, ok := fieldType(st, "Status")
 	if !ok {
-		return k, fmt.Errorf("%s has no Status field", name)
+		return k, errors.Errorf("%s has no Status field", name)
 	}
 	status, ok := structs[statusType]
 	if !ok {
-		return k, fmt.Errorf("%s.Status has type %s, which is not a struct of this package", name, statusType)
+		return k, errors.Errorf("%s.Status has type %s, which is not a struct of this package", name, statusType)
 	}
 	if !embeds(status, "ManagedResourceStatus") {
-		return k, fmt.Errorf("%s does not embed ManagedResourceStatus", statusType)
+		return k, errors.Errorf("%s does not embed ManagedResourceStatus", statusType)
 	}
 	list, ok := structs[name+"List"]
 	if ok {
 		if _, ok := fieldType(list, "Items"); !ok {
-			return k, fmt.Errorf("%sList has no Items field", name)
+			return k, errors.Errorf("%sList has no Items field", name)
 		}
 		k.HasList = true
 	}

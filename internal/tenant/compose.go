@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -74,7 +76,7 @@ type Composed struct {
 // PostgreSQLDatabase. Nothing else is composed before the binding is Bound.
 func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 	if s.ClaimNamespace == "" || s.ClaimName == "" {
-		return nil, fmt.Errorf("spec.claimRef is not set: the tenant composition serves PostgreSQLTenant claims")
+		return nil, errors.New("spec.claimRef is not set: the tenant composition serves PostgreSQLTenant claims")
 	}
 	b := &v1alpha1.PostgreSQLBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ClaimNamespace, Name: s.ClaimName},
@@ -94,7 +96,7 @@ func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 			Extensions: s.Extensions, ManagementPolicies: policies,
 		}
 	default:
-		return nil, fmt.Errorf("set spec.instanceRef or spec.databaseRef")
+		return nil, errors.New("set spec.instanceRef or spec.databaseRef")
 	}
 	return b, nil
 }
@@ -106,7 +108,7 @@ func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 // claim, so the tenant can no longer log in while the data stays.
 func Access(s Spec, d v1alpha1.BoundDatabase) (*Composed, error) {
 	if d.Instance == "" || d.Database == "" || d.Owner == "" {
-		return nil, fmt.Errorf("the bound database's instance, name and owner are not known yet")
+		return nil, errors.New("the bound database's instance, name and owner are not known yet")
 	}
 	login := def(s.LoginRole, s.ClaimName)
 	secret := def(s.SecretName, SecretName(def(s.InstanceRef, d.Instance), s.ClaimName))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -217,20 +216,20 @@ func TLSConfig(ep Endpoint) (*tls.Config, error) {
 				inter.AddCert(c)
 			}
 			if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter}); err != nil {
-				return fmt.Errorf("%w: %s", ErrUnknownCA, verifyDetail(err))
+				return errors.Errorf("%w: %s", ErrUnknownCA, verifyDetail(err))
 			}
 			if !verifyNames {
 				return nil
 			}
 			if err := leaf.VerifyHostname(host); err != nil {
-				return fmt.Errorf("%w: host %q, certificate DNS SANs %v", ErrHostNotInDNSSAN, host, leaf.DNSNames)
+				return errors.Errorf("%w: host %q, certificate DNS SANs %v", ErrHostNotInDNSSAN, host, leaf.DNSNames)
 			}
 			for _, ip := range leaf.IPAddresses {
 				if ip.Equal(hostaddr) {
 					return nil
 				}
 			}
-			return fmt.Errorf("%w: hostaddr %s, certificate IP SANs %v", ErrHostaddrNotInIPSAN, hostaddr, leaf.IPAddresses)
+			return errors.Errorf("%w: hostaddr %s, certificate IP SANs %v", ErrHostaddrNotInIPSAN, hostaddr, leaf.IPAddresses)
 		},
 	}, nil
 }
@@ -257,10 +256,10 @@ func ClassifyConnectError(err error) error {
 	}
 	// pgconn reports a refused SSLRequest with a plain error string.
 	if strings.Contains(err.Error(), "server refused TLS connection") {
-		return fmt.Errorf("%w (%w)", ErrTLSRefused, err)
+		return errors.Errorf("%w (%w)", ErrTLSRefused, err)
 	}
 	if strings.Contains(err.Error(), "require_auth check failed") {
-		return fmt.Errorf("%w (%w)", ErrWeakPasswordMethod, err)
+		return errors.Errorf("%w (%w)", ErrWeakPasswordMethod, err)
 	}
 	return err
 }

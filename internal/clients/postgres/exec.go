@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -28,7 +27,7 @@ func Exec(ctx context.Context, db interface {
 		}
 		for i, s := range stmts {
 			if _, err := tx.Exec(ctx, s); err != nil {
-				return fmt.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
+				return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
 			}
 		}
 		return nil

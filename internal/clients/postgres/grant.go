@@ -410,7 +410,7 @@ func ObserveMembership(ctx context.Context, q Querier, role, group string) (*Obs
 // revoked. The 16+ options need a 16+ server.
 func MembershipStatements(role, group string, want, got Membership, appliedAdmin bool, version int) ([]string, error) {
 	if version < Version16 && (want.Inherit != nil || want.Set != nil) {
-		return nil, fmt.Errorf("the inherit and set options of a membership need PostgreSQL 16 or newer; the server is %s", versionString(version))
+		return nil, xperrors.Errorf("the inherit and set options of a membership need PostgreSQL 16 or newer; the server is %s", versionString(version))
 	}
 	g, r := QuoteIdentifier(group), QuoteIdentifier(role)
 	var opts []string

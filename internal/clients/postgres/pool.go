@@ -191,7 +191,7 @@ func (r *Registry) Authenticate(ctx context.Context, t Target) error {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		if IsCode(err, CodeInvalidPassword) {
-			return fmt.Errorf("%w: %w", ErrPasswordRejected, err)
+			return errors.Errorf("%w: %w", ErrPasswordRejected, err)
 		}
 		return errors.Wrapf(ClassifyConnectError(err), "cannot log in as %q", t.Credentials.Username)
 	}

@@ -32,7 +32,6 @@ import (
 )
 
 const (
-	errPool       = "cannot get a connection pool"
 	errObserve    = "cannot observe the database"
 	errCreate     = "cannot create the database"
 	errUpdate     = "cannot update the database"

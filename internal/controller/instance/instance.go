@@ -216,7 +216,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 	if old := mg.Status.SystemIdentifier; old != "" && old != info.SystemIdentifier {
 		// Resources bound to the old server compare their recorded
 		// identity and report Conflict; the Instance reports what it sees.
-		e.record.Event(mg, event.Warning(reasonServerChanged, fmt.Errorf(
+		e.record.Event(mg, event.Warning(reasonServerChanged, errors.Errorf(
 			"the server at %s (%s:%d) has system identifier %s, not %s as before: it is a different server",
 			mg.Spec.Endpoint.Host, mg.Spec.Endpoint.Hostaddr, mg.Spec.Endpoint.Port, info.SystemIdentifier, old)))
 	}

@@ -2,7 +2,6 @@ package instance
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +38,7 @@ func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceRefer
 		return nil, errors.Wrapf(err, "cannot get PostgreSQLInstance %q", ref.Name)
 	}
 	if boundUID != "" && string(in.GetUID()) != boundUID {
-		return nil, fmt.Errorf("%w: PostgreSQLInstance %q (UID %s) is not the Instance this resource was bound to (UID %s): it was deleted and created again. "+
+		return nil, errors.Errorf("%w: PostgreSQLInstance %q (UID %s) is not the Instance this resource was bound to (UID %s): it was deleted and created again. "+
 			"Confirmed: the name now refers to a new object. Uncertain: whether it points at the same server. "+
 			"Nothing is adopted or migrated; check the new Instance's endpoint and status.systemIdentifier by hand, then recreate this resource to bind it anew",
 			ErrConflict, ref.Name, in.GetUID(), boundUID)
@@ -76,7 +75,7 @@ func CheckSameServer(instanceName, now, bound string) error {
 	if bound == "" || now == bound {
 		return nil
 	}
-	return fmt.Errorf("%w: PostgreSQLInstance %q now reaches a server with system identifier %s, but this resource was bound to the server with system identifier %s. "+
+	return errors.Errorf("%w: PostgreSQLInstance %q now reaches a server with system identifier %s, but this resource was bound to the server with system identifier %s. "+
 		"Confirmed: the Instance's endpoint leads to a different server. Uncertain: whether the object exists there, and what became of it on the old server. "+
 		"Nothing is adopted or migrated and nothing was changed; check both servers by hand (SELECT system_identifier FROM pg_control_system()), then point the Instance back or recreate this resource",
 		ErrConflict, instanceName, now, bound)
@@ -90,7 +89,7 @@ func CheckExternalName(mg metav1.Object, kind, name string) error {
 	if en == "" || en == name {
 		return nil
 	}
-	return fmt.Errorf("%w: the external name %q differs from the %s's name %q: a %s is never re-pointed implicitly. "+
+	return errors.Errorf("%w: the external name %q differs from the %s's name %q: a %s is never re-pointed implicitly. "+
 		"Confirmed: this resource manages %s %q. Uncertain: which %s the annotation was meant to name. "+
 		"Restore the crossplane.io/external-name annotation to %q, or create a new resource for the other %s",
 		ErrConflict, en, kind, name, kind, kind, name, kind, name, kind)

@@ -11,9 +11,9 @@ package serverobject
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -114,7 +114,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 	case instance.Foreign:
 		msg := k.Foreign(mg, o.Object)
 		mg.SetConditions(instance.ConflictCondition(msg))
-		return nil, managed.ExternalObservation{}, true, fmt.Errorf("%w: %s", instance.ErrConflict, msg)
+		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
 	k.Record(mg, o.Object)
 	if meta.WasDeleted(mg) {
