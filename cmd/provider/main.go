@@ -13,9 +13,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,7 +24,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
@@ -34,7 +31,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
-	"github.com/ayatori/provider-postgresql/apis"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
@@ -104,38 +100,30 @@ func main() {
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
 
-	scheme := runtime.NewScheme()
-	kingpin.FatalIfError(clientgoscheme.AddToScheme(scheme), "Cannot add Kubernetes APIs to scheme")
-	kingpin.FatalIfError(apiextensionsv1.AddToScheme(scheme), "Cannot add CustomResourceDefinition API to scheme")
-	kingpin.FatalIfError(apis.AddToScheme(scheme), "Cannot add provider APIs to scheme")
+	scheme, err := config.Scheme()
+	kingpin.FatalIfError(err, "Cannot build the scheme")
 
-	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), ctrl.Options{
-		Scheme: scheme,
-		Cache: cache.Options{
-			SyncPeriod: syncInterval,
-			ByObject: config.MetadataCache(map[client.Object]cache.ByObject{
-				// The CRD gate only needs names and conditions; dropping
-				// schemas keeps memory flat in clusters with many CRDs.
-				&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-			}),
-		},
-		Client:                  config.ClientOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  *probeAddr,
-		GracefulShutdownTimeout: shutdownTimeout,
-
-		// Leases only, and longer than controller-runtime's defaults: under
-		// load, renewals missing a 10s deadline cost leadership needlessly.
-		LeaderElection:             *leaderElection,
-		LeaderElectionID:           leaderElectionID,
-		LeaderElectionNamespace:    *namespace,
-		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
-		// Release the Lease on SIGTERM so a successor starts at once
-		// instead of waiting for it to expire.
-		LeaderElectionReleaseOnCancel: true,
+	opts := config.ManagerOptions(scheme, map[client.Object]cache.ByObject{
+		// The CRD gate only needs names and conditions; dropping schemas
+		// keeps memory flat in clusters with many CRDs.
+		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
 	})
+	opts.Cache.SyncPeriod = syncInterval
+	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
+	opts.HealthProbeBindAddress = *probeAddr
+	opts.GracefulShutdownTimeout = shutdownTimeout
+	// Leases only, and longer than controller-runtime's defaults: under
+	// load, renewals missing a 10s deadline cost leadership needlessly.
+	opts.LeaderElection = *leaderElection
+	opts.LeaderElectionID = leaderElectionID
+	opts.LeaderElectionNamespace = *namespace
+	opts.LeaderElectionResourceLock = resourcelock.LeasesResourceLock
+	opts.LeaseDuration = ptr(60 * time.Second)
+	opts.RenewDeadline = ptr(50 * time.Second)
+	// Release the Lease on SIGTERM so a successor starts at once instead
+	// of waiting for it to expire.
+	opts.LeaderElectionReleaseOnCancel = true
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, *maxReconcileRate), opts)
 	kingpin.FatalIfError(err, "Cannot create controller manager")
 
 	kingpin.FatalIfError(mgr.AddHealthzCheck("ping", healthz.Ping), "Cannot add health check")
@@ -145,17 +133,12 @@ func main() {
 	stateMetrics := statemetrics.NewMRStateMetrics()
 	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
 
-	features := &feature.Flags{}
-	// Every kind declares its own managementPolicies default (retaining
-	// kinds exclude Delete), so the policies are always honoured.
-	features.Enable(feature.EnableBetaManagementPolicies)
-
 	o := controller.Options{
 		Logger:                  log,
 		MaxConcurrentReconciles: *maxReconcileRate,
 		PollInterval:            *pollInterval,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
-		Features:                features,
+		Features:                config.Features(),
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: *pollStateMetricInterval,
 			MRMetrics:               mrMetrics,

@@ -1,0 +1,54 @@
+package config
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+
+	"github.com/ayatori/provider-postgresql/apis"
+)
+
+// The provider process (cmd/provider) and the in-process test harness
+// (internal/fixture/providertest) build their managers from the functions
+// below, so that what tests run is what ships.
+
+// Scheme is what a provider process reads and writes: Kubernetes' built-in
+// kinds, CustomResourceDefinitions (the CRD gate watches them) and the
+// provider's API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add Kubernetes APIs to the scheme")
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add the CustomResourceDefinition API to the scheme")
+	}
+	return s, errors.Wrap(apis.AddToScheme(s), "cannot add the provider's APIs to the scheme")
+}
+
+// ManagerOptions are the manager options every provider process shares:
+// the scheme, a cache holding the uncached kinds as metadata only (plus
+// byObject), and a client that reads those kinds from the API server.
+// Callers add what differs between them: metrics, probes, leader election.
+func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
+	return ctrl.Options{
+		Scheme: s,
+		Cache:  cache.Options{ByObject: MetadataCache(byObject)},
+		Client: ClientOptions(),
+	}
+}
+
+// Features are the feature flags the controllers run with. Every kind
+// declares its own managementPolicies default (retaining kinds leave out
+// Delete), so the policies are always honoured.
+func Features() *feature.Flags {
+	f := &feature.Flags{}
+	f.Enable(feature.EnableBetaManagementPolicies)
+	return f
+}
