@@ -22,6 +22,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,12 +63,32 @@ func main() {
 	}
 }
 
+// A session is one make dev run: where it keeps its state, where it
+// reports, and what it has started so far.
+type session struct {
+	root, state string
+	out         io.Writer
+	pg          *pgserver.Server
+	cp          *controlplane.ControlPlane
+	provider    *proc.Process
+	// Files for the user: kubeconfig, the server's CA, a pgpass line, the
+	// provider's log.
+	kubeconfig, caFile, pgpass, providerLog string
+	metricsPort, probePort                  int
+}
+
+func (s *session) step(format string, args ...any) {
+	_, _ = fmt.Fprintf(s.out, "==> "+format+"\n", args...)
+}
+
+func (s *session) say(format string, args ...any) {
+	_, _ = fmt.Fprintf(s.out, "    "+format+"\n", args...)
+}
+
 // run starts everything, reports progress to out, calls ready (if not nil)
 // once the provider is healthy and the examples are Ready, and tears
 // everything down when ctx is done.
-func run(ctx context.Context, state string, out io.Writer, ready func()) error { //nolint:gocyclo // A linear recipe, easier to follow in one place.
-	step := func(format string, args ...any) { _, _ = fmt.Fprintf(out, "==> "+format+"\n", args...) }
-	say := func(format string, args ...any) { _, _ = fmt.Fprintf(out, "    "+format+"\n", args...) }
+func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return err
@@ -82,137 +103,183 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	if err := os.MkdirAll(state, 0o750); err != nil {
 		return err
 	}
-
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}
 	defer os.Remove(pidFile) //nolint:errcheck // Best effort.
 
+	s := &session{root: root, state: state, out: out}
 	var stops []func()
 	defer func() {
-		step("stopping")
+		s.step("stopping")
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
-		step("stopped; nothing is left running")
+		s.step("stopped; nothing is left running")
 	}()
+	if err := s.startPostgres(ctx); err != nil {
+		return err
+	}
+	stops = append(stops, func() { _ = s.pg.Stop() })
+	if err := s.startControlPlane(ctx); err != nil {
+		return err
+	}
+	stops = append(stops, func() { _ = s.cp.Stop() })
+	if err := s.createSecrets(ctx); err != nil {
+		return err
+	}
+	if err := s.startProvider(ctx); err != nil {
+		return err
+	}
+	stops = append(stops, func() { s.provider.Stop(syscall.SIGTERM, 35*time.Second) })
 
-	step("starting PostgreSQL (TLS, SCRAM) on 127.0.0.1")
+	kube, err := client.New(s.cp.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	s.step("starting Crossplane core out of cluster, the tenant composition functions, and the tenant Configuration (configuration/)")
+	core, err := startCrossplane(ctx, kube, s.cp, root, state, out)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, core.Stop)
+	s.say("XRD %s established; PostgreSQLTenant claims are offered", configuration.XRDName)
+
+	s.step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
+	applied, err := applyExamples(ctx, kube, filepath.Join(root, "examples"), s.pg, s.say)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, kube, applied, s.provider, s.say); err != nil {
+		return err
+	}
+	s.instructions(applied)
+	if ready != nil {
+		ready()
+	}
+	select {
+	case <-ctx.Done():
+	case <-s.provider.Exited():
+		return errors.Errorf("the provider exited; its log:\n%s", s.provider.LogTail())
+	}
+	return nil
+}
+
+// startPostgres starts a TLS PostgreSQL and writes its CA and a pgpass
+// line into the state folder.
+func (s *session) startPostgres(ctx context.Context) error {
+	s.step("starting PostgreSQL (TLS, SCRAM) on 127.0.0.1")
 	pg, err := pgserver.Start(ctx, pgserver.Options{LogStatement: "ddl"})
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func() { _ = pg.Stop() })
-	caFile := filepath.Join(state, "postgres-ca.crt")
-	if err := os.WriteFile(caFile, pg.CA.CertPEM, 0o600); err != nil {
+	s.pg = pg
+	s.caFile = filepath.Join(s.state, "postgres-ca.crt")
+	if err := os.WriteFile(s.caFile, pg.CA.CertPEM, 0o600); err != nil {
 		return err
 	}
-	pgpass := filepath.Join(state, "pgpass")
-	if err := os.WriteFile(pgpass, fmt.Appendf(nil, "%s:%d:*:%s:%s\n", pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword), 0o600); err != nil {
+	s.pgpass = filepath.Join(s.state, "pgpass")
+	if err := os.WriteFile(s.pgpass, fmt.Appendf(nil, "%s:%d:*:%s:%s\n", pg.Host, pg.Port, pg.AdminUser, pg.AdminPassword), 0o600); err != nil {
 		return err
 	}
-	say("%s", pg)
+	s.say("%s", pg)
+	return nil
+}
 
-	step("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
+// startControlPlane starts etcd, kube-apiserver and
+// kube-controller-manager with the provider's CRDs, and copies the
+// kubeconfig into the state folder.
+func (s *session) startControlPlane(ctx context.Context) error {
+	s.step("starting etcd, kube-apiserver and kube-controller-manager on 127.0.0.1")
 	cp, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true})
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func() { _ = cp.Stop() })
-	kubeconfig := filepath.Join(state, "kubeconfig")
+	s.cp = cp
+	s.kubeconfig = filepath.Join(s.state, "kubeconfig")
 	b, err := os.ReadFile(cp.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
+	if err := os.WriteFile(s.kubeconfig, b, 0o600); err != nil {
 		return err
 	}
-	say("CRDs from package/crds installed")
+	s.say("CRDs from package/crds installed")
+	return nil
+}
 
-	step("creating namespace %s with the admin credentials Secret %s and the CA Secret %s", providerNamespace, adminSecretName, caSecretName)
-	kc, err := kubernetes.NewForConfig(cp.Config)
+// createSecrets creates the provider's namespace with the server's admin
+// credentials (opted in) and CA.
+func (s *session) createSecrets(ctx context.Context) error {
+	s.step("creating namespace %s with the admin credentials Secret %s and the CA Secret %s", providerNamespace, adminSecretName, caSecretName)
+	kc, err := kubernetes.NewForConfig(s.cp.Config)
 	if err != nil {
 		return err
 	}
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	for _, s := range []*corev1.Secret{
+	for _, sec := range []*corev1.Secret{
 		{ObjectMeta: metav1.ObjectMeta{Name: adminSecretName, Namespace: providerNamespace, Labels: map[string]string{v1alpha1.LabelAdminCredential: "true"}},
-			StringData: map[string]string{"username": pg.AdminUser, "password": pg.AdminPassword}},
+			StringData: map[string]string{"username": s.pg.AdminUser, "password": s.pg.AdminPassword}},
 		{ObjectMeta: metav1.ObjectMeta{Name: caSecretName, Namespace: providerNamespace},
-			Data: map[string][]byte{"ca.crt": pg.CA.CertPEM}},
+			Data: map[string][]byte{"ca.crt": s.pg.CA.CertPEM}},
 	} {
-		if _, err := kc.CoreV1().Secrets(providerNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		if _, err := kc.CoreV1().Secrets(providerNamespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	step("building and starting the provider")
-	bin := filepath.Join(state, "provider")
+// startProvider builds the provider and runs it against the control plane
+// until it is healthy.
+func (s *session) startProvider(ctx context.Context) error {
+	s.step("building and starting the provider")
+	bin := filepath.Join(s.state, "provider")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/provider")
-	build.Dir, build.Stdout, build.Stderr = root, out, out
+	build.Dir, build.Stdout, build.Stderr = s.root, s.out, s.out
 	if err := build.Run(); err != nil {
-		return errors.Errorf("cannot build the provider: %w", err)
+		return errors.Wrap(err, "cannot build the provider")
 	}
-	metricsPort, err := proc.FreePort()
-	if err != nil {
+	var err error
+	if s.metricsPort, err = proc.FreePort(); err != nil {
 		return err
 	}
-	probePort, err := proc.FreePort()
-	if err != nil {
+	if s.probePort, err = proc.FreePort(); err != nil {
 		return err
 	}
-	providerLog := filepath.Join(state, "provider.log")
-	_ = os.Remove(providerLog)
+	s.providerLog = filepath.Join(s.state, "provider.log")
+	_ = os.Remove(s.providerLog)
 	cmd := exec.Command(bin,
 		"--namespace="+providerNamespace,
 		"--poll=30s",
 		// make dev shows Locks working: the provider installs the
 		// admission policy behind them, naming its own identity.
 		"--install-lock-policy",
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metricsPort),
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probePort))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	provider, err := proc.Start(cmd, providerLog, syscall.SIGTERM)
-	if err != nil {
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(s.metricsPort),
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(s.probePort))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	if s.provider, err = proc.Start(cmd, s.providerLog, syscall.SIGTERM); err != nil {
 		return err
 	}
-	stops = append(stops, func() { provider.Stop(syscall.SIGTERM, 35*time.Second) })
-	if err := waitHealthy(ctx, provider, probePort); err != nil {
+	if err := waitHealthy(ctx, s.provider, s.probePort); err != nil {
 		return err
 	}
-	say("healthy: http://127.0.0.1:%d/readyz, metrics at http://127.0.0.1:%d/metrics", probePort, metricsPort)
+	s.say("healthy: http://127.0.0.1:%d/readyz, metrics at http://127.0.0.1:%d/metrics", s.probePort, s.metricsPort)
+	return nil
+}
 
-	kube, err := client.New(cp.Config, client.Options{})
-	if err != nil {
-		return err
-	}
-	step("starting Crossplane core out of cluster, the tenant composition functions, and the tenant Configuration (configuration/)")
-	core, err := startCrossplane(ctx, kube, cp, root, state, out)
-	if err != nil {
-		return err
-	}
-	stops = append(stops, core.Stop)
-	say("XRD %s established; PostgreSQLTenant claims are offered", configuration.XRDName)
-
-	step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
-	applied, err := applyExamples(ctx, kube, filepath.Join(root, "examples"), pg, say)
-	if err != nil {
-		return err
-	}
-	if err := waitReady(ctx, kube, applied, provider, say); err != nil {
-		return err
-	}
-
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
+// instructions tells the user how to reach what is running.
+func (s *session) instructions(applied []*unstructured.Unstructured) {
 	rel := func(p string) string {
-		if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		if r, err := filepath.Rel(s.root, p); err == nil && !strings.HasPrefix(r, "..") {
 			return r
 		}
 		return p
 	}
-	_, _ = fmt.Fprintf(out, `
+	pg := s.pg
+	_, _ = fmt.Fprintf(s.out, `
 provider-postgresql is running. In another terminal, from %s:
 
   export KUBECONFIG=%s PATH=%s:$PATH
@@ -227,19 +294,9 @@ PostgreSQL (admin %s; password in %s and in Secret %s/%s):
   kubectl get managed
 %s
 Stop with Ctrl-C here, or `+"`make dev-down`"+` from another terminal.
-`, root, rel(kubeconfig), assets, providerNamespace, rel(providerLog),
-		pg.AdminUser, rel(pgpass), providerNamespace, adminSecretName,
-		rel(pgpass), pg.Host, pg.Hostaddr, pg.Port, pg.AdminUser, rel(caFile), roleHints(applied, rel(caFile)))
-
-	if ready != nil {
-		ready()
-	}
-	select {
-	case <-ctx.Done():
-	case <-provider.Exited():
-		return errors.Errorf("the provider exited; its log:\n%s", provider.LogTail())
-	}
-	return nil
+`, s.root, rel(s.kubeconfig), os.Getenv("KUBEBUILDER_ASSETS"), providerNamespace, rel(s.providerLog),
+		pg.AdminUser, rel(s.pgpass), providerNamespace, adminSecretName,
+		rel(s.pgpass), pg.Host, pg.Hostaddr, pg.Port, pg.AdminUser, rel(s.caFile), roleHints(applied, rel(s.caFile)))
 }
 
 // startCrossplane runs core against the local control plane, builds and
