@@ -9,10 +9,10 @@
 #   hack/controlplane-tools.sh --dir     print the assets folder and exit
 set -euo pipefail
 
-ETCD_VERSION=v3.6.6
-K8S_VERSION=v1.35.4
-
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Pinned by the wrapper modules' go.mod, and nowhere else.
+ETCD_VERSION=$("$root/hack/tool-version.sh" etcd go.etcd.io/etcd/server/v3)
+K8S_VERSION=$("$root/hack/tool-version.sh" kubernetes k8s.io/kubernetes)
 cache=${PROVIDER_POSTGRESQL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-postgresql}
 assets="$cache/controlplane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 

@@ -10,11 +10,11 @@
 #   hack/crossplane-tools.sh --dir     print the binaries' folder and exit
 set -euo pipefail
 
-CROSSPLANE_VERSION=v2.3.4
-CLI_VERSION=v2.5.0
-AUTO_READY_VERSION=v0.7.0
-
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Pinned by the wrapper modules' go.mod, and nowhere else.
+CROSSPLANE_VERSION=$("$root/hack/tool-version.sh" crossplane github.com/crossplane/crossplane/v2)
+CLI_VERSION=$("$root/hack/tool-version.sh" crossplane-cli github.com/crossplane/cli/v2)
+AUTO_READY_VERSION=$("$root/hack/tool-version.sh" function-auto-ready github.com/crossplane/function-auto-ready)
 cache=${PROVIDER_POSTGRESQL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-postgresql}
 bin="$cache/crossplane/core-${CROSSPLANE_VERSION}-cli-${CLI_VERSION}-auto-ready-${AUTO_READY_VERSION}"
 
