@@ -29,16 +29,26 @@ image() {
   GOARCH= go run ./hack/image --binary "$out/$bin" --name "$bin" --arch "$arch" --tag "$name:${version}" --out "$out/$name-image.tar"
 }
 
+# The examples users see in a package registry are those of examples/:
+# the managed resources in the provider's package, the claim in the
+# Configuration's. The function has none of its own (the Configuration's
+# claim is how it is used).
+rm -rf "$out/examples"
+mkdir -p "$out/examples/provider" "$out/examples/configuration"
+cp -r examples/. "$out/examples/provider/"
+rm -rf "$out/examples/provider/tenant"
+cp -r examples/tenant/. "$out/examples/configuration/"
+
 image provider-postgresql ./cmd/provider provider
-"$cli" xpkg build --package-root=package --examples-root=package/examples \
+"$cli" xpkg build --package-root=package --examples-root="$out/examples/provider" \
   --embed-runtime-image-tarball="$out/provider-postgresql-image.tar" -o "$out/provider-postgresql.xpkg"
 
 image function-postgresql-tenant ./cmd/function-tenant function-tenant
-"$cli" xpkg build --package-root=cmd/function-tenant/package --examples-root=cmd/function-tenant/package/examples \
+"$cli" xpkg build --package-root=cmd/function-tenant/package --examples-root="$out/examples/function" \
   --embed-runtime-image-tarball="$out/function-postgresql-tenant-image.tar" -o "$out/function-postgresql-tenant.xpkg"
 
 echo "xpkg: building the tenant Configuration"
-"$cli" xpkg build --package-root=configuration --ignore='testdata/*,testdata/*/*' --examples-root=configuration/examples \
+"$cli" xpkg build --package-root=configuration --ignore='testdata/*,testdata/*/*' --examples-root="$out/examples/configuration" \
   -o "$out/configuration-postgresql-tenant.xpkg"
 
 for p in provider-postgresql function-postgresql-tenant configuration-postgresql-tenant; do

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,15 +38,21 @@ func TestPackages(t *testing.T) {
 		if len(files["usr/local/bin/function-tenant"]) == 0 {
 			t.Error("the runtime image holds no function binary")
 		}
+		if ex, ok := files[examplesFile]; ok {
+			t.Errorf("the function package carries examples of its own: %s", ex)
+		}
 	})
 	t.Run("Configuration", func(t *testing.T) {
 		img, err := tarball.ImageFromPath(filepath.Join(out, "configuration-postgresql-tenant.xpkg"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds, _ := contents(t, img)
+		kinds, files := contents(t, img)
 		if diff := strings.Join(kinds, ","); diff != "Configuration,Composition,CompositeResourceDefinition" {
 			t.Errorf("the Configuration package holds %v", kinds)
+		}
+		if diff := cmp.Diff(exampleKinds(t, filepath.Join(root, "examples", "tenant")), kindsOf(t, files[examplesFile])); diff != "" {
+			t.Errorf("the Configuration package's examples (-examples/tenant +package):\n%s", diff)
 		}
 	})
 }
@@ -125,6 +132,53 @@ func providerPackage(t *testing.T, root, out string) {
 	if strings.Join(want, ",") != strings.Join(crds, ",") {
 		t.Errorf("package CRDs %v, want every CRD of package/crds %v", crds, want)
 	}
+	// Every example of examples/ but the tenant claim (the
+	// Configuration's), as a package registry shows them.
+	wantEx := exampleKinds(t, filepath.Join(root, "examples"))
+	delete(wantEx, "PostgreSQLTenant")
+	if diff := cmp.Diff(wantEx, kindsOf(t, files[examplesFile])); diff != "" {
+		t.Errorf("the provider package's examples (-examples/ +package):\n%s", diff)
+	}
+}
+
+// examplesFile is where crossplane xpkg build puts a package's examples.
+const examplesFile = ".up/examples.yaml"
+
+// kindsOf counts the objects of each kind in a YAML stream.
+func kindsOf(t *testing.T, b []byte) map[string]int {
+	t.Helper()
+	if len(b) == 0 {
+		t.Error("the package carries no examples")
+		return nil
+	}
+	n := map[string]int{}
+	for _, u := range decode(t, b) {
+		n[u.GetKind()]++
+	}
+	return n
+}
+
+// exampleKinds counts the objects of each kind in the YAML files under dir.
+func exampleKinds(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for k, c := range kindsOf(t, b) {
+			n[k] += c
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // contents reads the package layer's kinds and the files of interest (the
@@ -150,7 +204,7 @@ func contents(t *testing.T, img v1.Image) ([]string, map[string][]byte) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Typeflag == tar.TypeReg && (h.Name == "package.yaml" || strings.HasPrefix(h.Name, "usr/local/bin/")) {
+			if h.Typeflag == tar.TypeReg && (h.Name == "package.yaml" || h.Name == examplesFile || strings.HasPrefix(h.Name, "usr/local/bin/")) {
 				b, _ := io.ReadAll(tr)
 				files[h.Name] = b
 			}
