@@ -174,10 +174,16 @@ func (k kind) Foreign(mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole) str
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
 
-// Imported: an observe-only role still publishes how to reach it (no
-// password: the provider cannot know it).
-func (k kind) Imported(mg *v1alpha1.PostgreSQLRole) managed.ExternalObservation {
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: k.e.details(mg, "")}
+// Describe names an imported role, and says why it has no connection
+// Secret: an observe-only import publishes nothing, as the provider does
+// not know its password and must not hand out a half credential.
+func (kind) Describe(mg *v1alpha1.PostgreSQLRole) string {
+	d := fmt.Sprintf("role %q", mg.RoleName())
+	if mg.Spec.WriteConnectionSecretToReference != nil {
+		d += " (an imported role publishes no connection details: its password is not the provider's to hand out; " +
+			"to deliver credentials, manage a login role of your own, or have an admin drop the role so this resource creates it)"
+	}
+	return d
 }
 
 // observeDrift compares an owned role with its spec: what differs is

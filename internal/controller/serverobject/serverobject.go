@@ -69,12 +69,6 @@ type Describer[T resource.Managed] interface {
 	Describe(mg T) string
 }
 
-// An Importer is a Kind whose observe-only imports report more than that
-// they exist and are up to date (a role's connection details).
-type Importer[T resource.Managed] interface {
-	Imported(mg T) managed.ExternalObservation
-}
-
 // Observe runs the steps every kind shares. When they decide the
 // observation (the object is absent, released, someone else's, an import,
 // or going away), it returns done with the observation and error the
@@ -126,11 +120,9 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 			what = d.Describe(mg)
 		}
 		mg.SetConditions(instance.ObserveOnlyCondition(what))
-		obs := managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}
-		if i, ok := k.(Importer[T]); ok {
-			obs = i.Imported(mg)
-		}
-		return nil, obs, true, nil
+		// An import publishes nothing: what it holds is not the
+		// provider's to hand out.
+		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, true, nil
 	}
 	return o.Object, managed.ExternalObservation{}, false, nil
 }

@@ -48,13 +48,6 @@ func (f fake) CheckCreate(context.Context, *v1alpha1.PostgreSQLRole) error {
 func (fake) Foreign(*v1alpha1.PostgreSQLRole, *object) string { return "someone else's role" }
 func (f fake) Record(*v1alpha1.PostgreSQLRole, *object)       { *f.recorded = true }
 
-// importer also reports connection details for imports.
-type importer struct{ fake }
-
-func (importer) Imported(*v1alpha1.PostgreSQLRole) managed.ExternalObservation {
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: managed.ConnectionDetails{"host": []byte("db")}}
-}
-
 func TestObserve(t *testing.T) {
 	const uid, instanceUID, server = "role-uid", "instance-uid", "7000"
 	errCatalog := errors.New("catalog unreachable")
@@ -158,14 +151,6 @@ func TestObserve(t *testing.T) {
 			f:      fake{observed: exists("")},
 			mg:     observeOnly,
 			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
-		},
-		"ImportWithDetails": {
-			reason: "A kind that publishes for imports says what.",
-			kind:   func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] { return importer{f} },
-			f:      fake{observed: exists("")},
-			mg:     observeOnly,
-			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: managed.ConnectionDetails{"host": []byte("db")}},
 				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"Owned": {
