@@ -159,8 +159,10 @@ type PostgreSQLRoleSpec struct {
 
 	// WriteConnectionSecretToReference names the Secret, in the role's
 	// namespace, that receives username, password, host, hostaddr, port,
-	// database, sslmode, uri, jdbc-url and (when the Instance has a CA
-	// bundle) ca.crt.
+	// database, sslmode, uri, jdbc-url, pgpass (a libpq password file line),
+	// pg_service.conf (a libpq service named after the role, without the
+	// password) and (when the Instance has a CA bundle) ca.crt. An
+	// Observe-only import publishes nothing.
 	// +optional
 	WriteConnectionSecretToReference *xpv2.LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
 

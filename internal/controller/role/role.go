@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -679,11 +680,34 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.Conne
 	}
 	if pw != "" {
 		d[keyPassword] = []byte(pw)
+		d["pgpass"] = []byte(pgpassLine(ep.Host, port, user, pw))
 	}
+	d["pg_service.conf"] = []byte(serviceFragment(user, ep.Host, ep.Hostaddr, port, db, user, ep.SSLMode))
 	if len(ep.CAPEM) > 0 {
 		d["ca.crt"] = ep.CAPEM
 	}
 	return d
+}
+
+// pgpassLine is the role's line of a libpq password file (PGPASSFILE, or
+// ~/.pgpass): for the server's host and port, any database. libpq wants
+// ':' and '\' escaped with a backslash, and the file mode 0600.
+func pgpassLine(host, port, user, pw string) string {
+	esc := strings.NewReplacer(`\`, `\\`, `:`, `\:`)
+	return strings.Join([]string{esc.Replace(host), port, "*", esc.Replace(user), esc.Replace(pw)}, ":") + "\n"
+}
+
+// serviceFragment is a libpq connection service (PGSERVICEFILE, or
+// ~/.pg_service.conf) named after the role: everything but the password
+// (which pgpass holds) and the CA file (whose path depends on where the
+// Secret is mounted: set sslrootcert or PGSSLROOTCERT to its ca.crt).
+func serviceFragment(service, host, hostaddr, port, db, user, sslmode string) string {
+	lines := []string{"[" + service + "]", "host=" + host}
+	if hostaddr != "" {
+		lines = append(lines, "hostaddr="+hostaddr)
+	}
+	lines = append(lines, "port="+port, "dbname="+db, "user="+user, "sslmode="+sslmode)
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // releaseTimeout bounds applying ownedObjectsOnDelete in every database.

@@ -159,6 +159,33 @@ func TestRoleLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("ServiceAndPgpassWorkWithPsql", func(t *testing.T) {
+		// As an application mounting the Secret would: the service
+		// fragment as PGSERVICEFILE, the pgpass line as PGPASSFILE (libpq
+		// ignores one readable by others), the CA as PGSSLROOTCERT; no
+		// password anywhere else.
+		dir := t.TempDir()
+		files := map[string]string{"pg_service.conf": "service", "pgpass": "pgpass", "ca.crt": "ca"}
+		for key, name := range files {
+			if len(d[key]) == 0 {
+				t.Fatalf("the connection Secret has no %s", key)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), d[key], 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Contains(string(d["pg_service.conf"]), string(d["password"])) {
+			t.Error("the service fragment holds the password; pgpass alone should")
+		}
+		cmd := exec.CommandContext(ctx, "psql", "service=orders", "-Atc", "SELECT current_user")
+		cmd.Env = append(os.Environ(), "PGSERVICEFILE="+filepath.Join(dir, "service"), "PGPASSFILE="+filepath.Join(dir, "pgpass"),
+			"PGSSLROOTCERT="+filepath.Join(dir, "ca"), "PGPASSWORD=", "PGUSER=", "PGHOST=", "PGDATABASE=")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "orders" {
+			t.Errorf("psql with the service and pgpass: %v: %s", err, out)
+		}
+	})
+
 	t.Run("Catalog", func(t *testing.T) {
 		var login bool
 		var limit int
