@@ -11,7 +11,10 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -69,7 +72,29 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLDatabase{}).
+		// A database waiting for its owner role goes on as soon as the
+		// role exists.
+		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(databasesOwnedBy(kube)),
+			builder.WithPredicates(reference.Appeared(reference.RoleObserved))).
 		Complete(config.Reconciler(name, c, r))
+}
+
+// databasesOwnedBy maps a role to the databases of its namespace whose
+// ownerRef names it.
+func databasesOwnedBy(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := &v1alpha1.PostgreSQLDatabaseList{}
+		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, d := range l.Items {
+			if ref := d.Spec.ForProvider.OwnerRef; ref != nil && ref.Name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&d)})
+			}
+		}
+		return reqs
+	}
 }
 
 type external struct {

@@ -479,3 +479,39 @@ func TestManagedServiceAdmin(t *testing.T) {
 		t.Errorf("the admin kept %d membership(s) after dropping the database", n)
 	}
 }
+
+// TestDatabaseGoesOnWhenItsOwnerAppears: a database whose owner role does
+// not exist yet waits (Synced False, retried with growing back-off); once
+// the role exists, the database is created at once rather than at its next
+// retry, which after 20 s of waiting is about 10 s away.
+func TestDatabaseGoesOnWhenItsOwnerAppears(t *testing.T) {
+	ctx := context.Background()
+	d := newDatabase("late", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: "late-owner"}
+	})
+	env.Create(ctx, t, d)
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return false, err
+		}
+		return strings.Contains(d.GetCondition(xpv2.TypeSynced).Message, "late-owner"), nil
+	})
+	if err != nil {
+		t.Fatalf("the database does not say it waits for its owner: %v (Synced %q)", err, d.GetCondition(xpv2.TypeSynced).Message)
+	}
+	time.Sleep(20 * time.Second) // The back-off grows: retries at about 1, 3, 7, 15 and 31 s.
+	owner := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-owner", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("late_owner")},
+		},
+	}
+	env.Create(ctx, t, owner)
+	env.Ready(ctx, t, owner, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	start := time.Now()
+	if err := env.WaitForReady(ctx, d, corev1.ConditionTrue, xpv2.ReasonAvailable, 5*time.Second); err != nil {
+		t.Fatalf("the database did not go on within 5 s of its owner appearing: %v", err)
+	}
+	t.Logf("database Ready %v after its owner", time.Since(start).Round(100*time.Millisecond))
+}

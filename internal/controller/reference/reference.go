@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -153,4 +155,28 @@ func SelectorResolver[T resource.Managed](kube client.Client, sel func(T) (names
 		}
 		return errors.Wrap(kube.Update(ctx, mg), "cannot record the selected role in spec.forProvider.roleRef")
 	}
+}
+
+// Appeared passes the updates in which a referenced resource first shows
+// the PostgreSQL object it manages (observed turns non-empty): the moment
+// the resources that wait for it can proceed. Paired with a map to those
+// resources, they are reconciled at once rather than at their next
+// back-off retry, which after a minute of waiting is a minute away.
+func Appeared(observed func(client.Object) string) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return observed(e.ObjectOld) == "" && observed(e.ObjectNew) != ""
+		},
+	}
+}
+
+// RoleObserved is the PostgreSQL name a PostgreSQLRole has observed.
+func RoleObserved(o client.Object) string {
+	if r, ok := o.(*v1alpha1.PostgreSQLRole); ok {
+		return r.Status.AtProvider.Name
+	}
+	return ""
 }
