@@ -483,23 +483,38 @@ func TestManagedServiceAdmin(t *testing.T) {
 // TestDatabaseGoesOnWhenItsOwnerAppears: a database whose owner role does
 // not exist yet waits (Synced False, retried with growing back-off); once
 // the role exists, the database is created at once rather than at its next
-// retry, which after 20 s of waiting is about 10 s away.
+// retry. The role is created right after a retry (an event's count goes
+// up), when the next one is at least 8 s away.
 func TestDatabaseGoesOnWhenItsOwnerAppears(t *testing.T) {
 	ctx := context.Background()
 	d := newDatabase("late", func(d *v1alpha1.PostgreSQLDatabase) {
 		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: "late-owner"}
 	})
 	env.Create(ctx, t, d)
-	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-			return false, err
+	// Retries of the create that fails for want of the role, as their
+	// (aggregated) Warning event counts them.
+	retries := func() int32 {
+		l := &corev1.EventList{}
+		if err := env.Kube.List(ctx, l, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "late"}); err != nil {
+			t.Fatal(err)
 		}
-		return strings.Contains(d.GetCondition(xpv2.TypeSynced).Message, "late-owner"), nil
-	})
-	if err != nil {
-		t.Fatalf("the database does not say it waits for its owner: %v (Synced %q)", err, d.GetCondition(xpv2.TypeSynced).Message)
+		var n int32
+		for _, e := range l.Items {
+			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "late-owner") {
+				n += max(e.Count, 1)
+			}
+		}
+		return n
 	}
-	time.Sleep(20 * time.Second) // The back-off grows: retries at about 1, 3, 7, 15 and 31 s.
+	time.Sleep(15 * time.Second) // Four or five retries: the back-off is now 8 s or more.
+	seen := retries()
+	if seen < 3 {
+		t.Fatalf("%d failed retries in 15 s; the database is not waiting for its owner", seen)
+	}
+	err := providertest.Wait(ctx, 40*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil })
+	if err != nil {
+		t.Fatalf("no retry after %d: %v", seen, err)
+	}
 	owner := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "late-owner", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLRoleSpec{
@@ -510,8 +525,8 @@ func TestDatabaseGoesOnWhenItsOwnerAppears(t *testing.T) {
 	env.Create(ctx, t, owner)
 	env.Ready(ctx, t, owner, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	start := time.Now()
-	if err := env.WaitForReady(ctx, d, corev1.ConditionTrue, xpv2.ReasonAvailable, 5*time.Second); err != nil {
-		t.Fatalf("the database did not go on within 5 s of its owner appearing: %v", err)
+	if err := env.WaitForReady(ctx, d, corev1.ConditionTrue, xpv2.ReasonAvailable, 4*time.Second); err != nil {
+		t.Fatalf("the database did not go on within 4 s of its owner appearing: %v", err)
 	}
 	t.Logf("database Ready %v after its owner", time.Since(start).Round(100*time.Millisecond))
 }
