@@ -134,9 +134,89 @@ const (
 	OwnedObjectsDrop OwnedObjectsPolicy = "Drop"
 )
 
+// RotationMode says how a login role's generated password is replaced.
+// +kubebuilder:validation:Enum=InPlace;Alternating
+type RotationMode string
+
+// Rotation modes.
+const (
+	// RotationInPlace gives the role itself a new password: the connection
+	// Secret is written first, then the server changes, and a client still
+	// holding the old password fails its next login until it reads the
+	// Secret again.
+	RotationInPlace RotationMode = "InPlace"
+	// RotationAlternating keeps the role as the holder of privileges and
+	// ownership (NOLOGIN) and hands out one of two login roles,
+	// <name>_a and <name>_b, members of it whose sessions act as it. A
+	// rotation gives the idle one a new password, switches the Secret to
+	// it, and lets the previous one log in for gracePeriod more.
+	RotationAlternating RotationMode = "Alternating"
+)
+
+// PasswordRotation says when and how a login role's generated password is
+// replaced. A rotation is also asked for, at any time, by setting the
+// database.ayatori.ddupan.top/rotate-password annotation to a new value.
+// +kubebuilder:validation:XValidation:rule="!(has(self.maxAge) && has(self.schedule))",message="set one of maxAge and schedule, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxAge) || duration(self.maxAge) >= duration('10s')",message="maxAge must be at least 10s"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxAge) || !has(self.gracePeriod) || duration(self.gracePeriod) < duration(self.maxAge)",message="gracePeriod must be shorter than maxAge: the previous login must be retired before the next rotation reuses it"
+// +kubebuilder:validation:XValidation:rule="!has(self.endSessionsAfter) || duration(self.endSessionsAfter) >= duration(has(self.gracePeriod) ? self.gracePeriod : '1h')",message="endSessionsAfter must not be shorter than gracePeriod (default 1h)"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Alternating' || (!has(self.gracePeriod) && !has(self.endSessionsAfter))",message="gracePeriod and endSessionsAfter need mode Alternating: an InPlace rotation leaves no previous login"
+type PasswordRotation struct {
+	// Mode is InPlace (the role's own password changes) or Alternating
+	// (two login roles take turns, with no moment where the Secret's
+	// credential does not work). Changing InPlace to Alternating hands
+	// the role's login to <name>_a, with the role's own login kept for
+	// gracePeriod; Alternating cannot be turned back.
+	// +kubebuilder:default=InPlace
+	// +optional
+	Mode RotationMode `json:"mode,omitempty"`
+
+	// MaxAge rotates the password once it is this old (a Go duration such
+	// as 720h; at least 10s).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+
+	// Schedule rotates the password at the times of a cron expression
+	// (five fields, or @daily, @weekly, @monthly; in UTC), such as
+	// "0 3 * * 1" for Mondays at 03:00.
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|\S+( +\S+){4})$`
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+
+	// GracePeriod (Alternating) is how long the previous login still
+	// accepts new logins after the Secret switched away from it: longer
+	// than it takes every client to read the Secret again (a mounted
+	// Secret refreshes within about a minute; environment variables need
+	// a rollout). Then it is set NOLOGIN; its running sessions go on.
+	// Defaults to 1h.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+
+	// EndSessionsAfter (Alternating), when set, ends the sessions the
+	// previous login still has this long after the Secret switched
+	// (pg_terminate_backend). Unset, they run until their clients close
+	// them; status shows how many there are.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	EndSessionsAfter *metav1.Duration `json:"endSessionsAfter,omitempty"`
+}
+
 // A PostgreSQLRoleSpec defines the desired state of a PostgreSQLRole.
 // +kubebuilder:validation:XValidation:rule="!has(self.ownedObjectsOnDelete) || self.ownedObjectsOnDelete != 'Reassign' || has(self.reassignOwnedTo)",message="ownedObjectsOnDelete Reassign needs reassignOwnedTo"
 // +kubebuilder:validation:XValidation:rule="has(self.forProvider.name) == has(oldSelf.forProvider.name) && (!has(self.forProvider.name) || self.forProvider.name == oldSelf.forProvider.name)",message="forProvider.name cannot be changed: create a new PostgreSQLRole instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || (has(self.forProvider.login) && self.forProvider.login && has(self.writeConnectionSecretToRef) && !has(self.forProvider.passwordSecretRef))",message="passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef, without forProvider.passwordSecretRef: the provider generates the logins' passwords"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || (!has(self.passwordRotation.maxAge) && !has(self.passwordRotation.schedule)) || !has(self.forProvider.passwordSecretRef)",message="passwordRotation maxAge and schedule rotate generated passwords: remove them, or forProvider.passwordSecretRef"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.passwordRotation) || oldSelf.passwordRotation.mode != 'Alternating' || (has(self.passwordRotation) && self.passwordRotation.mode == 'Alternating')",message="passwordRotation mode Alternating cannot be turned back to InPlace: clients may hold the login roles' credentials"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || !has(self.forProvider.name) || size(self.forProvider.name) <= 61",message="passwordRotation mode Alternating needs a role name of at most 61 characters: the login roles are <name>_a and <name>_b"
 type PostgreSQLRoleSpec struct {
 	// ManagementPolicies say what the provider may do. The default leaves
 	// out Delete: deleting the PostgreSQLRole keeps the role in PostgreSQL.
@@ -190,6 +270,12 @@ type PostgreSQLRoleSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,62}$`
 	// +optional
 	ConnectionDatabase string `json:"connectionDatabase,omitempty"`
+
+	// PasswordRotation replaces a login role's generated password on a
+	// schedule, in place or with two alternating logins. Without it the
+	// password changes only when the rotate-password annotation does.
+	// +optional
+	PasswordRotation *PasswordRotation `json:"passwordRotation,omitempty"`
 }
 
 // PostgreSQLRoleObservation is the role as last observed.
@@ -218,6 +304,60 @@ type PostgreSQLRoleObservation struct {
 	// the database.ayatori.ddupan.top/rotate-password annotation.
 	// +optional
 	PasswordRotation string `json:"passwordRotation,omitempty"`
+	// Credential is the login the connection Secret holds, and with
+	// Alternating rotation the previous one.
+	// +optional
+	Credential *CredentialObservation `json:"credential,omitempty"`
+}
+
+// PreviousLoginState is where the login the Secret held before the last
+// rotation stands.
+type PreviousLoginState string
+
+// States of the previous login.
+const (
+	// PreviousLoginGrace: it still accepts new logins, until
+	// previousLoginUntil.
+	PreviousLoginGrace PreviousLoginState = "Grace"
+	// PreviousLoginRetired: it takes no new logins (NOLOGIN); its running
+	// sessions, previousSessions, go on.
+	PreviousLoginRetired PreviousLoginState = "Retired"
+)
+
+// CredentialObservation is the login the connection Secret holds and,
+// with Alternating rotation, the one it held before.
+type CredentialObservation struct {
+	// ActiveLogin is the role the connection Secret's username names.
+	// +optional
+	ActiveLogin string `json:"activeLogin,omitempty"`
+	// ActiveSince is when its password was set (or first seen, for a
+	// password older than this field).
+	// +optional
+	ActiveSince *metav1.Time `json:"activeSince,omitempty"`
+	// NextRotation is when the schedule or maxAge rotates it next. A
+	// rotation falling within the previous login's grace period waits
+	// for its end.
+	// +optional
+	NextRotation *metav1.Time `json:"nextRotation,omitempty"`
+	// PreviousLogin is the login the Secret held before the last
+	// Alternating rotation.
+	// +optional
+	PreviousLogin string `json:"previousLogin,omitempty"`
+	// PreviousLoginState is Grace or Retired.
+	// +optional
+	PreviousLoginState PreviousLoginState `json:"previousLoginState,omitempty"`
+	// PreviousLoginUntil is when the previous login stops accepting new
+	// logins (the end of the grace period).
+	// +optional
+	PreviousLoginUntil *metav1.Time `json:"previousLoginUntil,omitempty"`
+	// PreviousSessionsEndAt is when the previous login's remaining
+	// sessions are ended (with endSessionsAfter).
+	// +optional
+	PreviousSessionsEndAt *metav1.Time `json:"previousSessionsEndAt,omitempty"`
+	// PreviousSessions is how many sessions the previous login had when
+	// last observed.
+	// +optional
+	PreviousSessions int32 `json:"previousSessions,omitempty"`
 }
 
 // A PostgreSQLRoleStatus represents the observed state of a PostgreSQLRole.
@@ -235,11 +375,14 @@ type PostgreSQLRoleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,postgresql},shortName=pgrole
 // +kubebuilder:validation:XValidation:rule="has(self.spec.forProvider.name) || self.metadata.name.matches('^[a-z][a-z0-9_]{0,62}$')",message="metadata.name is not a valid PostgreSQL identifier (^[a-z][a-z0-9_]{0,62}$): set spec.forProvider.name"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.passwordRotation) || self.spec.passwordRotation.mode != 'Alternating' || has(self.spec.forProvider.name) || size(self.metadata.name) <= 61",message="passwordRotation mode Alternating needs a role name of at most 61 characters (the login roles are <name>_a and <name>_b): set a shorter spec.forProvider.name"
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="INSTANCE",type="string",JSONPath=".spec.instanceRef.name"
 // +kubebuilder:printcolumn:name="EXTERNAL-NAME",type="string",JSONPath=".metadata.annotations.crossplane\\.io/external-name"
 // +kubebuilder:printcolumn:name="LOGIN",type="boolean",JSONPath=".spec.forProvider.login",priority=1
+// +kubebuilder:printcolumn:name="ACTIVE-LOGIN",type="string",JSONPath=".status.atProvider.credential.activeLogin",priority=1
+// +kubebuilder:printcolumn:name="NEXT-ROTATION",type="date",JSONPath=".status.atProvider.credential.nextRotation",priority=1
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLRole struct {

@@ -52,12 +52,11 @@ type ObservedRole struct {
 	VerifierRead bool
 }
 
-// observeRoleSQL reads a role, its settings, memberships and comment, and
-// the identity of the server, in one round trip. It always returns a row:
-// the role's columns are NULL when it does not exist. %s is the password
-// verifier column: pg_authid can only be read by superusers.
-const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
-       r.oid IS NOT NULL,
+// roleColumnsSQL are the columns of a role r (all NULL-safe, for a role
+// that does not exist): existence, attributes, settings, comment and
+// memberships. %s is the password verifier column: pg_authid can only be
+// read by superusers.
+const roleColumnsSQL = `r.oid IS NOT NULL,
        coalesce(r.rolcanlogin, false), coalesce(r.rolinherit, false), coalesce(r.rolcreatedb, false),
        coalesce(r.rolcreaterole, false), coalesce(r.rolreplication, false), coalesce(r.rolbypassrls, false),
        coalesce(r.rolsuper, false), coalesce(r.rolconnlimit, -1), r.rolvaliduntil,
@@ -65,14 +64,67 @@ const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_s
        coalesce(shobj_description(r.oid, 'pg_authid'), ''),
        ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
               WHERE m.member = r.oid ORDER BY 1),
-       %s
+       %s`
+
+const (
+	noVerifierSQL = "NULL::text"
+	verifierSQL   = "(SELECT a.rolpassword FROM pg_authid a WHERE a.oid = r.oid)"
+)
+
+// observeRoleSQL reads a role and the identity of the server in one round
+// trip. It always returns a row: the role's columns are NULL when it does
+// not exist.
+const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+       ` + roleColumnsSQL + `
   FROM (SELECT 1) AS one
   LEFT JOIN pg_roles r ON r.rolname = $1`
 
 var (
-	observeRoleQuery             = fmt.Sprintf(observeRoleSQL, "NULL::text")
-	observeRoleWithVerifierQuery = fmt.Sprintf(observeRoleSQL, "(SELECT a.rolpassword FROM pg_authid a WHERE a.oid = r.oid)")
+	observeRoleQuery             = fmt.Sprintf(observeRoleSQL, noVerifierSQL)
+	observeRoleWithVerifierQuery = fmt.Sprintf(observeRoleSQL, verifierSQL)
 )
+
+// roleScan holds what roleColumnsSQL returns, to be scanned into.
+type roleScan struct {
+	o          ObservedRole
+	exists     bool
+	validUntil pgtype.Timestamptz
+	config     []string
+	comment    string
+	verifier   *string
+}
+
+func (s *roleScan) dest() []any {
+	o := &s.o
+	return []any{&s.exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
+		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &s.validUntil, &s.config, &s.comment, &o.MemberOf, &s.verifier}
+}
+
+// role returns the scanned role, nil when it does not exist.
+func (s *roleScan) role(withVerifier bool) *ObservedRole {
+	if !s.exists {
+		return nil
+	}
+	o := s.o
+	if s.validUntil.Valid && s.validUntil.InfinityModifier == pgtype.Finite {
+		t := s.validUntil.Time.UTC()
+		o.ValidUntil = &t
+	}
+	o.Config = map[string]string{}
+	for _, kv := range s.config {
+		k, v, _ := strings.Cut(kv, "=")
+		o.Config[k] = v
+	}
+	o.Comment, o.Owner = ParseMarker(s.comment)
+	if withVerifier {
+		o.Verifier = ""
+		if s.verifier != nil {
+			o.Verifier = *s.verifier
+		}
+		o.VerifierRead = true
+	}
+	return &o
+}
 
 // ObserveRole reads a role, and the system identifier of the server it
 // asked. The role is nil when it does not exist. With withVerifier (only
@@ -83,39 +135,12 @@ func ObserveRole(ctx context.Context, q Querier, name string, withVerifier bool)
 	if withVerifier {
 		query = observeRoleWithVerifierQuery
 	}
-	o := &ObservedRole{}
 	var system string
-	var exists bool
-	var validUntil pgtype.Timestamptz
-	var config []string
-	var comment string
-	var verifier *string
-	err := q.QueryRow(ctx, query, name).Scan(&system, &exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
-		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &validUntil, &config, &comment, &o.MemberOf, &verifier)
-	if err != nil {
+	var s roleScan
+	if err := q.QueryRow(ctx, query, name).Scan(append([]any{&system}, s.dest()...)...); err != nil {
 		return nil, "", xperrors.Wrapf(ClassifyConnectError(err), "cannot read role %s", QuoteIdentifier(name))
 	}
-	if !exists {
-		return nil, system, nil
-	}
-	if validUntil.Valid && validUntil.InfinityModifier == pgtype.Finite {
-		t := validUntil.Time.UTC()
-		o.ValidUntil = &t
-	}
-	o.Config = map[string]string{}
-	for _, kv := range config {
-		k, v, _ := strings.Cut(kv, "=")
-		o.Config[k] = v
-	}
-	o.Comment, o.Owner = ParseMarker(comment)
-	if withVerifier {
-		o.Verifier = ""
-		if verifier != nil {
-			o.Verifier = *verifier
-		}
-		o.VerifierRead = true
-	}
-	return o, system, nil
+	return s.role(withVerifier), system, nil
 }
 
 // NoSelfGrantSQL turns off, for the transaction, what PostgreSQL 16+'s
@@ -147,11 +172,13 @@ func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) [
 		create += " WITH " + strings.Join(opts, " ")
 	}
 	stmts := []string{NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
-	for _, k := range sortedKeys(a.Config) {
-		stmts = append(stmts, "ALTER ROLE "+id+" SET "+k+" TO "+QuoteLiteral(a.Config[k]))
-	}
+	// Memberships before settings: a role setting (SET role) names a
+	// role the new one must already be a member of.
 	for _, g := range a.MemberOf {
 		stmts = append(stmts, "GRANT "+QuoteIdentifier(g)+" TO "+id)
+	}
+	for _, k := range sortedKeys(a.Config) {
+		stmts = append(stmts, "ALTER ROLE "+id+" SET "+k+" TO "+QuoteLiteral(a.Config[k]))
 	}
 	return stmts
 }

@@ -29,7 +29,7 @@ func TestCreateRoleStatements(t *testing.T) {
 			},
 		},
 		"Everything": {
-			reason: "Every attribute that differs from the defaults is spelled out; identifiers and literals are quoted.",
+			reason: "Every attribute that differs from the defaults is spelled out; identifiers and literals are quoted; memberships come before settings (SET role needs one).",
 			name:   "App-User",
 			attrs: RoleAttributes{
 				Login: true, Inherit: false, CreateDB: true, ConnectionLimit: 5, ValidUntil: &until,
@@ -41,10 +41,10 @@ func TestCreateRoleStatements(t *testing.T) {
 				NoSelfGrantSQL,
 				`CREATE ROLE "App-User" WITH LOGIN NOINHERIT CREATEDB CONNECTION LIMIT 5 VALID UNTIL '2030-01-02T03:04:05Z' PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'`,
 				`COMMENT ON ROLE "App-User" IS 'orders app` + "\n" + `[provider-postgresql uid=u-1]'`,
-				`ALTER ROLE "App-User" SET application_name TO 'it''s'`,
-				`ALTER ROLE "App-User" SET statement_timeout TO '5s'`,
 				`GRANT "readers" TO "App-User"`,
 				`GRANT "Writers" TO "App-User"`,
+				`ALTER ROLE "App-User" SET application_name TO 'it''s'`,
+				`ALTER ROLE "App-User" SET statement_timeout TO '5s'`,
 			},
 		},
 	}

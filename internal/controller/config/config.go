@@ -4,6 +4,7 @@
 package config
 
 import (
+	"math/rand/v2"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -44,7 +45,7 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		managed.WithLogger(c.Logger.WithValues("controller", name)),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name), c.EventFilterFunctions...)), //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 		managed.WithPollInterval(c.PollInterval),
-		managed.WithPollJitterHook(c.PollJitter),
+		managed.WithPollIntervalHook(PollIntervalHook(c.PollJitter, nil)),
 		// Every kind declares its own managementPolicies default.
 		managed.WithManagementPolicies(),
 		// The grace period exists for eventually consistent cloud APIs:
@@ -70,6 +71,24 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		}
 	}
 	return o, nil
+}
+
+// PollIntervalHook returns a poll interval hook that adds up to ±jitter
+// at random to the poll interval and, with wake, polls sooner when wake
+// says something is due sooner (a positive duration from now).
+func PollIntervalHook(jitter time.Duration, wake func(resource.Managed, time.Time) time.Duration) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		d := poll
+		if jitter > 0 {
+			d += time.Duration((rand.Float64() - 0.5) * 2 * float64(jitter)) //nolint:gosec // jitter needs no secure randomness.
+		}
+		if wake != nil {
+			if w := wake(mg, time.Now()); w > 0 && w < d {
+				return w
+			}
+		}
+		return d
+	}
 }
 
 // Reconciler wraps a managed reconciler the way every controller of the

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -61,6 +62,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	kube := mgr.GetClient()
 	publisher := managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme())
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
+	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
 	if err != nil {
 		return err
@@ -68,9 +70,18 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords}
+				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
+		// A rotation step due before the next poll (the end of a grace
+		// period, a scheduled rotation) is not left waiting for it.
+		managed.WithPollIntervalHook(config.PollIntervalHook(c.PollJitter, func(mg resource.Managed, now time.Time) time.Duration {
+			r, ok := mg.(*v1alpha1.PostgreSQLRole)
+			if !ok {
+				return 0
+			}
+			return wakeAfter(r, now)
+		})),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -129,6 +140,7 @@ type external struct {
 	target    postgres.Target
 	publisher *managed.APILocalSecretPublisher
 	verified  *verifiedPasswords
+	events    event.Recorder
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
@@ -191,6 +203,9 @@ func (kind) Describe(mg *v1alpha1.PostgreSQLRole) string {
 // checked against the boundary before Update may change it; an expired
 // password is reported rather than re-set.
 func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (managed.ExternalObservation, error) {
+	if alternating(mg) {
+		return e.observeAlternating(ctx, mg, got)
+	}
 	name := mg.RoleName()
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
 	if len(stmts) > 0 {
@@ -207,14 +222,19 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 		}
 		mg.SetConditions(expired(name, *exp))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.details(mg, pw)}, nil
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.details(mg, name, pw)}, nil
 	}
 	mg.SetConditions(xpv2.Available())
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, pw)}, nil
+	if wantsGeneratedPassword(mg) && pw != "" {
+		if err := trackInPlace(mg, time.Now(), false); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, name, pw)}, nil
 }
 
 // expired is the Ready condition of a login role whose validUntil has
@@ -226,6 +246,16 @@ func expired(name string, at time.Time) xpv2.Condition {
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
+	if alternating(mg) {
+		// The role holds privileges and ownership and does not log in;
+		// the next reconcile makes its first login.
+		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), "", string(mg.GetUID()))
+		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+			return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
+		}
+		applied(mg)
+		return managed.ExternalCreation{}, nil
+	}
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
@@ -243,10 +273,13 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	applied(mg)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
-	return managed.ExternalCreation{ConnectionDetails: e.details(mg, pw)}, nil
+	return managed.ExternalCreation{ConnectionDetails: e.details(mg, mg.RoleName(), pw)}, nil
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+	if alternating(mg) {
+		return e.updateAlternating(ctx, mg)
+	}
 	name := mg.RoleName()
 	got, _, err := postgres.ObserveRole(ctx, e.pool, name, e.readsVerifier(mg))
 	if err != nil || got == nil {
@@ -258,7 +291,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
 	}
 	if pw != "" {
-		ok, err := e.passwordWorks(ctx, mg, got, pw)
+		ok, err := e.passwordWorks(ctx, mg, name, got, pw)
 		if err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
 		}
@@ -278,7 +311,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	applied(mg)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
-	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, pw)}, nil
+	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, name, pw)}, nil
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalDelete, error) {
@@ -289,6 +322,11 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	// statement_timeout follows it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
+	if alternating(mg) {
+		if err := e.dropLogins(ctx, mg); err != nil {
+			return managed.ExternalDelete{}, err
+		}
+	}
 	if err := e.releaseOwned(rctx, mg); err != nil {
 		return managed.ExternalDelete{}, err
 	}
@@ -571,9 +609,13 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 	if !wantsGeneratedPassword(mg) {
 		return "", nil
 	}
-	rotate := mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword] != mg.Status.AtProvider.PasswordRotation
+	due, err := rotationDue(mg, time.Now())
+	if err != nil {
+		return "", err
+	}
+	rotate := rotationRequested(mg) || due
 	s := &corev1.Secret{}
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
+	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
 	if resource.IgnoreNotFound(err) != nil {
 		return "", errors.Wrap(err, "cannot read the connection Secret")
 	}
@@ -587,8 +629,11 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 	if err != nil {
 		return "", err
 	}
-	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, pw)); err != nil {
+	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
 		return "", errors.Wrap(err, errStagePassword)
+	}
+	if err := trackInPlace(mg, time.Now(), true); err != nil {
+		return "", err
 	}
 	return pw, nil
 }
@@ -605,7 +650,7 @@ func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQL
 		// for a role that wants a generated password.
 		return "", !wantsGeneratedPassword(mg), nil
 	}
-	ok, err := e.passwordWorks(ctx, mg, got, pw)
+	ok, err := e.passwordWorks(ctx, mg, mg.RoleName(), got, pw)
 	return pw, ok, err
 }
 
@@ -620,7 +665,7 @@ func (e *external) readsVerifier(mg *v1alpha1.PostgreSQLRole) bool {
 // With the stored verifier at hand (superuser admin) it is recomputed, no
 // login needed; otherwise a password verified once is remembered by its
 // digest, and a new one is checked by logging in as the role.
-func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, pw string) (bool, error) {
+func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, user string, got *postgres.ObservedRole, pw string) (bool, error) {
 	if got.VerifierRead {
 		return postgres.VerifierMatches(got.Verifier, pw), nil
 	}
@@ -628,7 +673,7 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 		return true, nil
 	}
 	t := e.target
-	t.Credentials = postgres.Credentials{Username: mg.RoleName(), Password: pw}
+	t.Credentials = postgres.Credentials{Username: user, Password: pw}
 	// Under the global connection cap, like every other connection.
 	if err := e.pools.Authenticate(ctx, t); err != nil {
 		if errors.Is(err, postgres.ErrPasswordRejected) {
@@ -642,7 +687,7 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 
 // details are the connection details of the role: everything a client
 // needs, in the forms clients take.
-func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.ConnectionDetails {
+func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed.ConnectionDetails {
 	if mg.Spec.WriteConnectionSecretToReference == nil {
 		return nil
 	}
@@ -651,7 +696,6 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, pw string) managed.Conne
 	if db == "" {
 		db = ep.Database
 	}
-	user := mg.RoleName()
 	port := strconv.Itoa(ep.Port)
 	q := url.Values{}
 	q.Set("sslmode", ep.SSLMode)

@@ -1,0 +1,539 @@
+package role
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/robfig/cron/v3"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+)
+
+// Steps of an Alternating rotation after which a provider may stop: the
+// tests stop it there (see stepHook) and check that it converges.
+const (
+	// StepPasswordSet: the idle login has its new password on the server;
+	// the Secret still holds the active one.
+	StepPasswordSet = "password-set"
+	// StepSecretSwitched: the Secret holds the new login; the status does
+	// not say so yet.
+	StepSecretSwitched = "secret-switched"
+)
+
+// stepHook, when set (by tests only), runs after each step of a rotation;
+// an error stops the rotation there, as a crash would.
+var stepHook atomic.Pointer[func(ctx context.Context, step string) error]
+
+func afterStep(ctx context.Context, step string) error {
+	if h := stepHook.Load(); h != nil {
+		return (*h)(ctx, step)
+	}
+	return nil
+}
+
+// defaultGracePeriod is how long the previous login accepts new logins
+// after a rotation, unless spec.passwordRotation.gracePeriod says.
+const defaultGracePeriod = time.Hour
+
+// Events of a rotation.
+const (
+	reasonRotated       event.Reason = "RotatedCredential"
+	reasonRetired       event.Reason = "RetiredLogin"
+	reasonEndedSessions event.Reason = "EndedSessions"
+	reasonRepaired      event.Reason = "RepairedLogin"
+)
+
+func alternating(mg *v1alpha1.PostgreSQLRole) bool {
+	r := mg.Spec.PasswordRotation
+	return r != nil && r.Mode == v1alpha1.RotationAlternating
+}
+
+// loginNames are the two login roles of an Alternating role.
+func loginNames(base string) [2]string { return [2]string{base + "_a", base + "_b"} }
+
+func gracePeriod(mg *v1alpha1.PostgreSQLRole) time.Duration {
+	if r := mg.Spec.PasswordRotation; r != nil && r.GracePeriod != nil {
+		return r.GracePeriod.Duration
+	}
+	return defaultGracePeriod
+}
+
+// nextRotation is when the schedule (or maxAge) rotates a password set at
+// since; ok is false when there is no schedule.
+func nextRotation(r *v1alpha1.PasswordRotation, since time.Time) (next time.Time, ok bool, err error) {
+	switch {
+	case r == nil:
+		return time.Time{}, false, nil
+	case r.MaxAge != nil:
+		return since.Add(r.MaxAge.Duration), true, nil
+	case r.Schedule != "":
+		s, err := cron.ParseStandard(r.Schedule)
+		if err != nil {
+			return time.Time{}, false, errors.Wrapf(err, "spec.passwordRotation.schedule %q is not a cron expression (five fields, or @daily, @weekly, @monthly)", r.Schedule)
+		}
+		return s.Next(since.UTC()), true, nil
+	}
+	return time.Time{}, false, nil
+}
+
+// credential returns mg's credential status, made on first use.
+func credential(mg *v1alpha1.PostgreSQLRole) *v1alpha1.CredentialObservation {
+	if mg.Status.AtProvider.Credential == nil {
+		mg.Status.AtProvider.Credential = &v1alpha1.CredentialObservation{}
+	}
+	return mg.Status.AtProvider.Credential
+}
+
+// rotationRequested: the rotate-password annotation has a value not yet
+// handled.
+func rotationRequested(mg *v1alpha1.PostgreSQLRole) bool {
+	return mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword] != mg.Status.AtProvider.PasswordRotation
+}
+
+// rotationDue: the schedule says the active password is due, at now.
+func rotationDue(mg *v1alpha1.PostgreSQLRole, now time.Time) (bool, error) {
+	c := mg.Status.AtProvider.Credential
+	if c == nil || c.ActiveSince == nil {
+		return false, nil
+	}
+	next, ok, err := nextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
+	return ok && !now.Before(next), err
+}
+
+// trackInPlace records, for a role whose own password the Secret holds,
+// which login that is and since when; rotated says a new password was
+// just set.
+func trackInPlace(mg *v1alpha1.PostgreSQLRole, now time.Time, rotated bool) error {
+	c := credential(mg)
+	c.ActiveLogin = mg.RoleName()
+	if c.ActiveSince == nil || rotated {
+		c.ActiveSince = &metav1.Time{Time: now}
+	}
+	return setNext(mg)
+}
+
+// setNext records when the active password is rotated next.
+func setNext(mg *v1alpha1.PostgreSQLRole) error {
+	c := credential(mg)
+	c.NextRotation = nil
+	if c.ActiveSince == nil {
+		return nil
+	}
+	next, ok, err := nextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
+	if ok {
+		c.NextRotation = &metav1.Time{Time: next}
+	}
+	return err
+}
+
+// wakeAfter is how long until the next step of mg's rotation is due (0
+// when none is): the rotation, the end of the previous login's grace, or
+// the end of its sessions. The poll waits no longer than that.
+func wakeAfter(mg *v1alpha1.PostgreSQLRole, now time.Time) time.Duration {
+	c := mg.Status.AtProvider.Credential
+	if c == nil {
+		return 0
+	}
+	var soonest time.Duration
+	consider := func(t *metav1.Time) {
+		if t == nil {
+			return
+		}
+		// A second late, so that what is due is due when it runs.
+		d := t.Sub(now) + time.Second
+		if d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	consider(c.NextRotation)
+	if c.PreviousLogin != "" {
+		consider(c.PreviousLoginUntil)
+		if c.PreviousSessions > 0 {
+			consider(c.PreviousSessionsEndAt)
+		}
+	}
+	return soonest
+}
+
+// logins is what an Alternating role's rotation works from: its two login
+// roles (and the role itself) as observed, and the connection Secret.
+type logins struct {
+	base  string
+	names [2]string
+	roles map[string]postgres.ObservedLogin
+	// user and password are the connection Secret's.
+	user, password string
+}
+
+// readLogins observes mg's logins (one round trip) and reads its Secret.
+// A login role this resource did not create is a conflict: taking it
+// over would hand its holders the role's privileges.
+func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (*logins, error) {
+	base := mg.RoleName()
+	l := &logins{base: base, names: loginNames(base), roles: map[string]postgres.ObservedLogin{}}
+	got, err := postgres.ObserveLogins(ctx, e.pool, []string{l.names[0], l.names[1], base}, e.readsVerifier(mg))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range got {
+		l.roles[o.Name] = o
+	}
+	for _, n := range l.names {
+		if r := l.roles[n].Role; r != nil && r.Owner != string(mg.GetUID()) {
+			return nil, errors.Errorf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole as one of its login roles (its comment carries no ownership marker for UID %s). "+
+				"Nothing was changed: making it a member of %q would hand whoever holds its password the role's privileges. An admin must drop or rename it",
+				n, e.instance.GetName(), mg.GetUID(), base)
+		}
+	}
+	s := &corev1.Secret{}
+	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
+	if resource.IgnoreNotFound(err) != nil {
+		return nil, errors.Wrap(err, "cannot read the connection Secret")
+	}
+	l.user, l.password = string(s.Data[keyUsername]), string(s.Data[keyPassword])
+	return l, nil
+}
+
+// active is the login the Secret holds, "" when it holds neither of the
+// two (a new role, or one that had its own login before Alternating).
+func (l *logins) active() string {
+	if (l.user == l.names[0] || l.user == l.names[1]) && l.password != "" {
+		return l.user
+	}
+	return ""
+}
+
+func (l *logins) other(n string) string {
+	if n == l.names[0] {
+		return l.names[1]
+	}
+	return l.names[0]
+}
+
+// inGrace: login n is the previous one and still accepts new logins.
+func inGrace(c *v1alpha1.CredentialObservation, n string, now time.Time) bool {
+	return c.PreviousLogin == n && c.PreviousLoginUntil != nil && now.Before(c.PreviousLoginUntil.Time)
+}
+
+// track brings the credential status in line with the Secret and the
+// server. A Secret that holds another login than the status says switched
+// without the status following (a provider stopped in between): the
+// switch counts from now, so the previous login gets its whole grace
+// period, and the request it answered counts as handled.
+func track(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) error {
+	c := credential(mg)
+	if a := l.active(); a != "" && c.ActiveLogin != a {
+		if c.ActiveLogin != "" {
+			switched(mg, c.ActiveLogin, now)
+		}
+		c.ActiveLogin, c.ActiveSince = a, &metav1.Time{Time: now}
+		mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
+	}
+	if c.ActiveLogin == "" && l.user == l.base {
+		c.ActiveLogin, c.ActiveSince = l.base, &metav1.Time{Time: now}
+	}
+	if c.PreviousLogin != "" {
+		c.PreviousLoginState = v1alpha1.PreviousLoginRetired
+		if inGrace(c, c.PreviousLogin, now) {
+			c.PreviousLoginState = v1alpha1.PreviousLoginGrace
+		}
+		c.PreviousSessions = int32(l.roles[c.PreviousLogin].Sessions) //nolint:gosec // a session count fits.
+	}
+	return setNext(mg)
+}
+
+// switched records that the Secret moved away from login prev at now.
+func switched(mg *v1alpha1.PostgreSQLRole, prev string, now time.Time) {
+	c := credential(mg)
+	c.PreviousLogin = prev
+	c.PreviousLoginState = v1alpha1.PreviousLoginGrace
+	c.PreviousLoginUntil = &metav1.Time{Time: now.Add(gracePeriod(mg))}
+	c.PreviousSessionsEndAt = nil
+	if r := mg.Spec.PasswordRotation; r != nil && r.EndSessionsAfter != nil {
+		c.PreviousSessionsEndAt = &metav1.Time{Time: now.Add(r.EndSessionsAfter.Duration)}
+	}
+}
+
+// work is what an Alternating role needs done, in the order Update does
+// it.
+type work struct {
+	// base are the statements for the role itself.
+	base []string
+	// repair: the active login's password or attributes are not what the
+	// Secret and spec say.
+	repair bool
+	// rotate says why a rotation is due now ("" when none is).
+	rotate string
+	// retire are logins that must stop accepting new logins.
+	retire []string
+	// endSessions is the previous login whose sessions are to end.
+	endSessions string
+}
+
+func (w work) none() bool {
+	return len(w.base) == 0 && !w.repair && w.rotate == "" && len(w.retire) == 0 && w.endSessions == ""
+}
+
+// baseDesired are the role's own attributes in Alternating mode: it logs
+// in only while the Secret still holds it (before the first rotation) or
+// during its grace period afterwards.
+func baseDesired(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) postgres.RoleAttributes {
+	a := desired(mg)
+	c := credential(mg)
+	a.Login = (l != nil && l.active() == "" && l.user == l.base) || inGrace(c, mg.RoleName(), now)
+	return a
+}
+
+// pending works out what an Alternating role needs, at now.
+func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time) (work, error) {
+	var w work
+	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, l, now), scoped(mg, *got), string(mg.GetUID()))
+	c := credential(mg)
+	active := l.active()
+	if active != "" {
+		o := l.roles[active]
+		want := postgres.LoginAttributes(l.base, desired(mg), true)
+		switch {
+		case o.Role == nil:
+			w.repair = true
+		case len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0:
+			w.repair = true
+		default:
+			ok, err := e.passwordWorks(ctx, mg, active, o.Role, l.password)
+			if err != nil {
+				return work{}, err
+			}
+			w.repair = !ok
+		}
+	}
+	due, err := rotationDue(mg, now)
+	if err != nil {
+		return work{}, err
+	}
+	switch {
+	case active == "":
+		w.rotate = "first login"
+	case rotationRequested(mg):
+		w.rotate = "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation"
+	case due:
+		w.rotate = "scheduled"
+	}
+	target := ""
+	if w.rotate != "" {
+		target = l.names[0]
+		if active != "" {
+			target = l.other(active)
+		}
+		// The login in its grace period may still be in use: it gets no
+		// new password before that ends (wakeAfter polls then).
+		if inGrace(c, target, now) {
+			w.rotate, target = "", ""
+		}
+	}
+	// The login a rotation is about to hand out is not retired after it
+	// (a stop after its password was set leaves it LOGIN, idle).
+	for _, n := range l.names {
+		if r := l.roles[n].Role; r != nil && r.Login && n != active && n != target && !inGrace(c, n, now) {
+			w.retire = append(w.retire, n)
+		}
+	}
+	if p := c.PreviousLogin; p != "" && c.PreviousSessionsEndAt != nil && !now.Before(c.PreviousSessionsEndAt.Time) && l.roles[p].Sessions > 0 && p != active {
+		w.endSessions = p
+	}
+	return w, nil
+}
+
+// observeAlternating observes an Alternating role: the role itself, its
+// logins and the Secret.
+func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (managed.ExternalObservation, error) {
+	now := time.Now()
+	l, err := e.readLogins(ctx, mg)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
+	}
+	if err := track(mg, l, now); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	w, err := e.pending(ctx, mg, got, l, now)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
+	}
+	if len(w.base) > 0 {
+		if err := e.checkBoundary(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
+	mg.SetConditions(availability(mg, got))
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: w.none(), ConnectionDetails: e.activeDetails(mg, l)}, nil
+}
+
+// availability is the Ready condition of an Alternating role.
+func availability(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) xpv2.Condition {
+	if exp := got.ValidUntil; exp != nil && !exp.After(time.Now()) {
+		return expired(mg.RoleName(), *exp)
+	}
+	return xpv2.Available()
+}
+
+// activeDetails are the connection details of the login the Secret holds,
+// nil when it holds neither login yet (nothing new to publish).
+func (e *external) activeDetails(mg *v1alpha1.PostgreSQLRole, l *logins) managed.ConnectionDetails {
+	if l.active() == "" {
+		return nil
+	}
+	return e.details(mg, l.user, l.password)
+}
+
+// updateAlternating does what an Alternating role needs, in an order that
+// a stop at any point leaves safe: the Secret only ever names a login
+// whose password is on the server, and a login loses its password or its
+// LOGIN only once no client should hold it.
+func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+	now := time.Now()
+	name := mg.RoleName()
+	got, _, err := postgres.ObserveRole(ctx, e.pool, name, false)
+	if err != nil || got == nil {
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
+	}
+	l, err := e.readLogins(ctx, mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errObserve)
+	}
+	if err := track(mg, l, now); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	w, err := e.pending(ctx, mg, got, l, now)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
+	}
+	uid := string(mg.GetUID())
+	if len(w.base) > 0 {
+		if err := postgres.Exec(ctx, e.pool, w.base); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
+		}
+		applied(mg)
+	}
+	if w.repair {
+		a := l.active()
+		if err := e.setLogin(ctx, mg, a, l.password, l.roles[a].Role); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+		e.events.Event(mg, event.Normal(reasonRepaired, fmt.Sprintf("login %q did not have the password or attributes the connection Secret and spec say (changed by hand, or dropped): set again", a)))
+	}
+	if w.rotate != "" {
+		if err := e.rotate(ctx, mg, l, w.rotate, now); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+	}
+	for _, n := range w.retire {
+		stmts := postgres.UpdateRoleStatements(n, postgres.LoginAttributes(name, desired(mg), false), *l.roles[n].Role, uid)
+		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrapf(err, "cannot retire login %q", n)
+		}
+		e.events.Event(mg, event.Normal(reasonRetired, fmt.Sprintf("login %q takes no new logins (NOLOGIN); %d session(s) of it go on", n, l.roles[n].Sessions)))
+	}
+	if n := w.endSessions; n != "" {
+		var ended int
+		err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: n, Inherit: true}}, func() error {
+			var err error
+			ended, err = postgres.EndSessions(ctx, e.pool, n)
+			return err
+		})
+		if err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+		credential(mg).PreviousSessions = 0
+		e.events.Event(mg, event.Normal(reasonEndedSessions, fmt.Sprintf("ended %d session(s) of previous login %q (endSessionsAfter)", ended, n)))
+	}
+	return managed.ExternalUpdate{ConnectionDetails: e.activeDetails(mg, l)}, nil
+}
+
+// setLogin gives login n its attributes and the password pw.
+func (e *external) setLogin(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n, pw string, got *postgres.ObservedRole) error {
+	verifier, err := postgres.SCRAMVerifier(pw)
+	if err != nil {
+		return errors.Wrap(err, errPassword)
+	}
+	stmts := postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), true), verifier, got, string(mg.GetUID()))
+	if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+		return errors.Wrapf(err, "cannot set login %q", n)
+	}
+	e.verified.set(mg.GetUID(), pw)
+	return nil
+}
+
+// rotate hands the Secret the idle login with a fresh password: set on
+// the server first, then published, then recorded. Stopped after the
+// first step, the next reconcile rotates again (the idle login is in no
+// one's hands); after the second, track adopts what the Secret says.
+func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *logins, why string, now time.Time) error {
+	prev := l.active()
+	target := l.names[0]
+	if prev != "" {
+		target = l.other(prev)
+	} else if l.user == l.base {
+		prev = l.base
+	}
+	pw, err := postgres.GeneratePassword()
+	if err != nil {
+		return errors.Wrap(err, errPassword)
+	}
+	if err := e.setLogin(ctx, mg, target, pw, l.roles[target].Role); err != nil {
+		return err
+	}
+	if err := afterStep(ctx, StepPasswordSet); err != nil {
+		return err
+	}
+	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, target, pw)); err != nil {
+		return errors.Wrapf(err, "cannot switch the connection Secret to login %q (its new password is set; the next reconcile sets another)", target)
+	}
+	if err := afterStep(ctx, StepSecretSwitched); err != nil {
+		return err
+	}
+	l.user, l.password = target, pw
+	c := credential(mg)
+	msg := fmt.Sprintf("connection Secret %s now holds login %q (%s)", mg.Spec.WriteConnectionSecretToReference.Name, target, why)
+	if prev != "" {
+		switched(mg, prev, now)
+		msg += fmt.Sprintf("; login %q accepts new logins until %s", prev, c.PreviousLoginUntil.UTC().Format(time.RFC3339))
+	}
+	c.ActiveLogin, c.ActiveSince = target, &metav1.Time{Time: now}
+	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
+	if err := setNext(mg); err != nil {
+		return err
+	}
+	e.events.Event(mg, event.Normal(reasonRotated, msg))
+	return nil
+}
+
+// dropLogins drops an Alternating role's login roles, before the role.
+func (e *external) dropLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	names := loginNames(mg.RoleName())
+	got, err := postgres.ObserveLogins(ctx, e.pool, names[:], false)
+	if err != nil {
+		return err
+	}
+	for _, o := range got {
+		if o.Role == nil || o.Role.Owner != string(mg.GetUID()) {
+			continue
+		}
+		if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(o.Name)}); err != nil {
+			return errors.Wrapf(err, "cannot drop login %q (it owns objects or holds privileges of its own: reassign or drop them, then the drop is retried)", o.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package role_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/role"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+// loginLoop is an application that logs in every 100 ms with whatever its
+// connection Secret holds at that moment, as a client that reads mounted
+// Secret files for each new connection does.
+type loginLoop struct {
+	mu       sync.Mutex
+	ok       int
+	failures []string
+	users    []string // the logins used, in order, without repeats
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func startLoginLoop(ctx context.Context, t *testing.T, secret, roleName string) *loginLoop {
+	t.Helper()
+	l := &loginLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+			s := &corev1.Secret{}
+			if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s); err != nil {
+				l.fail(fmt.Sprintf("reading the Secret: %v", err))
+				continue
+			}
+			cur, err := loginWith(ctx, s.Data)
+			l.mu.Lock()
+			switch {
+			case err != nil:
+				l.failures = append(l.failures, fmt.Sprintf("login as %s: %v", s.Data["username"], err))
+			case cur != roleName:
+				// Sessions of either login act as the role itself.
+				l.failures = append(l.failures, fmt.Sprintf("login as %s runs as %q, not as the role", s.Data["username"], cur))
+			default:
+				l.ok++
+				if u := string(s.Data["username"]); len(l.users) == 0 || l.users[len(l.users)-1] != u {
+					l.users = append(l.users, u)
+				}
+			}
+			l.mu.Unlock()
+		}
+	}()
+	t.Cleanup(l.end)
+	return l
+}
+
+func (l *loginLoop) fail(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures = append(l.failures, msg)
+}
+
+func (l *loginLoop) end() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	<-l.done
+}
+
+// switches is the number of times the logins used changed.
+func (l *loginLoop) switches() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(len(l.users)-1, 0)
+}
+
+func (l *loginLoop) report(t *testing.T) {
+	t.Helper()
+	l.end()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.Logf("%d logins succeeded through logins %v", l.ok, l.users)
+	if len(l.failures) > 0 {
+		t.Errorf("%d of %d logins failed; first: %s", len(l.failures), len(l.failures)+l.ok, l.failures[0])
+	}
+	if l.ok < 50 {
+		t.Errorf("only %d logins succeeded: the loop did not run", l.ok)
+	}
+}
+
+func alternatingRole(name string, mutate func(*v1alpha1.PasswordRotation)) *v1alpha1.PostgreSQLRole {
+	return newRole(name, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating}
+		mutate(r.Spec.PasswordRotation)
+	})
+}
+
+func getRole(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) *v1alpha1.PostgreSQLRole {
+	t.Helper()
+	cur := &v1alpha1.PostgreSQLRole{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), cur); err != nil {
+		t.Fatal(err)
+	}
+	return cur
+}
+
+// TestAlternatingRotation: three scheduled rotations under a client that
+// logs in every 100 ms see no failed login; the previous login works
+// through its grace period, is then refused, and its sessions are shown
+// and ended after endSessionsAfter; what one login creates the other may
+// use, as both act as the role.
+func TestAlternatingRotation(t *testing.T) {
+	ctx := context.Background()
+	r := alternatingRole("ledger", func(p *v1alpha1.PasswordRotation) {
+		p.MaxAge = &metav1.Duration{Duration: 12 * time.Second}
+		p.GracePeriod = &metav1.Duration{Duration: 4 * time.Second}
+		p.EndSessionsAfter = &metav1.Duration{Duration: 7 * time.Second}
+	})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		env.SQL(context.WithoutCancel(ctx), t, "postgres", "DROP SCHEMA IF EXISTS ledger CASCADE")
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	first := waitSecretUser(ctx, t, "ledger-conn", "ledger_a")
+	env.SQL(ctx, t, "postgres", "CREATE SCHEMA ledger AUTHORIZATION ledger")
+
+	// A long-lived session of the first login, as a pool would hold, with
+	// a table that the second login must be able to use.
+	held, err := providertest.ConnectWithSecret(ctx, first, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close(ctx) //nolint:errcheck // Test.
+	if _, err := held.Exec(ctx, "CREATE TABLE ledger.entries (id int)"); err != nil {
+		t.Fatal(err)
+	}
+
+	loop := startLoginLoop(ctx, t, "ledger-conn", "ledger")
+	second := waitSecretUser(ctx, t, "ledger-conn", "ledger_b")
+
+	t.Run("PreviousLoginWorksInItsGracePeriod", func(t *testing.T) {
+		if _, err := loginWith(ctx, first); err != nil {
+			t.Errorf("the previous login is refused right after the switch: %v", err)
+		}
+		c := getRole(ctx, t, r).Status.AtProvider.Credential
+		if c == nil || c.ActiveLogin != "ledger_b" || c.PreviousLogin != "ledger_a" || c.PreviousLoginState != v1alpha1.PreviousLoginGrace {
+			t.Errorf("status.atProvider.credential after the first rotation: %+v", c)
+		}
+	})
+
+	t.Run("OwnershipIsTheRoles", func(t *testing.T) {
+		c, err := providertest.ConnectWithSecret(ctx, second, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx) //nolint:errcheck // Test.
+		if _, err := c.Exec(ctx, "INSERT INTO ledger.entries VALUES (1); ALTER TABLE ledger.entries ADD COLUMN note text"); err != nil {
+			t.Errorf("the second login cannot use and alter the first login's table: %v", err)
+		}
+	})
+
+	t.Run("PreviousLoginRetiredAndItsSessionsShownThenEnded", func(t *testing.T) {
+		err := providertest.Wait(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+			c := getRole(ctx, t, r).Status.AtProvider.Credential
+			return c != nil && c.PreviousLogin == "ledger_a" && c.PreviousLoginState == v1alpha1.PreviousLoginRetired && c.PreviousSessions >= 1, nil
+		})
+		if err != nil {
+			t.Fatalf("the retired login and its held session are not shown: %v (%+v)", err, getRole(ctx, t, r).Status.AtProvider.Credential)
+		}
+		if _, err := loginWith(ctx, first); err == nil || !strings.Contains(err.Error(), "not permitted to log in") {
+			t.Errorf("the retired login still logs in, or fails for another reason: %v", err)
+		}
+		err = providertest.Wait(ctx, 20*time.Second, func(ctx context.Context) (bool, error) {
+			return held.Ping(ctx) != nil, nil
+		})
+		if err != nil {
+			t.Errorf("the retired login's session was not ended after endSessionsAfter: %v", err)
+		}
+		if !hasEvent(ctx, t, r, "EndedSessions") || !hasEvent(ctx, t, r, "RetiredLogin") || !hasEvent(ctx, t, r, "RotatedCredential") {
+			t.Error("the rotation's steps have no events")
+		}
+	})
+
+	t.Run("ThreeScheduledRotationsWithoutAFailedLogin", func(t *testing.T) {
+		err := providertest.Wait(ctx, 90*time.Second, func(context.Context) (bool, error) { return loop.switches() >= 3, nil })
+		if err != nil {
+			t.Errorf("fewer than three rotations: %v", err)
+		}
+		loop.report(t)
+		c := getRole(ctx, t, r).Status.AtProvider.Credential
+		if c == nil || c.NextRotation == nil || c.ActiveSince == nil || c.NextRotation.Sub(c.ActiveSince.Time) != 12*time.Second {
+			t.Errorf("status does not say when the next rotation is due: %+v", c)
+		}
+	})
+
+	t.Run("DeleteDropsTheLogins", func(t *testing.T) {
+		env.SQL(ctx, t, "postgres", "DROP SCHEMA ledger CASCADE")
+		if err := env.Kube.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(ctx, t, r)
+		if !env.Holds(ctx, t, "count(*) = 0 FROM pg_roles WHERE rolname IN ('ledger', 'ledger_a', 'ledger_b')") {
+			t.Error("the role or its logins outlived the PostgreSQLRole (Delete policy)")
+		}
+	})
+}
+
+// TestAlternatingRotationSurvivesAStop stops the provider after each step
+// of a rotation (the new password set, the Secret switched) and during the
+// grace period: a client logging in every 100 ms sees no failure, and the
+// provider converges (Secret and status agree; the previous login is
+// retired on time).
+func TestAlternatingRotationSurvivesAStop(t *testing.T) {
+	ctx := context.Background()
+	r := alternatingRole("journal", func(p *v1alpha1.PasswordRotation) {
+		p.GracePeriod = &metav1.Duration{Duration: 5 * time.Second}
+	})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		role.SetStepHook(nil)
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	waitSecretUser(ctx, t, "journal-conn", "journal_a")
+	loop := startLoginLoop(ctx, t, "journal-conn", "journal")
+
+	want := "journal_a"
+	for i, step := range []string{role.StepPasswordSet, role.StepSecretSwitched, "grace"} {
+		want = map[string]string{"journal_a": "journal_b", "journal_b": "journal_a"}[want]
+		stopped := make(chan struct{})
+		var once sync.Once
+		if step != "grace" {
+			role.SetStepHook(func(ctx context.Context, s string) error {
+				if s != step {
+					return nil
+				}
+				fired := false
+				once.Do(func() { fired = true; close(stopped) })
+				if !fired {
+					return nil
+				}
+				// Stopped here: nothing after this step happens until
+				// the provider is gone.
+				<-ctx.Done()
+				return errors.New("stopped by the test")
+			})
+		}
+		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+			a := r.GetAnnotations()
+			a[v1alpha1.AnnotationRotatePassword] = fmt.Sprintf("rotation-%d", i)
+			r.SetAnnotations(a)
+		})
+		if step == "grace" {
+			waitSecretUser(ctx, t, "journal-conn", want)
+		} else {
+			select {
+			case <-stopped:
+			case <-time.After(time.Minute):
+				t.Fatalf("the rotation never reached step %s", step)
+			}
+		}
+		if err := env.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		role.SetStepHook(nil)
+		waitSecretUser(ctx, t, "journal-conn", want)
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			cur := getRole(ctx, t, r)
+			c := cur.Status.AtProvider.Credential
+			return c != nil && c.ActiveLogin == want && c.PreviousLoginState == v1alpha1.PreviousLoginRetired &&
+				cur.Status.AtProvider.PasswordRotation == fmt.Sprintf("rotation-%d", i), nil
+		})
+		if err != nil {
+			t.Fatalf("after a stop at %s: the provider did not converge (Secret on %s, previous retired): %v; status %+v", step, want, err, getRole(ctx, t, r).Status.AtProvider)
+		}
+		if !env.Holds(ctx, t, fmt.Sprintf("NOT rolcanlogin FROM pg_roles WHERE rolname = '%s'", map[string]string{"journal_a": "journal_b", "journal_b": "journal_a"}[want])) {
+			t.Errorf("after a stop at %s: the previous login still logs in after its grace period", step)
+		}
+	}
+	loop.report(t)
+	if hasEvent(ctx, t, r, "RepairedLogin") {
+		t.Error("a login the Secret held had to be repaired: a stop left it without LOGIN or its password")
+	}
+}
+
+// waitSecretUser waits until the connection Secret holds login user, and
+// returns it.
+func waitSecretUser(ctx context.Context, t *testing.T, name, user string) map[string][]byte {
+	t.Helper()
+	s := &corev1.Secret{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)
+		return err == nil && string(s.Data["username"]) == user && len(s.Data["password"]) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("connection Secret %s never held login %s (it holds %q): %v", name, user, s.Data["username"], err)
+	}
+	return s.Data
+}
+
+func hasEvent(ctx context.Context, t *testing.T, r client.Object, reason string) bool {
+	t.Helper()
+	l := &corev1.EventList{}
+	if err := env.Kube.List(ctx, l, client.InNamespace(r.GetNamespace())); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l.Items {
+		if e.InvolvedObject.Name == r.GetName() && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
