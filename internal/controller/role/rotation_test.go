@@ -249,6 +249,7 @@ func TestAlternatingRotationSurvivesAStop(t *testing.T) {
 
 	want := "journal_a"
 	for i, step := range []string{role.StepPasswordSet, role.StepSecretSwitched, "grace"} {
+		prev := want
 		want = map[string]string{"journal_a": "journal_b", "journal_b": "journal_a"}[want]
 		stopped := make(chan struct{})
 		var once sync.Once
@@ -280,6 +281,14 @@ func TestAlternatingRotationSurvivesAStop(t *testing.T) {
 			case <-stopped:
 			case <-time.After(time.Minute):
 				t.Fatalf("the rotation never reached step %s", step)
+			}
+			// While the provider stands at the step: the Secret holds the
+			// old login until the new one's password is set, and then a
+			// login that works.
+			holds := map[string]string{role.StepPasswordSet: prev, role.StepSecretSwitched: want}[step]
+			d := waitSecretUser(ctx, t, "journal-conn", holds)
+			if _, err := loginWith(ctx, d); err != nil {
+				t.Errorf("stopped at %s, the Secret's login %s does not work: %v", step, holds, err)
 			}
 		}
 		if err := env.Restart(ctx); err != nil {
