@@ -343,3 +343,111 @@ func hasEvent(ctx context.Context, t *testing.T, r client.Object, reason string)
 	}
 	return false
 }
+
+// TestAlternatingRefusesAForeignLogin: a role named like one of the
+// logins, made beforehand by someone else (who knows its password), is
+// not taken over: it would get the role's privileges.
+func TestAlternatingRefusesAForeignLogin(t *testing.T) {
+	ctx := context.Background()
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE vault_a LOGIN PASSWORD 'known-to-mallory'")
+	t.Cleanup(func() { env.AdminSQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS vault_a") })
+	r := alternatingRole("vault", func(*v1alpha1.PasswordRotation) {})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		c := getRole(ctx, t, r).GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `role "vault_a" exists`) && strings.Contains(c.Message, "was not created by this PostgreSQLRole"), nil
+	})
+	if err != nil {
+		t.Fatalf("the foreign login is not reported: %v (%+v)", err, getRole(ctx, t, r).GetCondition(xpv2.TypeSynced))
+	}
+	time.Sleep(3 * time.Second) // a poll or two more
+	if env.Holds(ctx, t, "pg_has_role('vault_a', 'vault', 'MEMBER')") {
+		t.Error("the foreign role was made a member of the role")
+	}
+	if !env.Holds(ctx, t, "count(*) = 0 FROM pg_roles WHERE rolname = 'vault_b'") {
+		t.Error("the rotation went on with the other login")
+	}
+	s := &corev1.Secret{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vault-conn"}, s); err == nil && len(s.Data["password"]) > 0 {
+		t.Errorf("a credential was published (user %s)", s.Data["username"])
+	}
+}
+
+// TestInPlaceScheduledRotation: without the annotation, maxAge rotates the
+// role's own password, and status says when the next rotation is due.
+func TestInPlaceScheduledRotation(t *testing.T) {
+	ctx := context.Background()
+	r := newRole("tally", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{MaxAge: &metav1.Duration{Duration: 10 * time.Second}}
+	})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	first := waitSecretUser(ctx, t, "tally-conn", "tally")
+	err := providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		c := getRole(ctx, t, r).Status.AtProvider.Credential
+		return c != nil && c.ActiveLogin == "tally" && c.ActiveSince != nil && c.NextRotation != nil && c.NextRotation.Sub(c.ActiveSince.Time) == 10*time.Second, nil
+	})
+	if err != nil {
+		t.Errorf("status.atProvider.credential does not say when the next rotation is due: %+v", getRole(ctx, t, r).Status.AtProvider.Credential)
+	}
+	var now map[string][]byte
+	err = providertest.Wait(ctx, 40*time.Second, func(ctx context.Context) (bool, error) {
+		now = waitSecretUser(ctx, t, "tally-conn", "tally")
+		if string(now["password"]) == string(first["password"]) {
+			return false, nil
+		}
+		_, err := loginWith(ctx, now)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("maxAge did not rotate the password: %v", err)
+	}
+	if _, err := loginWith(ctx, first); err == nil {
+		t.Error("the old password still logs in after an in-place rotation")
+	}
+}
+
+// TestSwitchToAlternating: a role that logged in itself hands its login to
+// the first alternating login without a failed login; its own login is
+// retired after the grace period.
+func TestSwitchToAlternating(t *testing.T) {
+	ctx := context.Background()
+	r := newRole("shift", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	own := waitSecretUser(ctx, t, "shift-conn", "shift")
+	loop := startLoginLoop(ctx, t, "shift-conn", "shift")
+	time.Sleep(time.Second)
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating, GracePeriod: &metav1.Duration{Duration: 4 * time.Second}}
+	})
+	waitSecretUser(ctx, t, "shift-conn", "shift_a")
+	if _, err := loginWith(ctx, own); err != nil {
+		t.Errorf("the role's own login is refused within its grace period: %v", err)
+	}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		return env.Holds(ctx, t, "NOT rolcanlogin FROM pg_roles WHERE rolname = 'shift'"), nil
+	})
+	if err != nil {
+		t.Errorf("the role's own login was not retired after its grace period: %v", err)
+	}
+	time.Sleep(time.Second)
+	loop.report(t)
+	c := getRole(ctx, t, r).Status.AtProvider.Credential
+	if c == nil || c.ActiveLogin != "shift_a" || c.PreviousLogin != "shift" || c.PreviousLoginState != v1alpha1.PreviousLoginRetired {
+		t.Errorf("status.atProvider.credential: %+v", c)
+	}
+}

@@ -1,0 +1,158 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+func validRotatingRole(name string) *v1alpha1.PostgreSQLRole {
+	return &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef:                      v1alpha1.InstanceReference{Name: "main"},
+			ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+			WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+			PasswordRotation: &v1alpha1.PasswordRotation{
+				Mode: v1alpha1.RotationAlternating, MaxAge: &metav1.Duration{Duration: 720 * time.Hour},
+				GracePeriod: &metav1.Duration{Duration: time.Hour},
+			},
+		},
+	}
+}
+
+func TestRoleRotationValidation(t *testing.T) {
+	d := func(s string) *metav1.Duration {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &metav1.Duration{Duration: v}
+	}
+	cases := map[string]struct {
+		reason string
+		mutate func(*v1alpha1.PostgreSQLRole)
+		want   []string
+	}{
+		"MaxAgeAndSchedule": {
+			reason: "One schedule, not two.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Schedule = "@weekly" },
+			want:   []string{"set one of maxAge and schedule, not both"},
+		},
+		"MaxAgeTooShort": {
+			reason: "A rotation every second would churn logins.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.PasswordRotation.MaxAge, r.Spec.PasswordRotation.GracePeriod = d("1s"), nil
+			},
+			want: []string{"maxAge must be at least 10s"},
+		},
+		"GraceNotShorterThanMaxAge": {
+			reason: "The next rotation would reuse a login still in its grace period.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.GracePeriod = d("720h") },
+			want:   []string{"gracePeriod must be shorter than maxAge"},
+		},
+		"EndSessionsBeforeGraceEnds": {
+			reason: "Sessions are not ended while their login still accepts new ones.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.EndSessionsAfter = d("30m") },
+			want:   []string{"endSessionsAfter must not be shorter than gracePeriod"},
+		},
+		"NotADuration": {
+			reason: "Durations are Go durations.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.MaxAge = &metav1.Duration{Duration: 0} },
+			want:   []string{"maxAge must be at least 10s"},
+		},
+		"NotACronExpression": {
+			reason: "A schedule has five fields.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.PasswordRotation.MaxAge, r.Spec.PasswordRotation.GracePeriod = nil, nil
+				r.Spec.PasswordRotation.Schedule = "daily at three"
+			},
+			want: []string{"spec.passwordRotation.schedule", "should match"},
+		},
+		"AlternatingWithoutLogin": {
+			reason: "Alternating hands out logins.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(false) },
+			want:   []string{"passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef"},
+		},
+		"AlternatingWithoutSecret": {
+			reason: "Alternating publishes what it generates.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.WriteConnectionSecretToReference = nil },
+			want:   []string{"passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef"},
+		},
+		"AlternatingWithOwnPassword": {
+			reason: "The provider cannot give two logins a user's one password, nor rotate it.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.PasswordSecretRef = &v1alpha1.SecretKeyReference{Name: "pw", Key: "password"}
+			},
+			want: []string{"without forProvider.passwordSecretRef"},
+		},
+		"ScheduleWithOwnPassword": {
+			reason: "A password from a Secret is the user's to change.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationInPlace, MaxAge: d("24h")}
+				r.Spec.ForProvider.PasswordSecretRef = &v1alpha1.SecretKeyReference{Name: "pw", Key: "password"}
+			},
+			want: []string{"passwordRotation maxAge and schedule rotate generated passwords"},
+		},
+		"GraceInPlace": {
+			reason: "An in-place rotation leaves no previous login to keep.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Mode = v1alpha1.RotationInPlace },
+			want:   []string{"gracePeriod and endSessionsAfter need mode Alternating"},
+		},
+		"NameTooLongForLogins": {
+			reason: "The logins add _a and _b to the name.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To(strings.Repeat("n", 62)) },
+			want:   []string{"at most 61 characters"},
+		},
+		"MetadataNameTooLongForLogins": {
+			reason: "The same without forProvider.name.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Name = strings.Repeat("n", 62) },
+			want:   []string{"at most 61 characters"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := validRotatingRole(strings.ToLower(name))
+			tc.mutate(r)
+			rejects(t, r, tc.reason, tc.want...)
+		})
+	}
+}
+
+func TestRoleRotationModeOneWay(t *testing.T) {
+	ctx := context.Background()
+	r := validRotatingRole("oneway")
+	r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationInPlace, Schedule: "0 3 * * 1"}
+	if err := kube.Create(ctx, r); err != nil {
+		t.Fatalf("an InPlace role on a weekly schedule: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, r) })
+	update := func(mutate func(*v1alpha1.PostgreSQLRole)) error {
+		cur := &v1alpha1.PostgreSQLRole{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(r), cur); err != nil {
+			t.Fatal(err)
+		}
+		mutate(cur)
+		return kube.Update(ctx, cur)
+	}
+	if err := update(func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Mode = v1alpha1.RotationAlternating }); err != nil {
+		t.Fatalf("InPlace to Alternating: %v", err)
+	}
+	for what, mutate := range map[string]func(*v1alpha1.PostgreSQLRole){
+		"back to InPlace": func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Mode = v1alpha1.RotationInPlace },
+		"rotation removed": func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation = nil },
+	} {
+		if err := update(mutate); err == nil || !strings.Contains(err.Error(), "cannot be turned back to InPlace") {
+			t.Errorf("%s: got %v, want a refusal", what, err)
+		}
+	}
+}
