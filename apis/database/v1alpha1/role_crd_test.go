@@ -148,7 +148,7 @@ func TestRoleRotationModeOneWay(t *testing.T) {
 		t.Fatalf("InPlace to Alternating: %v", err)
 	}
 	for what, mutate := range map[string]func(*v1alpha1.PostgreSQLRole){
-		"back to InPlace": func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Mode = v1alpha1.RotationInPlace },
+		"back to InPlace":  func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation.Mode = v1alpha1.RotationInPlace },
 		"rotation removed": func(r *v1alpha1.PostgreSQLRole) { r.Spec.PasswordRotation = nil },
 	} {
 		if err := update(mutate); err == nil || !strings.Contains(err.Error(), "cannot be turned back to InPlace") {
