@@ -35,6 +35,7 @@ import (
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/role"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -159,7 +160,7 @@ func main() {
 	// Close every server connection on the way out, after the manager has
 	// stopped its reconciles.
 	defer pools.Close()
-	metrics.Registry.MustRegister(pools)
+	metrics.Registry.MustRegister(pools, role.CredentialMetrics{Roles: mgr.GetClient()})
 
 	if *installLockPolicy {
 		direct, err := client.New(cfg, client.Options{Scheme: scheme})

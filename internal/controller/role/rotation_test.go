@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,6 +201,42 @@ func TestAlternatingRotation(t *testing.T) {
 		}
 		if !hasEvent(ctx, t, r, "EndedSessions") || !hasEvent(ctx, t, r, "RetiredLogin") || !hasEvent(ctx, t, r, "RotatedCredential") {
 			t.Error("the rotation's steps have no events")
+		}
+	})
+
+	t.Run("NoPasswordInObjects", func(t *testing.T) {
+		for _, pw := range [][]byte{first["password"], second["password"]} {
+			assertNotInObjects(ctx, t, r, string(pw))
+		}
+	})
+
+	t.Run("Metrics", func(t *testing.T) {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(role.CredentialMetrics{Roles: env.Kube})
+		got, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]float64{}
+		for _, f := range got {
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == ns && labels["name"] == "ledger" {
+					seen[f.GetName()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		if age, ok := seen["provider_postgresql_role_credential_age_seconds"]; !ok || age < 0 || age > 12 {
+			t.Errorf("credential age: %v (present %v), want 0–12 s", age, ok)
+		}
+		if next, ok := seen["provider_postgresql_role_credential_next_rotation_seconds"]; !ok || next > 12 {
+			t.Errorf("seconds to the next rotation: %v (present %v), want at most 12", next, ok)
+		}
+		if _, ok := seen["provider_postgresql_role_previous_login_sessions"]; !ok {
+			t.Error("no session count of the previous login")
 		}
 	})
 
