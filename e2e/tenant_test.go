@@ -437,7 +437,80 @@ func TestTenantEndToEnd(t *testing.T) {
 			t.Errorf("the re-opened tenant reads %d old rows: %v", n, err)
 		}
 	})
+	t.Run("PlatformTurnsOnAlternatingRotationTenantAsksForOne", func(t *testing.T) {
+		// The platform adapts the Composition as its comment shows; the
+		// live claim is re-composed with the new revision.
+		comp := &unstructured.Unstructured{}
+		comp.SetAPIVersion("apiextensions.crossplane.io/v1")
+		comp.SetKind("Composition")
+		if err := env.Kube.Get(ctx, client.ObjectKey{Name: "postgresqltenant"}, comp); err != nil {
+			t.Fatal(err)
+		}
+		steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
+		in, _, _ := unstructured.NestedMap(steps[0].(map[string]any), "input")
+		in["credentialRotation"] = map[string]any{"mode": "Alternating", "gracePeriod": "5s"}
+		if err := unstructured.SetNestedMap(steps[0].(map[string]any), in, "input"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Update(ctx, comp); err != nil {
+			t.Fatal(err)
+		}
+		first := waitTenantLogin(ctx, t, "finance", "main-billing-postgresql", "billing_a")
+		c, err := providertest.ConnectWithSecret(ctx, first, "")
+		if err != nil {
+			t.Fatalf("the first alternating login cannot log in: %v", err)
+		}
+		var user string
+		err = c.QueryRow(ctx, "SELECT current_user").Scan(&user)
+		_ = c.Close(ctx)
+		b := &v1alpha1.PostgreSQLBinding{}
+		if gerr := env.Kube.Get(ctx, client.ObjectKey{Namespace: "finance", Name: "billing"}, b); gerr != nil || b.Status.Database == nil {
+			t.Fatalf("the tenant's binding: %v", gerr)
+		}
+		if err != nil || user != b.Status.Database.Owner {
+			t.Errorf("the alternating login acts as %q, not as the database owner %q: %v", user, b.Status.Database.Owner, err)
+		}
+
+		// The tenant asks for a rotation through its claim.
+		cur := tenantClaim("finance", "billing", "{}")
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(cur), cur); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(cur.Object, "2026-12-01T05:00:00Z", "spec", "rotateCredentials"); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Update(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		second := waitTenantLogin(ctx, t, "finance", "main-billing-postgresql", "billing_b")
+		for name, d := range map[string]map[string][]byte{"new": second, "previous, in its grace period": first} {
+			c, err := providertest.ConnectWithSecret(ctx, d, "")
+			if err != nil {
+				t.Errorf("the %s login cannot log in: %v", name, err)
+				continue
+			}
+			_ = c.Close(ctx)
+		}
+	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// waitTenantLogin waits until a tenant's Secret holds login user.
+func waitTenantLogin(ctx context.Context, t *testing.T, ns, name, user string) map[string][]byte {
+	t.Helper()
+	var d map[string][]byte
+	err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = env.ConnectionSecret(ctx, ns, name)
+		return err == nil && string(d["username"]) == user, nil
+	})
+	if err != nil {
+		t.Fatalf("Secret %s/%s never held login %s (it holds %q): %v; %s", ns, name, user, d["username"], err, stuck(ctx))
+	}
+	return d
 }
 
 // stuck describes the provider's resources whose Synced condition is False,

@@ -41,6 +41,9 @@ type Spec struct {
 	Extensions []string
 	// SecretName defaults to <instance>-<claim>-postgresql.
 	SecretName string
+	// RotateCredentials, when set, asks for a rotation each time it
+	// changes (the login role's rotate-password annotation).
+	RotateCredentials string
 	// ClaimNamespace and ClaimName come from spec.claimRef.
 	ClaimNamespace string
 	ClaimName      string
@@ -53,6 +56,10 @@ type Options struct {
 	// at provisioning). By default they are retained, and Released when
 	// the tenant goes.
 	DeleteData bool
+	// CredentialRotation is the login role's passwordRotation: when and
+	// how tenants' credentials rotate. Unset, they rotate only when the
+	// tenant asks (spec.rotateCredentials), in place.
+	CredentialRotation *v1alpha1.PasswordRotation
 }
 
 // Status is what the claim's status shows.
@@ -106,7 +113,7 @@ func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 // what the tenant creates belongs to the retained owner), with its
 // credentials Secret in the claim's namespace. It is dropped with the
 // claim, so the tenant can no longer log in while the data stays.
-func Access(s Spec, d v1alpha1.BoundDatabase) (*Composed, error) {
+func Access(s Spec, o Options, d v1alpha1.BoundDatabase) (*Composed, error) {
 	if d.Instance == "" || d.Database == "" || d.Owner == "" {
 		return nil, errors.New("the bound database's instance, name and owner are not known yet")
 	}
@@ -131,6 +138,12 @@ func Access(s Spec, d v1alpha1.BoundDatabase) (*Composed, error) {
 				Comment:                 ptr.To(fmt.Sprintf("login of PostgreSQLTenant %s/%s", s.ClaimNamespace, s.ClaimName)),
 			},
 		},
+	}
+	if o.CredentialRotation != nil {
+		role.Spec.PasswordRotation = o.CredentialRotation.DeepCopy()
+	}
+	if s.RotateCredentials != "" {
+		role.SetAnnotations(map[string]string{v1alpha1.AnnotationRotatePassword: s.RotateCredentials})
 	}
 	return &Composed{
 		Resources: map[string]client.Object{LoginRole: role},

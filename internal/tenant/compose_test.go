@@ -3,6 +3,9 @@ package tenant
 import (
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -73,9 +76,12 @@ func TestRequestRefusesWhatItCannotCompose(t *testing.T) {
 func TestAccess(t *testing.T) {
 	bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: "main", Database: "legacy_db", Owner: "legacy_owner"}
 	cases := map[string]struct {
-		reason string
-		spec   Spec
-		status Status
+		reason   string
+		spec     Spec
+		opts     Options
+		status   Status
+		rotation *v1alpha1.PasswordRotation
+		rotate   string
 	}{
 		"Defaults": {
 			reason: "Names default to the claim's; the Secret to <instance>-<claim>-postgresql.",
@@ -87,10 +93,22 @@ func TestAccess(t *testing.T) {
 			spec:   Spec{DatabaseRef: "legacy", LoginRole: "reports_app", SecretName: "creds", ClaimNamespace: "shop", ClaimName: "reports"},
 			status: Status{Instance: "main", Database: "legacy_db", LoginRole: "reports_app", SecretName: "creds"},
 		},
+		"RotationIsThePlatformsTheRequestTheTenants": {
+			reason: "The Composition's input sets when and how credentials rotate; the claim's rotateCredentials asks for one now.",
+			spec:   Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "reports", RotateCredentials: "2026-12-01"},
+			opts: Options{CredentialRotation: &v1alpha1.PasswordRotation{
+				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
+			}},
+			status: Status{Instance: "main", Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql"},
+			rotation: &v1alpha1.PasswordRotation{
+				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
+			},
+			rotate: "2026-12-01",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Access(tc.spec, bound)
+			c, err := Access(tc.spec, tc.opts, bound)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,9 +136,15 @@ func TestAccess(t *testing.T) {
 			if login.Spec.OwnedObjectsOnDelete != v1alpha1.OwnedObjectsReassign || login.Spec.ReassignOwnedTo != "legacy_owner" {
 				t.Errorf("login role owned objects: %s to %s", login.Spec.OwnedObjectsOnDelete, login.Spec.ReassignOwnedTo)
 			}
+			if diff := cmp.Diff(tc.rotation, login.Spec.PasswordRotation); diff != "" {
+				t.Errorf("%s\npasswordRotation (-want +got):\n%s", tc.reason, diff)
+			}
+			if got := login.GetAnnotations()[v1alpha1.AnnotationRotatePassword]; got != tc.rotate {
+				t.Errorf("%s\nrotate-password annotation %q, want %q", tc.reason, got, tc.rotate)
+			}
 		})
 	}
-	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}); err == nil {
+	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, Options{}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}); err == nil {
 		t.Error("composed access without knowing the database's owner")
 	}
 }

@@ -32,6 +32,8 @@ const ConditionDatabaseBound = "DatabaseBound"
 type Input struct {
 	// DeleteData: see Options.
 	DeleteData bool `json:"deleteData,omitempty"`
+	// CredentialRotation: see Options.
+	CredentialRotation *v1alpha1.PasswordRotation `json:"credentialRotation,omitempty"`
 }
 
 // Function is the composition function serving PostgreSQLTenant.
@@ -84,7 +86,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	// Access is composed only once the database is bound to this
 	// tenant's binding; a binding that stops being Bound takes it away.
 	if bound, reason, msg := boundOf(observed[resource.Name(Binding)]); bound != nil {
-		a, err := Access(s, *bound)
+		a, err := Access(s, Options(in), *bound)
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
@@ -168,6 +170,7 @@ func specOf(xr map[string]any) (Spec, error) {
 	s := Spec{
 		InstanceRef: str("spec", "instanceRef", "name"), DatabaseRef: str("spec", "databaseRef", "name"),
 		Database: str("spec", "database"), LoginRole: str("spec", "loginRole"), SecretName: str("spec", "secretName"),
+		RotateCredentials: str("spec", "rotateCredentials"),
 		ClaimNamespace: str("spec", "claimRef", "namespace"), ClaimName: str("spec", "claimRef", "name"),
 	}
 	ext, _, err := unstructured.NestedStringSlice(xr, "spec", "extensions")

@@ -61,19 +61,20 @@ func ObserveLogins(ctx context.Context, q RowsQuerier, names []string, withVerif
 // LoginAttributes are those of a login role that acts for role base,
 // whose desired attributes are want: it logs in (or not), inherits base's
 // privileges as its only membership, and its sessions start as base (SET
-// role), so what they create is owned by base and stays usable by the
-// other login. want's connection limit, expiry and settings apply to it,
+// role; or as the role base's settings name), so what they create is
+// owned by base and stays usable by the other login. want's connection limit, expiry and settings apply to it,
 // as they apply to sessions that log in.
 func LoginAttributes(base string, want RoleAttributes, login bool) RoleAttributes {
 	a := DefaultRoleAttributes()
 	a.Login = login
 	a.ConnectionLimit = want.ConnectionLimit
 	a.ValidUntil = want.ValidUntil
-	a.Config = map[string]string{}
+	// Sessions act as base, unless base's own settings name the role its
+	// sessions act as (a tenant's login acts as the database owner).
+	a.Config = map[string]string{"role": base}
 	for k, v := range want.Config {
 		a.Config[k] = v
 	}
-	a.Config["role"] = base
 	a.MemberOf = []string{base}
 	a.Comment = "login of role " + base
 	return a
