@@ -827,34 +827,52 @@ func TestRoleValidUntilPassed(t *testing.T) {
 	env.ManagedServiceInstance(ctx, t, "expiry", "expiry_admin")
 
 	for _, instance := range []string{main.Name, "expiry"} {
-		t.Run(instance, func(t *testing.T) {
-			r := newRole("expired"+instance, func(r *v1alpha1.PostgreSQLRole) {
-				r.Spec.InstanceRef.Name = instance
-				r.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
+		for _, mode := range []v1alpha1.RotationMode{v1alpha1.RotationInPlace, v1alpha1.RotationAlternating} {
+			t.Run(instance+"/"+string(mode), func(t *testing.T) {
+				expiredRole(ctx, t, instance, mode)
 			})
-			env.Create(ctx, t, r)
-			got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonPasswordExpired)
-			if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
-				t.Errorf("Ready message %q does not name validUntil", msg)
-			}
-			from := env.ServerLogLen(t)
-			time.Sleep(5 * time.Second) // Two polls.
-			if l := env.ServerLog(t, from); strings.Contains(l, `"`+r.RoleName()+`"`) {
-				t.Errorf("statements about the expired role while nothing changed:\n%s", l)
-			}
-			if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {
-				t.Error("an expired role logged in")
-			}
+		}
+	}
+}
 
-			got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
-			if err := env.Kube.Update(ctx, got); err != nil {
-				t.Fatal(err)
-			}
-			waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
-			if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
-				t.Errorf("the role does not log in with its Secret once validUntil moved forward: %v", err)
-			}
-		})
+// expiredRole: a login role whose validUntil passes is reported, gets no
+// statement at each poll, and logs in again once validUntil moves forward.
+// An Alternating one expires once it has handed out its first login.
+func expiredRole(ctx context.Context, t *testing.T, instance string, mode v1alpha1.RotationMode) {
+	past := &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
+	r := newRole(strings.ToLower("expired"+instance+string(mode)), func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.InstanceRef.Name = instance
+		r.Spec.ForProvider.ValidUntil = past
+		r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: mode}
+		if mode == v1alpha1.RotationAlternating {
+			r.Spec.ForProvider.ValidUntil = nil
+		}
+	})
+	env.Create(ctx, t, r)
+	if mode == v1alpha1.RotationAlternating {
+		waitSecretUser(ctx, t, r.Spec.WriteConnectionSecretToReference.Name, r.RoleName()+"_a")
+		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ValidUntil = past })
+	}
+	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonPasswordExpired)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
+		t.Errorf("Ready message %q does not name validUntil", msg)
+	}
+	from := env.ServerLogLen(t)
+	time.Sleep(5 * time.Second) // Two polls.
+	if l := env.ServerLog(t, from); strings.Contains(l, `"`+r.RoleName()) {
+		t.Errorf("statements about the expired role while nothing changed:\n%s", l)
+	}
+	if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {
+		t.Error("an expired role logged in")
+	}
+
+	got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
+	if err := env.Kube.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
+		t.Errorf("the role does not log in with its Secret once validUntil moved forward: %v", err)
 	}
 }
 

@@ -304,6 +304,10 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, l, now), scoped(mg, *got), string(mg.GetUID()))
 	c := credential(mg)
 	active := l.active()
+	// Past validUntil the server refuses every login, the right password
+	// included: checking it would fail and re-set it at every poll, and a
+	// rotation would hand out a login that cannot log in either.
+	expiredAt := got.ValidUntil != nil && !got.ValidUntil.After(now)
 	if active != "" {
 		o := l.roles[active]
 		want := postgres.LoginAttributes(l.base, desired(mg), true)
@@ -312,6 +316,7 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 			w.repair = true
 		case len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0:
 			w.repair = true
+		case expiredAt:
 		default:
 			ok, err := e.passwordWorks(ctx, mg, active, o.Role, l.password)
 			if err != nil {
@@ -325,6 +330,7 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 		return work{}, err
 	}
 	switch {
+	case expiredAt:
 	case active == "":
 		w.rotate = "first login"
 	case rotationRequested(mg):
