@@ -857,6 +857,11 @@ func expiredRole(ctx context.Context, t *testing.T, instance string, mode v1alph
 	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
 		t.Errorf("Ready message %q does not name validUntil", msg)
 	}
+	// A provider started afresh has verified no password yet: a login
+	// check would be refused and the password re-set at every poll.
+	if err := env.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
 	from := env.ServerLogLen(t)
 	time.Sleep(5 * time.Second) // Two polls.
 	if l := env.ServerLog(t, from); strings.Contains(l, `"`+r.RoleName()) {
