@@ -447,9 +447,13 @@ func TestTenantEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
-		in, _, _ := unstructured.NestedMap(steps[0].(map[string]any), "input")
+		step, ok := steps[0].(map[string]any)
+		if !ok {
+			t.Fatalf("the Composition's first step is a %T", steps[0])
+		}
+		in, _, _ := unstructured.NestedMap(step, "input")
 		in["credentialRotation"] = map[string]any{"mode": "Alternating", "gracePeriod": "5s"}
-		if err := unstructured.SetNestedMap(steps[0].(map[string]any), in, "input"); err != nil {
+		if err := unstructured.SetNestedMap(step, in, "input"); err != nil {
 			t.Fatal(err)
 		}
 		if err := unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"); err != nil {

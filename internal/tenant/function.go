@@ -171,7 +171,7 @@ func specOf(xr map[string]any) (Spec, error) {
 		InstanceRef: str("spec", "instanceRef", "name"), DatabaseRef: str("spec", "databaseRef", "name"),
 		Database: str("spec", "database"), LoginRole: str("spec", "loginRole"), SecretName: str("spec", "secretName"),
 		RotateCredentials: str("spec", "rotateCredentials"),
-		ClaimNamespace: str("spec", "claimRef", "namespace"), ClaimName: str("spec", "claimRef", "name"),
+		ClaimNamespace:    str("spec", "claimRef", "namespace"), ClaimName: str("spec", "claimRef", "name"),
 	}
 	ext, _, err := unstructured.NestedStringSlice(xr, "spec", "extensions")
 	if err != nil {

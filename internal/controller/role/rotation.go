@@ -307,47 +307,15 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 	// Past validUntil the server refuses every login, the right password
 	// included: checking it would fail and re-set it at every poll, and a
 	// rotation would hand out a login that cannot log in either.
-	expiredAt := got.ValidUntil != nil && !got.ValidUntil.After(now)
-	if active != "" {
-		o := l.roles[active]
-		want := postgres.LoginAttributes(l.base, desired(mg), true)
-		switch {
-		case o.Role == nil:
-			w.repair = true
-		case len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0:
-			w.repair = true
-		case expiredAt:
-		default:
-			ok, err := e.passwordWorks(ctx, mg, active, o.Role, l.password)
-			if err != nil {
-				return work{}, err
-			}
-			w.repair = !ok
-		}
-	}
-	due, err := rotationDue(mg, now)
-	if err != nil {
+	expired := got.ValidUntil != nil && !got.ValidUntil.After(now)
+	var err error
+	if w.repair, err = e.needsRepair(ctx, mg, l, expired); err != nil {
 		return work{}, err
 	}
-	switch {
-	case expiredAt:
-	case active == "":
-		w.rotate = "first login"
-	case rotationRequested(mg):
-		w.rotate = "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation"
-	case due:
-		w.rotate = "scheduled"
-	}
 	target := ""
-	if w.rotate != "" {
-		target = l.names[0]
-		if active != "" {
-			target = l.other(active)
-		}
-		// The login in its grace period may still be in use: it gets no
-		// new password before that ends (wakeAfter polls then).
-		if inGrace(c, target, now) {
-			w.rotate, target = "", ""
+	if !expired {
+		if w.rotate, target, err = rotation(mg, l, now); err != nil {
+			return work{}, err
 		}
 	}
 	// The login a rotation is about to hand out is not retired after it
@@ -361,6 +329,58 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 		w.endSessions = p
 	}
 	return w, nil
+}
+
+// needsRepair: the login the Secret holds is missing, or its attributes
+// or (unless expired) its password are not what spec and Secret say.
+func (e *external) needsRepair(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *logins, expired bool) (bool, error) {
+	active := l.active()
+	if active == "" {
+		return false, nil
+	}
+	o := l.roles[active]
+	if o.Role == nil {
+		return true, nil
+	}
+	want := postgres.LoginAttributes(l.base, desired(mg), true)
+	if len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0 {
+		return true, nil
+	}
+	if expired {
+		return false, nil
+	}
+	ok, err := e.passwordWorks(ctx, mg, active, o.Role, l.password)
+	return !ok, err
+}
+
+// rotation says why a rotation is due now and which login it hands out
+// ("" when none is due, or its target is still in its grace period).
+func rotation(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) (why, target string, err error) {
+	active := l.active()
+	due, err := rotationDue(mg, now)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case active == "":
+		why = "first login"
+	case rotationRequested(mg):
+		why = "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation"
+	case due:
+		why = "scheduled"
+	default:
+		return "", "", nil
+	}
+	target = l.names[0]
+	if active != "" {
+		target = l.other(active)
+	}
+	// The login in its grace period may still be in use: it gets no new
+	// password before that ends (wakeAfter polls then).
+	if inGrace(credential(mg), target, now) {
+		return "", "", nil
+	}
+	return why, target, nil
 }
 
 // observeAlternating observes an Alternating role: the role itself, its
