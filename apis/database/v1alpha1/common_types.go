@@ -47,3 +47,18 @@ func NotReady(reason xpv2.ConditionReason, message string) xpv2.Condition {
 		Reason: reason, Message: message,
 	}
 }
+
+// Conflict is the Ready condition of a resource the provider will not act
+// on; msg says what is confirmed, what is uncertain and how to check.
+func Conflict(msg string) xpv2.Condition {
+	return NotReady(ReasonConflict, msg)
+}
+
+// ObserveOnly is the Ready condition of an object imported read-only:
+// what names it.
+func ObserveOnly(what string) xpv2.Condition {
+	return NotReady(ReasonObserveOnly,
+		what+" exists and is observed read-only (managementPolicies: [Observe]); status.atProvider shows what was read. "+
+			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; "+
+			"an object the provider did not create then reports a Conflict that says how an admin hands it over.")
+}

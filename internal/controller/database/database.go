@@ -11,10 +11,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -68,33 +65,24 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err := setupBinder(mgr, c); err != nil {
 		return errors.Wrap(err, "cannot set up the binder")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{}).
-		// A database waiting for its owner role goes on as soon as the
-		// role exists.
-		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(databasesOwnedBy(kube)),
-			builder.WithPredicates(reference.Appeared(reference.RoleObserved))).
+		For(&v1alpha1.PostgreSQLDatabase{})
+	// A database waiting for its owner role goes on as soon as the role
+	// exists.
+	return reference.WakeWaiting(b, kube, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, references, &v1alpha1.PostgreSQLRole{}).
 		Complete(config.Reconciler(name, c, r))
 }
 
-// databasesOwnedBy maps a role to the databases of its namespace whose
-// ownerRef names it.
-func databasesOwnedBy(kube client.Reader) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		l := &v1alpha1.PostgreSQLDatabaseList{}
-		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, d := range l.Items {
-			if ref := d.Spec.ForProvider.OwnerRef; ref != nil && ref.Name == obj.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&d)})
-			}
-		}
-		return reqs
+// references are what a PostgreSQLDatabase refers to.
+func references(o client.Object) []reference.Ref {
+	d, ok := o.(*v1alpha1.PostgreSQLDatabase)
+	if !ok {
+		return nil
 	}
+	p := d.Spec.ForProvider
+	return append(reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner)...)
 }
 
 type external struct {

@@ -47,11 +47,32 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		}))),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind), o...)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDefaultPrivileges{}).
+		For(&v1alpha1.PostgreSQLDefaultPrivileges{})
+	// What waits for a referenced resource goes on as soon as it exists.
+	return reference.WakeWaiting(b, kube, func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{}).
 		Complete(config.Reconciler(name, c, r))
+}
+
+// references are what a PostgreSQLDefaultPrivileges refers to.
+func references(o client.Object) []reference.Ref {
+	d, ok := o.(*v1alpha1.PostgreSQLDefaultPrivileges)
+	if !ok {
+		return nil
+	}
+	p := d.Spec.ForProvider
+	var refs []reference.Ref
+	for _, r := range [][]reference.Ref{
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.RoleRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Role),
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner),
+		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
+		reference.RefTo(v1alpha1.PostgreSQLSchemaKind, p.SchemaRef), reference.NamedAs(v1alpha1.PostgreSQLSchemaKind, p.Schema),
+	} {
+		refs = append(refs, r...)
+	}
+	return refs
 }
 
 type external struct {
@@ -148,7 +169,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
+		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	e.plan = postgres.PlanPrivileges(e.want, []postgres.Held{got.Held})

@@ -51,11 +51,32 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		}))),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLGrantGroupVersionKind), o...)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLGrant{}).
+		For(&v1alpha1.PostgreSQLGrant{})
+	// What waits for a referenced resource goes on as soon as it exists.
+	return reference.WakeWaiting(b, kube, func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{}).
 		Complete(config.Reconciler(name, c, r))
+}
+
+// references are what a PostgreSQLGrant refers to.
+func references(o client.Object) []reference.Ref {
+	g, ok := o.(*v1alpha1.PostgreSQLGrant)
+	if !ok {
+		return nil
+	}
+	p := g.Spec.ForProvider
+	var refs []reference.Ref
+	for _, r := range [][]reference.Ref{
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.RoleRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Role),
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.MemberOfRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.MemberOf),
+		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
+		reference.RefTo(v1alpha1.PostgreSQLSchemaKind, p.SchemaRef), reference.NamedAs(v1alpha1.PostgreSQLSchemaKind, p.Schema),
+	} {
+		refs = append(refs, r...)
+	}
+	return refs
 }
 
 // grantExternal observes once per reconcile and keeps what it found for
@@ -233,7 +254,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
+		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	e.plan = postgres.PlanPrivileges(e.want, held)
@@ -377,7 +398,7 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
 	if config.ObserveOnly(mg) {
-		mg.SetConditions(instance.ObserveOnlyCondition(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
+		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}

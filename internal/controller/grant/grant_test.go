@@ -389,3 +389,51 @@ func newDefaults(name string, p v1alpha1.PostgreSQLDefaultPrivilegesParameters) 
 		Spec:       v1alpha1.PostgreSQLDefaultPrivilegesSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}, ForProvider: p},
 	}
 }
+
+// TestGrantGoesOnWhenItsRoleAppears: a grant to a role named directly (not
+// by reference), created before the role, is reconciled as soon as a
+// PostgreSQLRole of its namespace shows that role, not at its next
+// back-off retry.
+func TestGrantGoesOnWhenItsRoleAppears(t *testing.T) {
+	ctx := context.Background()
+	g := newGrant("late-connect", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("late_reader"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("postgres"), Privileges: privileges("CONNECT"),
+	})
+	env.Create(ctx, t, g)
+	// Failed attempts, as their (aggregated) Warning events count them.
+	retries := func() int32 {
+		l := &corev1.EventList{}
+		if err := env.Kube.List(ctx, l, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": g.Name}); err != nil {
+			t.Fatal(err)
+		}
+		var n int32
+		for _, e := range l.Items {
+			if e.Type == corev1.EventTypeWarning {
+				n += max(e.Count, 1)
+			}
+		}
+		return n
+	}
+	time.Sleep(15 * time.Second) // Several retries: the back-off is now 8 s or more.
+	seen := retries()
+	if seen < 3 {
+		t.Fatalf("%d failed attempts in 15 s; the grant is not waiting for its role", seen)
+	}
+	if err := providertest.Wait(ctx, 40*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil }); err != nil {
+		t.Fatalf("no retry after %d: %v", seen, err)
+	}
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-reader", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("late_reader")},
+		},
+	}
+	env.Create(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	start := time.Now()
+	if err := env.WaitForReady(ctx, g, corev1.ConditionTrue, xpv2.ReasonAvailable, 4*time.Second); err != nil {
+		t.Fatalf("the grant did not go on within 4 s of its role appearing: %v", err)
+	}
+	t.Logf("grant Ready %v after its role", time.Since(start).Round(100*time.Millisecond))
+}

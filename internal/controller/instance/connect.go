@@ -6,8 +6,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -52,7 +50,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	in, err := Resolve(ctx, c.Kube, ref, boundUID, mg.GetNamespace(), !meta.WasDeleted(mg))
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
-			mg.SetConditions(ConflictCondition(err.Error()))
+			mg.SetConditions(v1alpha1.Conflict(err.Error()))
 		}
 		return nil, err
 	}
@@ -65,12 +63,6 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 		return nil, errors.Wrap(err, "cannot get a connection pool")
 	}
 	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools}, nil
-}
-
-// ConflictCondition is the Ready condition of a resource the provider will
-// not act on; msg says what is confirmed, what is uncertain and how to check.
-func ConflictCondition(msg string) xpv2.Condition {
-	return v1alpha1.NotReady(v1alpha1.ReasonConflict, msg)
 }
 
 // ConnectorFor returns the connector of a kind living on an Instance: it
@@ -89,16 +81,6 @@ func ConnectorFor[T interface {
 		}
 		return build(conn), nil
 	})
-}
-
-// ObserveOnlyCondition is the Ready condition of an imported object that
-// exists: False, because the contract says existence is not Ready for
-// delivery, and an import never authorises changes.
-func ObserveOnlyCondition(what string) xpv2.Condition {
-	return v1alpha1.NotReady(v1alpha1.ReasonObserveOnly,
-		what+" exists and is observed read-only (managementPolicies: [Observe]); status.atProvider shows what was read. "+
-			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; "+
-			"an object the provider did not create then reports a Conflict that says how an admin hands it over.")
 }
 
 // ExternalNameInitializer records name(mg) as the external name of a

@@ -102,7 +102,7 @@ func CheckExternalName(mg metav1.Object, kind, name string) error {
 // never land on another server later.
 func Bind(mg resource.Managed, in *v1alpha1.PostgreSQLInstance, system string, instanceUID, systemIdentifier *string) error {
 	if err := CheckSameServer(in.GetName(), system, *systemIdentifier); err != nil {
-		mg.SetConditions(ConflictCondition(err.Error()))
+		mg.SetConditions(v1alpha1.Conflict(err.Error()))
 		return err
 	}
 	if *instanceUID == "" || *systemIdentifier == "" {

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -19,6 +20,11 @@ import (
 func LockedDatabases(ctx context.Context, kube client.Reader, instanceUID string) (map[string][]string, error) {
 	l := &v1alpha1.PostgreSQLDatabaseList{}
 	if err := kube.List(ctx, l); err != nil {
+		// Without the kind (not activated, under Crossplane's safe-start)
+		// no PostgreSQLDatabase exists, so none is locked.
+		if meta.IsNoMatchError(err) {
+			return map[string][]string{}, nil
+		}
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases to tell which are locked")
 	}
 	out := map[string][]string{}

@@ -7,11 +7,15 @@ import (
 	"context"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -173,10 +177,84 @@ func Appeared(observed func(client.Object) string) predicate.Funcs {
 	}
 }
 
-// RoleObserved is the PostgreSQL name a PostgreSQLRole has observed.
-func RoleObserved(o client.Object) string {
-	if r, ok := o.(*v1alpha1.PostgreSQLRole); ok {
+// Observed is the PostgreSQL name a PostgreSQLRole, PostgreSQLDatabase or
+// PostgreSQLSchema has observed ("" before it has, or for another kind).
+func Observed(o client.Object) string {
+	switch r := o.(type) {
+	case *v1alpha1.PostgreSQLRole:
+		return r.Status.AtProvider.Name
+	case *v1alpha1.PostgreSQLDatabase:
+		return r.Status.AtProvider.Name
+	case *v1alpha1.PostgreSQLSchema:
 		return r.Status.AtProvider.Name
 	}
 	return ""
+}
+
+// A Ref is a reference from one managed resource to another of its
+// namespace: the referenced kind and its name, or (PG) the name of the
+// PostgreSQL object it manages, for a field that names the object directly.
+type Ref struct {
+	Kind string
+	Name string
+	PG   bool
+}
+
+// NamedAs returns the Ref a field naming a PostgreSQL object of kind
+// directly makes, if it is set.
+func NamedAs(kind string, name *string) []Ref {
+	if name == nil {
+		return nil
+	}
+	return []Ref{{Kind: kind, Name: *name, PG: true}}
+}
+
+// RefTo returns the Ref a LocalReference to a resource of kind makes, if
+// it is set.
+func RefTo(kind string, r *v1alpha1.LocalReference) []Ref {
+	if r == nil {
+		return nil
+	}
+	return []Ref{{Kind: kind, Name: r.Name}}
+}
+
+// WakeWaiting makes b's controller reconcile, at once, the resources that
+// refer to a PostgreSQLRole, PostgreSQLDatabase or PostgreSQLSchema (of
+// the kinds in referenced), or name the object it manages, when it first
+// shows its PostgreSQL object,
+// rather than at their next back-off retry. newList makes an empty list
+// of b's kind; refs returns what one of its items refers to.
+func WakeWaiting(b *builder.Builder, kube client.Reader, newList func() client.ObjectList, refs func(client.Object) []Ref, referenced ...client.Object) *builder.Builder {
+	for _, r := range referenced {
+		b = b.Watches(r, handler.EnqueueRequestsFromMapFunc(waiting(kube, newList, refs)), builder.WithPredicates(Appeared(Observed)))
+	}
+	return b
+}
+
+// waiting maps a referenced resource to the resources of its namespace
+// (listed by newList) that refer to it.
+func waiting(kube client.Reader, newList func() client.ObjectList, refs func(client.Object) []Ref) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		l := newList()
+		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil
+		}
+		kind := kindOf(obj)
+		byName, byPG := Ref{Kind: kind, Name: obj.GetName()}, Ref{Kind: kind, Name: Observed(obj), PG: true}
+		var reqs []reconcile.Request
+		for _, it := range items {
+			o, ok := it.(client.Object)
+			if !ok {
+				continue
+			}
+			if r := refs(o); slices.Contains(r, byName) || slices.Contains(r, byPG) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	}
 }

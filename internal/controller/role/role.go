@@ -181,8 +181,9 @@ func (k kind) Foreign(mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole) str
 	name := mg.RoleName()
 	return fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
 		"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
-		"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first",
-		name, k.e.instance.GetName(), mg.GetUID(), name)
+		"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first, "+
+		"or adopt it (this resource then replaces its password; see docs/credentials.md): COMMENT ON ROLE %s IS %s",
+		name, k.e.instance.GetName(), mg.GetUID(), name, postgres.QuoteIdentifier(name), postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))))
 }
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
@@ -193,8 +194,10 @@ func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { 
 func (kind) Describe(mg *v1alpha1.PostgreSQLRole) string {
 	d := fmt.Sprintf("role %q", mg.RoleName())
 	if mg.Spec.WriteConnectionSecretToReference != nil {
-		d += " (an imported role publishes no connection details: its password is not the provider's to hand out; " +
-			"to deliver credentials, manage a login role of your own, or have an admin drop the role so this resource creates it)"
+		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
+			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
+			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",
+			postgres.QuoteIdentifier(mg.RoleName()), postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))))
 	}
 	return d
 }

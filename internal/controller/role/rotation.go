@@ -289,13 +289,20 @@ func (w work) none() bool {
 }
 
 // baseDesired are the role's own attributes in Alternating mode: it logs
-// in only while the Secret still holds it (before the first rotation) or
-// during its grace period afterwards.
+// in only until the first login is handed out, if it did before (its own
+// Secret's clients, or an adopted role's), and during its grace period
+// afterwards.
 func baseDesired(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) postgres.RoleAttributes {
 	a := desired(mg)
 	c := credential(mg)
-	a.Login = (l != nil && l.active() == "" && l.user == l.base) || inGrace(c, mg.RoleName(), now)
+	a.Login = (l != nil && l.active() == "" && l.baseLogsIn()) || inGrace(c, mg.RoleName(), now)
 	return a
+}
+
+// baseLogsIn: the role itself has LOGIN now.
+func (l *logins) baseLogsIn() bool {
+	r := l.roles[l.base].Role
+	return r != nil && r.Login
 }
 
 // pending works out what an Alternating role needs, at now.
@@ -511,7 +518,9 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	target := l.names[0]
 	if prev != "" {
 		target = l.other(prev)
-	} else if l.user == l.base {
+	} else if l.baseLogsIn() {
+		// The role logged in itself (before Alternating, or adopted):
+		// its clients get the grace period too.
 		prev = l.base
 	}
 	pw, err := postgres.GeneratePassword()

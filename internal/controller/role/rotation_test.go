@@ -132,6 +132,11 @@ func getRole(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) *v1a
 // use, as both act as the role.
 func TestAlternatingRotation(t *testing.T) {
 	ctx := context.Background()
+	// Every statement in the server's log, to show no password is in it.
+	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(context.WithoutCancel(ctx), "none") })
 	r := alternatingRole("ledger", func(p *v1alpha1.PasswordRotation) {
 		p.MaxAge = &metav1.Duration{Duration: 12 * time.Second}
 		p.GracePeriod = &metav1.Duration{Duration: 4 * time.Second}
@@ -199,14 +204,30 @@ func TestAlternatingRotation(t *testing.T) {
 		if err != nil {
 			t.Errorf("the retired login's session was not ended after endSessionsAfter: %v", err)
 		}
-		if !hasEvent(ctx, t, r, "EndedSessions") || !hasEvent(ctx, t, r, "RetiredLogin") || !hasEvent(ctx, t, r, "RotatedCredential") {
-			t.Error("the rotation's steps have no events")
+		// Events are posted asynchronously, after the step.
+		err = providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+			return hasEvent(ctx, t, r, "EndedSessions") && hasEvent(ctx, t, r, "RetiredLogin") && hasEvent(ctx, t, r, "RotatedCredential"), nil
+		})
+		if err != nil {
+			t.Errorf("the rotation's steps have no events (EndedSessions %t, RetiredLogin %t, RotatedCredential %t)",
+				hasEvent(ctx, t, r, "EndedSessions"), hasEvent(ctx, t, r, "RetiredLogin"), hasEvent(ctx, t, r, "RotatedCredential"))
 		}
 	})
 
-	t.Run("NoPasswordInObjects", func(t *testing.T) {
+	t.Run("NoPasswordInObjectsOrLogs", func(t *testing.T) {
+		log := env.ProviderLog()
+		if !strings.Contains(log, `"ledger"`) {
+			t.Fatalf("the provider's debug log says nothing of the role: cannot check it (%d bytes)", len(log))
+		}
+		server := env.ServerLog(t, 0)
 		for _, pw := range [][]byte{first["password"], second["password"]} {
 			assertNotInObjects(ctx, t, r, string(pw))
+			if strings.Contains(log, string(pw)) {
+				t.Error("a password is in the provider's log")
+			}
+			if strings.Contains(server, string(pw)) {
+				t.Error("a password is in the server's log")
+			}
 		}
 	})
 
@@ -487,4 +508,71 @@ func TestSwitchToAlternating(t *testing.T) {
 	if c == nil || c.ActiveLogin != "shift_a" || c.PreviousLogin != "shift" || c.PreviousLoginState != v1alpha1.PreviousLoginRetired {
 		t.Errorf("status.atProvider.credential: %+v", c)
 	}
+}
+
+// TestAdoptImportedLogin: an imported login role publishes nothing until
+// an admin adopts it (the statement its condition shows); then the
+// provider rotates a generated password into the Secret on an alternating
+// login, and the clients of the old password keep working for the grace
+// period, then are refused.
+func TestAdoptImportedLogin(t *testing.T) {
+	ctx := context.Background()
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE heirloom LOGIN PASSWORD 'known-to-the-old-app'")
+	r := alternatingRole("heirloom", func(p *v1alpha1.PasswordRotation) { p.GracePeriod = &metav1.Duration{Duration: 4 * time.Second} })
+	r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+		env.AdminSQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS heirloom_a; DROP ROLE IF EXISTS heirloom_b; DROP ROLE IF EXISTS heirloom")
+	})
+	seen := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonObserveOnly)
+	msg := seen.GetCondition(xpv2.TypeReady).Message
+	i := strings.Index(msg, "COMMENT ON ROLE")
+	if i < 0 {
+		t.Fatalf("the import does not say how an admin adopts it: %q", msg)
+	}
+	adopt := msg[i : strings.Index(msg[i:], "]'")+i+2]
+	old := map[string][]byte{}
+	for k, v := range endpointDetails(ctx, t) {
+		old[k] = v
+	}
+	old["username"], old["password"] = []byte("heirloom"), []byte("known-to-the-old-app")
+	if _, err := loginWith(ctx, old); err != nil {
+		t.Fatalf("the old app's login: %v", err)
+	}
+
+	env.AdminSQL(ctx, t, "postgres", adopt)
+	providertest.Update(ctx, t, env, seen, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	d := waitSecretUser(ctx, t, "heirloom-conn", "heirloom_a")
+	if _, err := loginWith(ctx, d); err != nil {
+		t.Errorf("the adopted role's generated login: %v", err)
+	}
+	if _, err := loginWith(ctx, old); err != nil {
+		t.Errorf("the old app is refused within the grace period: %v", err)
+	}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := loginWith(ctx, old)
+		return err != nil && strings.Contains(err.Error(), "not permitted to log in"), nil
+	})
+	if err != nil {
+		t.Errorf("the old password still logs in after the grace period: %v", err)
+	}
+}
+
+// endpointDetails returns the connection details every test Secret shares (host,
+// port, CA), from a login role's Secret.
+func endpointDetails(ctx context.Context, t *testing.T) map[string][]byte {
+	t.Helper()
+	r := newRole("probe", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.Create(ctx, t, r)
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
+		waitGone(context.WithoutCancel(ctx), t, r)
+	})
+	return waitSecretUser(ctx, t, "probe-conn", "probe")
 }

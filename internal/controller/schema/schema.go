@@ -51,11 +51,24 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLSchemaGroupVersionKind), o...)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLSchema{}).
+		For(&v1alpha1.PostgreSQLSchema{})
+	// What waits for a referenced resource goes on as soon as it exists.
+	return reference.WakeWaiting(b, kube, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }, references, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{}).
 		Complete(config.Reconciler(name, c, r))
+}
+
+// references are what a PostgreSQLSchema refers to.
+func references(o client.Object) []reference.Ref {
+	s, ok := o.(*v1alpha1.PostgreSQLSchema)
+	if !ok {
+		return nil
+	}
+	p := s.Spec.ForProvider
+	refs := append(reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database)...)
+	return append(append(refs, reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef)...), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner)...)
 }
 
 type external struct {

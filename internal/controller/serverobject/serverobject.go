@@ -77,7 +77,7 @@ type Describer[T resource.Managed] interface {
 func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v1alpha1.PostgreSQLInstance, mg T) (got *O, obs managed.ExternalObservation, done bool, err error) {
 	name := k.Name(mg)
 	if err := instance.CheckExternalName(mg, k.Noun(), name); err != nil {
-		mg.SetConditions(instance.ConflictCondition(err.Error()))
+		mg.SetConditions(v1alpha1.Conflict(err.Error()))
 		return nil, managed.ExternalObservation{}, true, err
 	}
 	o, err := k.Observe(ctx, mg)
@@ -107,7 +107,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		return nil, managed.ExternalObservation{}, true, nil
 	case instance.Foreign:
 		msg := k.Foreign(mg, o.Object)
-		mg.SetConditions(instance.ConflictCondition(msg))
+		mg.SetConditions(v1alpha1.Conflict(msg))
 		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
 	k.Record(mg, o.Object)
@@ -119,7 +119,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		if d, ok := k.(Describer[T]); ok {
 			what = d.Describe(mg)
 		}
-		mg.SetConditions(instance.ObserveOnlyCondition(what))
+		mg.SetConditions(v1alpha1.ObserveOnly(what))
 		// An import publishes nothing: what it holds is not the
 		// provider's to hand out.
 		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, true, nil
