@@ -12,11 +12,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
@@ -234,6 +238,109 @@ func countStatements(log string) int {
 		}
 	}
 	return n
+}
+
+// regressionPairs is the size of TestScaleRegression: 300 objects, what
+// fits make test on every PostgreSQL version.
+const regressionPairs = 150
+
+// The figures docs/performance.md documents, which TestScaleRegression
+// holds the provider to.
+const (
+	// maxReconcilesPerObject to Ready: create, observe after create, and
+	// what the writes in between trigger.
+	maxReconcilesPerObject = 4.0
+	// maxStatementsPerObjectPerPoll in steady state: a role's observation
+	// is one statement, a database with extensions two.
+	maxStatementsPerObjectPerPoll = 2.0
+)
+
+// TestScaleRegression provisions 300 objects and holds the provider to
+// the documented figures: reconciles per object to Ready, statements per
+// object per poll in steady state, and no API write at all in steady
+// state (no status, no Secret rewritten when nothing changed). It runs
+// first in the package, so the counters see only its own objects.
+func TestScaleRegression(t *testing.T) {
+	ctx := context.Background()
+	objects := 2 * regressionPairs
+	before := reconciles(t)
+	took := provision(ctx, t, "reg", regressionPairs)
+	perObject := float64(reconciles(t)-before) / float64(objects)
+	if perObject == 0 {
+		t.Fatal("no reconcile counted: the counter is not where this test reads it")
+	}
+	time.Sleep(scalePoll) // Let the first polls after Ready pass.
+	versions := resourceVersions(ctx, t, "reg")
+	perPoll := observationsPerResourcePerPoll(ctx, t)
+	var writes int
+	for k, v := range resourceVersions(ctx, t, "reg") {
+		if versions[k] != v {
+			writes++
+			if writes <= 3 {
+				t.Logf("written in steady state: %s", k)
+			}
+		}
+	}
+	t.Logf("%d objects Ready in %s; %.2f reconciles per object; steady state: %.2f statements and %d API writes per object per poll",
+		objects, took.Round(time.Millisecond), perObject, perPoll, writes)
+	if perObject > maxReconcilesPerObject {
+		t.Errorf("%.2f reconciles per object to Ready; documented at most %.1f", perObject, maxReconcilesPerObject)
+	}
+	if perPoll > maxStatementsPerObjectPerPoll || perPoll == 0 {
+		t.Errorf("%.2f statements per object per poll in steady state; documented at most %.1f (and more than none: the polls must run)", perPoll, maxStatementsPerObjectPerPoll)
+	}
+	if writes != 0 {
+		t.Errorf("%d objects or Secrets were written in steady state, with nothing changed", writes)
+	}
+}
+
+// reconciles is how many reconciles the role and database controllers
+// have run in this process (controller-runtime's counter).
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && (l.GetValue() == managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind) || l.GetValue() == managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)) {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// resourceVersions maps each role, database and Secret of the scale
+// namespace whose name has prefix to its resourceVersion.
+func resourceVersions(ctx context.Context, t *testing.T, prefix string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for kind, l := range map[string]client.ObjectList{"role": &v1alpha1.PostgreSQLRoleList{}, "database": &v1alpha1.PostgreSQLDatabaseList{}, "secret": &corev1.SecretList{}} {
+		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+			t.Fatal(err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if o, ok := it.(client.Object); ok && strings.HasPrefix(o.GetName(), prefix) {
+				out[kind+" "+o.GetName()] = o.GetResourceVersion()
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("nothing to watch for writes")
+	}
+	return out
 }
 
 // TestConnectionCapUnderLoad provisions many more resources than the

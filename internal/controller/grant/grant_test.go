@@ -396,8 +396,11 @@ func newDefaults(name string, p v1alpha1.PostgreSQLDefaultPrivilegesParameters) 
 // back-off retry.
 func TestGrantGoesOnWhenItsRoleAppears(t *testing.T) {
 	ctx := context.Background()
-	g := newGrant("late-connect", v1alpha1.PostgreSQLGrantParameters{
-		Role: ptr.To("late_reader"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("postgres"), Privileges: privileges("CONNECT"),
+	// A schema of the admin's, as a managed service's DBA makes it (a
+	// non-superuser admin cannot grant on the superuser's database).
+	sql(ctx, t, "CREATE SCHEMA late_s")
+	g := newGrant("late-usage", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("late_reader"), ObjectType: v1alpha1.GrantObjectSchema, Database: ptr.To("postgres"), Schema: ptr.To("late_s"), Privileges: privileges("USAGE"),
 	})
 	env.Create(ctx, t, g)
 	// Failed attempts, as their (aggregated) Warning events count them.
