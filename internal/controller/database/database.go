@@ -82,7 +82,7 @@ func references(o client.Object) []reference.Ref {
 		return nil
 	}
 	p := d.Spec.ForProvider
-	return append(reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner)...)
+	return reference.Collect(reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner))
 }
 
 type external struct {

@@ -493,25 +493,14 @@ func TestDatabaseGoesOnWhenItsOwnerAppears(t *testing.T) {
 	env.Create(ctx, t, d)
 	// Retries of the create that fails for want of the role, as their
 	// (aggregated) Warning event counts them.
-	retries := func() int32 {
-		l := &corev1.EventList{}
-		if err := env.Kube.List(ctx, l, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": "late"}); err != nil {
-			t.Fatal(err)
-		}
-		var n int32
-		for _, e := range l.Items {
-			if e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "late-owner") {
-				n += max(e.Count, 1)
-			}
-		}
-		return n
-	}
+	retries := func() int32 { return env.Warnings(ctx, t, ns, "late", "late-owner") }
 	time.Sleep(15 * time.Second) // Four or five retries: the back-off is now 8 s or more.
 	seen := retries()
 	if seen < 3 {
 		t.Fatalf("%d failed retries in 15 s; the database is not waiting for its owner", seen)
 	}
-	err := providertest.Wait(ctx, 40*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil })
+	// Up to the back-off's cap (60 s) and some: the next retry may be that far.
+	err := providertest.Wait(ctx, 75*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil })
 	if err != nil {
 		t.Fatalf("no retry after %d: %v", seen, err)
 	}

@@ -63,16 +63,12 @@ func references(o client.Object) []reference.Ref {
 		return nil
 	}
 	p := d.Spec.ForProvider
-	var refs []reference.Ref
-	for _, r := range [][]reference.Ref{
+	return reference.Collect(
 		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.RoleRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Role),
 		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner),
 		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
 		reference.RefTo(v1alpha1.PostgreSQLSchemaKind, p.SchemaRef), reference.NamedAs(v1alpha1.PostgreSQLSchemaKind, p.Schema),
-	} {
-		refs = append(refs, r...)
-	}
-	return refs
+	)
 }
 
 type external struct {

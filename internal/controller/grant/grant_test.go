@@ -404,25 +404,14 @@ func TestGrantGoesOnWhenItsRoleAppears(t *testing.T) {
 	})
 	env.Create(ctx, t, g)
 	// Failed attempts, as their (aggregated) Warning events count them.
-	retries := func() int32 {
-		l := &corev1.EventList{}
-		if err := env.Kube.List(ctx, l, client.InNamespace(ns), client.MatchingFields{"involvedObject.name": g.Name}); err != nil {
-			t.Fatal(err)
-		}
-		var n int32
-		for _, e := range l.Items {
-			if e.Type == corev1.EventTypeWarning {
-				n += max(e.Count, 1)
-			}
-		}
-		return n
-	}
+	retries := func() int32 { return env.Warnings(ctx, t, ns, g.Name, "") }
 	time.Sleep(15 * time.Second) // Several retries: the back-off is now 8 s or more.
 	seen := retries()
 	if seen < 3 {
 		t.Fatalf("%d failed attempts in 15 s; the grant is not waiting for its role", seen)
 	}
-	if err := providertest.Wait(ctx, 40*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil }); err != nil {
+	// Up to the back-off's cap (60 s) and some: the next retry may be that far.
+	if err := providertest.Wait(ctx, 75*time.Second, func(context.Context) (bool, error) { return retries() > seen, nil }); err != nil {
 		t.Fatalf("no retry after %d: %v", seen, err)
 	}
 	r := &v1alpha1.PostgreSQLRole{

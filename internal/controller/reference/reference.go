@@ -218,6 +218,15 @@ func RefTo(kind string, r *v1alpha1.LocalReference) []Ref {
 	return []Ref{{Kind: kind, Name: r.Name}}
 }
 
+// Collect joins the references of a resource's fields into one list.
+func Collect(groups ...[]Ref) []Ref {
+	var out []Ref
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
 // WakeWaiting makes b's controller reconcile, at once, the resources that
 // refer to a PostgreSQLRole, PostgreSQLDatabase or PostgreSQLSchema (of
 // the kinds in referenced), or name the object it manages, when it first

@@ -67,8 +67,10 @@ func references(o client.Object) []reference.Ref {
 		return nil
 	}
 	p := s.Spec.ForProvider
-	refs := append(reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database)...)
-	return append(append(refs, reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef)...), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner)...)
+	return reference.Collect(
+		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner),
+	)
 }
 
 type external struct {
