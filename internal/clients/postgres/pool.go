@@ -211,8 +211,12 @@ func (r *Registry) CloseInstance(uid string) {
 }
 
 // CloseDatabase closes an Instance's pools for one database and waits for
-// their connections to close, so that they do not block DROP DATABASE.
-func (r *Registry) CloseDatabase(uid, database string) {
+// their connections to close, so that they do not block DROP DATABASE. A
+// pool's Close waits for every borrowed connection, which another
+// reconcile may hold for long (a role's release runs on its own deadline):
+// the wait ends with ctx, so that a shutdown is never held up by it, and
+// the pools go on closing in the background.
+func (r *Registry) CloseDatabase(ctx context.Context, uid, database string) error {
 	r.mu.Lock()
 	var closing []*pooled
 	for k, p := range r.pools {
@@ -222,8 +226,18 @@ func (r *Registry) CloseDatabase(uid, database string) {
 		}
 	}
 	r.mu.Unlock()
-	for _, p := range closing {
-		p.pool.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, p := range closing {
+			p.pool.Close()
+		}
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errors.Wrapf(ctx.Err(), "cannot close the provider's sessions on database %q", database)
 	}
 }
 

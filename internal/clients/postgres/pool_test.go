@@ -204,3 +204,42 @@ func TestRegistryCloseInstance(t *testing.T) {
 		t.Errorf("%d connections still open after the Instance's pools were closed", n)
 	}
 }
+
+// TestRegistryCloseDatabaseEndsWithContext: closing a database's pools
+// waits for a connection another reconcile still holds, but never past
+// the caller's context (a shutdown must not wait on it), and the pool
+// closes once the connection comes back.
+func TestRegistryCloseDatabaseEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := NewRegistry(RegistryOptions{})
+	defer r.Close()
+	p, err := r.Pool(ctx, target("uid-held", "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	start := time.Now()
+	if err := r.CloseDatabase(short, "uid-held", "postgres"); err == nil {
+		t.Error("CloseDatabase returned no error while a connection was still held")
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("CloseDatabase took %s past its context's 200ms", took)
+	}
+	held.Release()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.OpenConns() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := r.OpenConns(); n != 0 {
+		t.Errorf("%d connections still open after the held one came back", n)
+	}
+	if err := r.CloseDatabase(ctx, "uid-held", "postgres"); err != nil {
+		t.Errorf("closing a database without pools: %v", err)
+	}
+}

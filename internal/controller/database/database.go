@@ -267,7 +267,9 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	mg.SetConditions(xpv2.Deleting())
 	name := mg.DatabaseName()
 	// The provider's own sessions on the database would block the drop.
-	e.pools.CloseDatabase(e.target.InstanceUID, name)
+	if err := e.pools.CloseDatabase(ctx, e.target.InstanceUID, name); err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	force := mg.Spec.ForProvider.TerminateConnectionsOnDelete
 	got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
 	if err != nil {
