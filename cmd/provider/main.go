@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -104,11 +102,7 @@ func main() {
 	scheme, err := config.Scheme()
 	kingpin.FatalIfError(err, "Cannot build the scheme")
 
-	opts := config.ManagerOptions(scheme, map[client.Object]cache.ByObject{
-		// The CRD gate only needs names and conditions; dropping schemas
-		// keeps memory flat in clusters with many CRDs.
-		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-	})
+	opts := config.ManagerOptions(scheme, config.CRDGateCache())
 	opts.Cache.SyncPeriod = syncInterval
 	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
 	opts.HealthProbeBindAddress = *probeAddr

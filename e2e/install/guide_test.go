@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,7 +56,7 @@ func TestInstallGuide(t *testing.T) {
 		names = append(names, s.name)
 	}
 	// The checks below follow these steps; a new step needs its checks.
-	if diff := cmp.Diff([]string{"runtime-config", "cluster-manifests", "install-provider", "register-instance", "first-claim", "lock", "upgrade", "uninstall"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"runtime-config", "cluster-manifests", "install-provider", "activate", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
 		t.Fatalf("the guide's steps changed (-checked +guide):\n%s", diff)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -99,7 +101,7 @@ func TestInstallGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pg.Stop() //nolint:errcheck // Best effort.
-	core, err := crossplane.Start(ctx, crossplane.Options{Config: cp.Config, Kubeconfig: cp.Kubeconfig, Dir: filepath.Join(work, "crossplane"), RBACManager: true})
+	core, err := crossplane.Start(ctx, crossplane.Options{Config: cp.Config, Kubeconfig: cp.Kubeconfig, Dir: filepath.Join(work, "crossplane"), RBACManager: true, NoDefaultActivation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +170,9 @@ func TestInstallGuide(t *testing.T) {
 
 	run("install-provider")
 	rev := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
-	checkCRDs(ctx, t, kube, root)
+	// The package declares safe-start: with no policy activating them, the
+	// kinds are inactive MRDs and nothing is served.
+	checkActivation(ctx, t, kube, root, nil)
 	dep := deploymentOf(ctx, t, kube, rev.GetName())
 	if sa := dep.Spec.Template.Spec.ServiceAccountName; sa != serviceAccount {
 		t.Errorf("the Deployment runs as ServiceAccount %q, want the pinned %q", sa, serviceAccount)
@@ -191,6 +195,15 @@ func TestInstallGuide(t *testing.T) {
 	} else {
 		t.Logf("the packaged provider runs as ServiceAccount %s with %v", sa, dep.Spec.Template.Spec.Containers[0].Args)
 	}
+	checkControllers(ctx, t, kl, 1, nil, diagnose)
+
+	run("activate")
+	active := map[string]bool{
+		"postgresqlinstances": true, "postgresqlbindings": true, "postgresqldatabases": true, "postgresqlroles": true,
+		"locks": true, "clusterlocks": true,
+	}
+	checkActivation(ctx, t, kube, root, active)
+	checkControllers(ctx, t, kl, 1, active, diagnose)
 
 	run("register-instance")
 
@@ -255,6 +268,13 @@ func TestInstallGuide(t *testing.T) {
 
 	run("lock")
 
+	// A kind activated later starts its controller in the running
+	// provider (still its first start), and the others stay off.
+	run("activate-later")
+	active["postgresqlschemas"] = true
+	checkActivation(ctx, t, kube, root, active)
+	checkControllers(ctx, t, kl, 1, active, diagnose)
+
 	run("upgrade")
 	rev2 := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
 	if rev2.GetName() == rev.GetName() {
@@ -268,6 +288,10 @@ func TestInstallGuide(t *testing.T) {
 	} else if sa != serviceAccount {
 		t.Errorf("after the upgrade the provider runs as %q, want the pinned %q", sa, serviceAccount)
 	}
+	// The MRDs keep their states across the upgrade, and the new process
+	// starts the controllers of the active kinds only.
+	checkActivation(ctx, t, kube, root, active)
+	checkControllers(ctx, t, kl, 2, active, diagnose)
 	// One provider of that source, not a second copy installed by the
 	// dependency resolver while the revision was replaced.
 	providers := &unstructured.UnstructuredList{}
@@ -453,10 +477,10 @@ func conditionTrue(u *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
-// checkCRDs checks that every CRD of package/crds is established, and that
-// Crossplane manages the managed resource kinds through
-// ManagedResourceDefinitions.
-func checkCRDs(ctx context.Context, t *testing.T, kube client.Client, root string) {
+// checkActivation checks that Crossplane made a ManagedResourceDefinition
+// of every CRD in package/crds, and that exactly the kinds in active
+// (by plural) are Active and served, their CRDs established.
+func checkActivation(ctx context.Context, t *testing.T, kube client.Client, root string, active map[string]bool) {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(root, "package", "crds"))
 	if err != nil {
@@ -464,9 +488,34 @@ func checkCRDs(ctx context.Context, t *testing.T, kube client.Client, root strin
 	}
 	for _, e := range entries {
 		group, plural, _ := strings.Cut(strings.TrimSuffix(e.Name(), ".yaml"), "_")
-		crd := &extv1.CustomResourceDefinition{}
+		name := plural + "." + group
+		want := "Inactive"
+		if active[plural] {
+			want = "Active"
+		}
+		mrd := &unstructured.Unstructured{}
+		mrd.SetAPIVersion("apiextensions.crossplane.io/v1alpha1")
+		mrd.SetKind("ManagedResourceDefinition")
+		var state string
 		if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-			if err := kube.Get(ctx, client.ObjectKey{Name: plural + "." + group}, crd); err != nil {
+			if err := kube.Get(ctx, client.ObjectKey{Name: name}, mrd); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			state, _, _ = unstructured.NestedString(mrd.Object, "spec", "state")
+			return state == want, nil
+		}); err != nil {
+			t.Errorf("ManagedResourceDefinition %s is %q, want %s: %v", name, state, want, err)
+			continue
+		}
+		crd := &extv1.CustomResourceDefinition{}
+		if !active[plural] {
+			if err := kube.Get(ctx, client.ObjectKey{Name: name}, crd); !kerrors.IsNotFound(err) {
+				t.Errorf("kind %s is not activated, yet its CRD is served (%v)", name, err)
+			}
+			continue
+		}
+		if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := kube.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
 			for _, c := range crd.Status.Conditions {
@@ -476,16 +525,62 @@ func checkCRDs(ctx context.Context, t *testing.T, kube client.Client, root strin
 			}
 			return false, nil
 		}); err != nil {
-			t.Errorf("CRD %s.%s not established: %v", plural, group, err)
+			t.Errorf("CRD %s not established: %v", name, err)
 		}
 	}
-	mrd := &unstructured.Unstructured{}
-	mrd.SetAPIVersion("apiextensions.crossplane.io/v1alpha1")
-	mrd.SetKind("ManagedResourceDefinition")
-	if err := kube.Get(ctx, client.ObjectKey{Name: "postgresqldatabases.database.ayatori.ddupan.top"}, mrd); err != nil {
-		t.Errorf("no ManagedResourceDefinition for PostgreSQLDatabase: %v", err)
-	} else if s, _, _ := unstructured.NestedString(mrd.Object, "spec", "state"); s != "Active" {
-		t.Errorf("the PostgreSQLDatabase MRD is %q, want Active", s)
+}
+
+// controllersOf are the controllers the provider runs for each kind (by
+// plural), by their controller-runtime names.
+var controllersOf = map[string][]string{
+	"postgresqlinstances":         {"managed/postgresqlinstance.database.ayatori.ddupan.top"},
+	"postgresqldatabases":         {"managed/postgresqldatabase.database.ayatori.ddupan.top", "binding/postgresqldatabase"},
+	"postgresqlbindings":          {"binding/postgresqlbinding"},
+	"postgresqlroles":             {"managed/postgresqlrole.database.ayatori.ddupan.top"},
+	"postgresqlschemas":           {"managed/postgresqlschema.database.ayatori.ddupan.top"},
+	"postgresqlgrants":            {"managed/postgresqlgrant.database.ayatori.ddupan.top"},
+	"postgresqldefaultprivileges": {"managed/postgresqldefaultprivileges.database.ayatori.ddupan.top"},
+	"locks":                       {"lock"},
+	"clusterlocks":                {"clusterlock"},
+}
+
+// checkControllers waits until the provider, at its starts-th start, runs
+// the controllers of the kinds in active, and checks that it runs none of
+// the other kinds'.
+func checkControllers(ctx context.Context, t *testing.T, kl *kubelet, starts int, active map[string]bool, diagnose func() string) {
+	t.Helper()
+	var want, unwanted []string
+	for plural, names := range controllersOf {
+		if active[plural] {
+			want = append(want, names...)
+		} else {
+			unwanted = append(unwanted, names...)
+		}
+	}
+	var running []string
+	var n int
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		if running, n, err = kl.controllers(ctx); err != nil {
+			return false, nil //nolint:nilerr // Not listening yet: try again.
+		}
+		for _, w := range want {
+			if !slices.Contains(running, w) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the provider does not run the controllers of the active kinds %v; it runs %v: %v%s", want, running, err, diagnose())
+	}
+	if n != starts {
+		t.Errorf("the provider was started %d times, want %d: activating a kind must not need a restart", n, starts)
+	}
+	for _, u := range unwanted {
+		if slices.Contains(running, u) {
+			t.Errorf("the provider runs controller %s, whose kind is not active", u)
+		}
 	}
 }
 

@@ -3,9 +3,11 @@ package install
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +45,7 @@ type kubelet struct {
 	uid     types.UID
 	sa      string
 	probe   int
+	metrics int
 	starts  int
 	lastErr error
 }
@@ -180,14 +183,14 @@ func (k *kubelet) start(ctx context.Context, d *appsv1.Deployment) error {
 	if err != nil {
 		return err
 	}
-	k.cur, k.uid, k.sa, k.probe = p, d.UID, spec.ServiceAccountName, ports[1]
+	k.cur, k.uid, k.sa, k.probe, k.metrics = p, d.UID, spec.ServiceAccountName, ports[1], ports[0]
 	return nil
 }
 
 func (k *kubelet) stop() {
 	k.mu.Lock()
 	p := k.cur
-	k.cur, k.uid, k.probe = nil, "", 0
+	k.cur, k.uid, k.probe, k.metrics = nil, "", 0, 0
 	k.mu.Unlock()
 	if p != nil {
 		p.Stop(syscall.SIGTERM, 35*time.Second)
@@ -258,4 +261,40 @@ func (k *kubelet) status() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return fmt.Sprintf("%d starts, last error: %v", k.starts, k.lastErr)
+}
+
+// controllers returns the names of the controllers the running provider
+// has started, as its metrics list them (controller-runtime registers a
+// controller's worker gauge when it starts), and how many times the
+// provider was started.
+func (k *kubelet) controllers(ctx context.Context) ([]string, int, error) {
+	k.mu.Lock()
+	port, starts := k.metrics, k.starts
+	k.mu.Unlock()
+	if port == 0 {
+		return nil, starts, fmt.Errorf("no provider running")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/metrics", nil)
+	if err != nil {
+		return nil, starts, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, starts, err
+	}
+	defer resp.Body.Close() //nolint:errcheck // Read only.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, starts, err
+	}
+	const prefix = `controller_runtime_active_workers{controller="`
+	var names []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, ok := strings.CutPrefix(l, prefix); ok {
+			name, _, _ = strings.Cut(name, `"`)
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names, starts, nil
 }

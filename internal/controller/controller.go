@@ -20,44 +20,35 @@ import (
 )
 
 // A kind is a controller and the kinds whose CRDs must be served before it
-// can start.
+// can start: its own and those it cannot work without. Under Crossplane's
+// safe-start an admin activates kinds one by one, so a controller waits for
+// nothing else: it watches other kinds once they are served (see package
+// activation) and reads a kind that is not as one without objects.
 type kind struct {
 	name  string
 	gvks  []schema.GroupVersionKind
 	setup func(ctrl.Manager, config.Config) error
 }
 
-// kinds lists every controller of the provider.
+// kinds lists every controller of the provider. Every managed kind needs
+// PostgreSQLInstance, the server it lives on; a PostgreSQLBinding
+// provisions a PostgreSQLDatabase and its owner PostgreSQLRole. docs/install.md
+// lists these as the activation groups.
 var kinds = []kind{
-	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLInstanceGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
-		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
-		v1alpha1.PostgreSQLBindingGroupVersionKind,
-	}, setup: instance.Setup},
-	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind, v1alpha1.PostgreSQLBindingGroupVersionKind,
-	}, setup: database.Setup},
+	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
+	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
 	{name: "PostgreSQLBinding", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLBindingGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
 		v1alpha1.PostgreSQLInstanceGroupVersionKind,
 	}, setup: binding.Setup},
 	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
-	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
-	}, setup: pgschema.Setup},
-	{name: "PostgreSQLGrant", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
-		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
-	}, setup: grant.SetupGrant},
+	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: pgschema.Setup},
+	{name: "PostgreSQLGrant", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: grant.SetupGrant},
 	{name: "PostgreSQLDefaultPrivileges", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind,
-		v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
+		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
 	}, setup: defaultprivileges.Setup},
-	{name: "Lock", gvks: []schema.GroupVersionKind{
-		v1alpha1.LockGroupVersionKind, v1alpha1.ClusterLockGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
-		v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind,
-		v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
-	}, setup: lock.Setup},
+	{name: "Lock", gvks: []schema.GroupVersionKind{v1alpha1.LockGroupVersionKind}, setup: lock.SetupLock},
+	{name: "ClusterLock", gvks: []schema.GroupVersionKind{v1alpha1.ClusterLockGroupVersionKind}, setup: lock.SetupClusterLock},
 }
 
 // Setup starts every controller now. It suits tests, where the CRDs are

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 )
 
 // Rules a refusal names.
@@ -350,14 +351,14 @@ func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string,
 func NamespaceOf(ctx context.Context, kube client.Reader, ns string) (Namespace, error) {
 	out := Namespace{Name: ns, Roles: map[string]bool{}, Databases: map[string]bool{}}
 	roles := &v1alpha1.PostgreSQLRoleList{}
-	if err := kube.List(ctx, roles, client.InNamespace(ns)); err != nil {
+	if err := activation.List(ctx, kube, roles, client.InNamespace(ns)); err != nil {
 		return out, errors.Wrap(err, "cannot list the PostgreSQLRoles of the namespace")
 	}
 	for _, r := range roles.Items {
 		out.Roles[string(r.GetUID())] = true
 	}
 	dbs := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := kube.List(ctx, dbs, client.InNamespace(ns)); err != nil {
+	if err := activation.List(ctx, kube, dbs, client.InNamespace(ns)); err != nil {
 		return out, errors.Wrap(err, "cannot list the PostgreSQLDatabases of the namespace")
 	}
 	for _, d := range dbs.Items {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 
 	"github.com/ayatori/provider-postgresql/apis"
 )
@@ -41,6 +42,15 @@ func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject
 		Scheme: s,
 		Cache:  cache.Options{ByObject: MetadataCache(byObject)},
 		Client: ClientOptions(),
+	}
+}
+
+// CRDGateCache is how the manager's cache holds CRDs for the CRD gate,
+// which only needs their names and conditions: dropping their schemas
+// keeps memory flat in clusters with many CRDs.
+func CRDGateCache() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
 	}
 }
 

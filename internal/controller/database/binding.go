@@ -23,6 +23,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
@@ -184,18 +185,21 @@ type binder struct {
 func setupBinder(mgr ctrl.Manager, c config.Config) error {
 	name := "binding/" + strings.ToLower(v1alpha1.PostgreSQLDatabaseKind)
 	b := &binder{kube: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor(name))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
-	return ctrl.NewControllerManagedBy(mgr).
+	bld := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{}).
-		Watches(&v1alpha1.PostgreSQLBinding{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		For(&v1alpha1.PostgreSQLDatabase{})
+	// Without the PostgreSQLBinding kind active nothing binds a database.
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), bld, errors.WithSilentRequeueOnConflict(b), activation.Watch{
+		Object: &v1alpha1.PostgreSQLBinding{},
+		Handler: handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			b, ok := o.(*v1alpha1.PostgreSQLBinding)
 			if !ok {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.GetNamespace(), Name: b.Spec.DatabaseRef.Name}}}
-		})).
-		Complete(errors.WithSilentRequeueOnConflict(b))
+		}),
+	})
 }
 
 func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -204,7 +208,7 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrap(err, "cannot get the PostgreSQLDatabase"))
 	}
 	l := &v1alpha1.PostgreSQLBindingList{}
-	if err := b.kube.List(ctx, l, client.InNamespace(db.GetNamespace())); err != nil {
+	if err := activation.List(ctx, b.kube, l, client.InNamespace(db.GetNamespace())); err != nil {
 		return reconcile.Result{}, errors.Wrap(err, "cannot list the PostgreSQLBindings of the namespace")
 	}
 	want := decide(viewOf(db, l.Items))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
@@ -56,8 +57,8 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLGrant{})
 	// What waits for a referenced resource goes on as soon as it exists.
-	return reference.WakeWaiting(b, kube, func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{}).
-		Complete(config.Reconciler(name, c, r))
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
+		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})...)
 }
 
 // references are what a PostgreSQLGrant refers to.

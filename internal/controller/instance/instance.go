@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
@@ -82,11 +82,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		For(&v1alpha1.PostgreSQLInstance{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace, builder.OnlyMetadata)
-	// A held deletion proceeds as soon as the last user goes.
+	// A held deletion proceeds as soon as the last user goes; a kind of
+	// user that is not active has none.
+	var watches []activation.Watch
 	for _, u := range userKinds {
-		b = b.Watches(u.object, handler.EnqueueRequestsFromMapFunc(referencedInstance))
+		watches = append(watches, activation.Watch{Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance)})
 	}
-	return b.Complete(config.Reconciler(name, c, r))
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
 
 // usersOf maps a Secret or ConfigMap to the Instances that read it.
@@ -289,7 +291,7 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 	var users []string
 	for _, k := range userKinds {
 		l := k.list()
-		if err := kube.List(ctx, l); err != nil {
+		if err := activation.List(ctx, kube, l); err != nil {
 			return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", k.kind)
 		}
 		items, err := apimeta.ExtractList(l)
@@ -327,12 +329,8 @@ const TenantCompositeKind = "XPostgreSQLTenant"
 func tenantComposites(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(TenantCompositeKind + "List"))
-	if err := kube.List(ctx, l); err != nil {
-		// Not installed, or removed with the tenant Configuration (a
-		// cached mapping then answers NotFound).
-		if apimeta.IsNoMatchError(err) || kerrors.IsNotFound(err) {
-			return nil, nil
-		}
+	// Not installed, or removed with the tenant Configuration.
+	if err := activation.List(ctx, kube, l); err != nil {
 		return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", TenantCompositeKind)
 	}
 	var out []string

@@ -3,12 +3,12 @@ package lock
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 )
 
 // LockedDatabases returns, for each database on the Instance with UID
@@ -19,12 +19,9 @@ import (
 // object.
 func LockedDatabases(ctx context.Context, kube client.Reader, instanceUID string) (map[string][]string, error) {
 	l := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := kube.List(ctx, l); err != nil {
-		// Without the kind (not activated, under Crossplane's safe-start)
-		// no PostgreSQLDatabase exists, so none is locked.
-		if meta.IsNoMatchError(err) {
-			return map[string][]string{}, nil
-		}
+	// Without the kind (not activated, under Crossplane's safe-start) no
+	// PostgreSQLDatabase exists, so none is locked.
+	if err := activation.List(ctx, kube, l); err != nil {
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases to tell which are locked")
 	}
 	out := map[string][]string{}

@@ -20,12 +20,12 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -39,6 +39,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
@@ -90,9 +91,14 @@ type Options struct {
 	Resync time.Duration
 }
 
-// Setup adds the Lock and ClusterLock controllers to mgr. They check the
-// policy and Crossplane's API again at every poll interval.
-func Setup(mgr ctrl.Manager, c config.Config) error {
+// SetupLock adds the Lock controller to mgr. It checks the policy and
+// Crossplane's API again at every poll interval.
+func SetupLock(mgr ctrl.Manager, c config.Config) error { return setup(mgr, c, lockKind) }
+
+// SetupClusterLock adds the ClusterLock controller to mgr.
+func SetupClusterLock(mgr ctrl.Manager, c config.Config) error { return setup(mgr, c, clusterLockKind) }
+
+func setup(mgr ctrl.Manager, c config.Config, k kind) error {
 	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return errors.Wrap(err, "cannot create a discovery client")
@@ -103,32 +109,27 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Usages: &UsageAPI{Discovery: d, TTL: ttl},
 		Resync: c.PollInterval,
 	}
-	for _, k := range []kind{lockKind, clusterLockKind} {
-		if err := setup(mgr, c, o, k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func setup(mgr ctrl.Manager, c config.Config, o Options, k kind) error {
 	name := strings.ToLower(k.name)
 	r := &reconciler{
-		kube: mgr.GetClient(), reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), kind: k, opts: o,
+		kube: mgr.GetClient(), reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), scheme: mgr.GetScheme(), kind: k, opts: o,
 		log:    c.Logger.WithValues("controller", name),
 		record: event.NewAPIRecorder(mgr.GetEventRecorderFor(name)), //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(c.ForControllerRuntime()).For(k.new())
+	// A target kind that is not active yet is watched once it is.
+	var watches []activation.Watch
 	for _, t := range k.targets {
-		b = b.Watches(t, handler.EnqueueRequestsFromMapFunc(r.locksOf), builder.OnlyMetadata)
+		watches = append(watches, activation.Watch{Object: t, Handler: handler.EnqueueRequestsFromMapFunc(r.locksOf), Metadata: true})
 	}
-	return b.Complete(r)
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, r, watches...)
 }
 
 type reconciler struct {
 	kube   client.Client
 	reader client.Reader
 	mapper apimeta.RESTMapper
+	// scheme knows the provider's own kinds, served or not.
+	scheme *runtime.Scheme
 	kind   kind
 	opts   Options
 	log    logging.Logger
@@ -291,6 +292,10 @@ func (r *reconciler) target(l object) (schema.GroupVersionKind, string, error) {
 		return gvk, "", errors.Errorf("a Lock cannot target a %s: delete the Lock you mean to keep deliberately instead", ref.Kind)
 	}
 	m, err := r.mapper.RESTMapping(gvk.GroupKind(), gv.Version)
+	if activation.NotServed(err) && r.scheme.Recognizes(gvk) {
+		return gvk, "", errors.Errorf("kind %s is not active on this cluster: add it to a ManagedResourceActivationPolicy (see docs/install.md); "+
+			"the target is protected as soon as it is", ref.Kind)
+	}
 	if err != nil {
 		return gvk, "", errors.Errorf("kind %s is not served in %s (%v)", ref.Kind, av, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -21,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 )
 
 // A Resolver resolves references of resources in namespace, living on the
@@ -88,6 +88,9 @@ func (r Resolver) Schema(ctx context.Context, what, database string, name *strin
 
 func (r Resolver) get(ctx context.Context, what, name string, obj client.Object) error {
 	err := r.Kube.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, obj)
+	if activation.NotServed(err) {
+		return activation.NotActive(what, kindOf(obj))
+	}
 	return errors.Wrapf(err, "%s: cannot get %s/%s", what, r.Namespace, name)
 }
 
@@ -127,6 +130,9 @@ func (r Resolver) SelectRole(ctx context.Context, what string, sel *v1alpha1.Rol
 	}
 	l := &v1alpha1.PostgreSQLRoleList{}
 	if err := r.Kube.List(ctx, l, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(sel.MatchLabels)}); err != nil {
+		if activation.NotServed(err) {
+			return false, activation.NotActive(what, v1alpha1.PostgreSQLRoleKind)
+		}
 		return false, errors.Wrapf(err, "%s: cannot list PostgreSQLRoles", what)
 	}
 	var names []string
@@ -227,17 +233,19 @@ func Collect(groups ...[]Ref) []Ref {
 	return out
 }
 
-// WakeWaiting makes b's controller reconcile, at once, the resources that
-// refer to a PostgreSQLRole, PostgreSQLDatabase or PostgreSQLSchema (of
-// the kinds in referenced), or name the object it manages, when it first
-// shows its PostgreSQL object,
-// rather than at their next back-off retry. newList makes an empty list
-// of b's kind; refs returns what one of its items refers to.
-func WakeWaiting(b *builder.Builder, kube client.Reader, newList func() client.ObjectList, refs func(client.Object) []Ref, referenced ...client.Object) *builder.Builder {
+// WakeWaiting returns the watches that make a controller reconcile, at
+// once, the resources that refer to a PostgreSQLRole, PostgreSQLDatabase or
+// PostgreSQLSchema (of the kinds in referenced), or name the object it
+// manages, when it first shows its PostgreSQL object, rather than at their
+// next back-off retry. newList makes an empty list of the controller's
+// kind; refs returns what one of its items refers to. The controller runs
+// without them (see package activation).
+func WakeWaiting(kube client.Reader, newList func() client.ObjectList, refs func(client.Object) []Ref, referenced ...client.Object) []activation.Watch {
+	var out []activation.Watch
 	for _, r := range referenced {
-		b = b.Watches(r, handler.EnqueueRequestsFromMapFunc(waiting(kube, newList, refs)), builder.WithPredicates(Appeared(Observed)))
+		out = append(out, activation.Watch{Object: r, Handler: handler.EnqueueRequestsFromMapFunc(waiting(kube, newList, refs)), Predicates: []predicate.Predicate{Appeared(Observed)}})
 	}
-	return b
+	return out
 }
 
 // waiting maps a referenced resource to the resources of its namespace

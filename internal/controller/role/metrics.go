@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 )
 
 var (
@@ -39,7 +40,7 @@ func (m CredentialMetrics) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	l := &v1alpha1.PostgreSQLRoleList{}
-	if err := m.Roles.List(ctx, l); err != nil {
+	if err := activation.List(ctx, m.Roles, l); err != nil {
 		ch <- prometheus.NewInvalidMetric(descCredentialAge, err)
 		return
 	}

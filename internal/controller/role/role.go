@@ -33,6 +33,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
@@ -486,7 +487,7 @@ func (e *external) releaseIn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, d
 // databases PostgreSQLDatabases (any namespace) manage on it.
 func (e *external) managedDatabases(ctx context.Context) ([]string, error) {
 	l := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := e.kube.List(ctx, l); err != nil {
+	if err := activation.List(ctx, e.kube, l); err != nil {
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases on the Instance")
 	}
 	dbs := []string{e.target.Endpoint.Database}
