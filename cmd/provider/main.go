@@ -63,8 +63,10 @@ func main() {
 				Default("10s").Duration()
 		pollStateMetricInterval = app.Flag("poll-state-metric", "How often the managed resource state metrics (exists, ready, synced) are recorded.").
 					Default("5s").Duration()
-		maxReconcileRate = app.Flag("max-reconcile-rate", "Global maximum number of reconciles per second across all controllers; also the per-controller concurrency.").
-					Default("10").Int()
+		maxReconcileRate = app.Flag("max-reconcile-rate", "Global maximum number of reconciles per second across all controllers; the API client is limited to five times as many requests per second.").
+					Default(strconv.Itoa(config.DefaultMaxReconcileRate)).Int()
+		maxConcurrentReconciles = app.Flag("max-concurrent-reconciles", "Reconciles each controller runs at once; they share the server connections of --max-conns.").
+					Default(strconv.Itoa(config.DefaultMaxConcurrentReconciles)).Int()
 
 		metricsAddr = app.Flag("metrics-bind-address", "Address the Prometheus metrics endpoint (/metrics) listens on. \"0\" turns it off.").
 				Default(":8080").String()
@@ -82,6 +84,12 @@ func main() {
 				Default("30s").Duration()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
+	// Zero would stop every controller without a word.
+	for name, v := range map[string]int{"--max-reconcile-rate": *maxReconcileRate, "--max-concurrent-reconciles": *maxConcurrentReconciles, "--max-conns": *maxConns} {
+		if v < 1 {
+			kingpin.Fatalf("%s must be at least 1, not %d", name, v)
+		}
+	}
 
 	zl := zap.New(zap.UseDevMode(*debug))
 	log := logging.NewLogrLogger(zl.WithName("provider-postgresql"))
@@ -94,7 +102,7 @@ func main() {
 	}
 	log.Info("Starting", "version", version.Version, "namespace", *namespace,
 		"poll", pollInterval.String(), "poll-jitter", pollJitter.String(), "sync", syncInterval.String(),
-		"max-reconcile-rate", *maxReconcileRate, "leader-election", *leaderElection)
+		"max-reconcile-rate", *maxReconcileRate, "max-concurrent-reconciles", *maxConcurrentReconciles, "leader-election", *leaderElection)
 
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
@@ -130,7 +138,7 @@ func main() {
 
 	o := controller.Options{
 		Logger:                  log,
-		MaxConcurrentReconciles: *maxReconcileRate,
+		MaxConcurrentReconciles: *maxConcurrentReconciles,
 		PollInterval:            *pollInterval,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
 		Features:                config.Features(),

@@ -246,3 +246,21 @@ func docFlags(doc string) map[string]flagRow {
 	}
 	return flags
 }
+
+// TestFlagsRefuseZeroRates: a rate, concurrency or connection cap of zero
+// would start a provider that never reconciles; it refuses to start and
+// names the flag.
+func TestFlagsRefuseZeroRates(t *testing.T) {
+	for _, arg := range []string{"--max-reconcile-rate=0", "--max-concurrent-reconciles=0", "--max-conns=-1"} {
+		t.Run(arg, func(t *testing.T) {
+			out, err := exec.Command(providerBinary, arg).CombinedOutput()
+			if err == nil {
+				t.Fatalf("the provider started with %s", arg)
+			}
+			name, _, _ := strings.Cut(arg, "=")
+			if !strings.Contains(string(out), name+" must be at least 1") {
+				t.Errorf("with %s it said:\n%s", arg, out)
+			}
+		})
+	}
+}

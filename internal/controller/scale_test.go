@@ -24,6 +24,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -505,4 +506,110 @@ func notReady(ctx context.Context, prefix string) string {
 		report("PostgreSQLDatabase", d.Name, d.GetCondition(xpv2.TypeReady), d.GetCondition(xpv2.TypeSynced))
 	}
 	return b.String()
+}
+
+// removeScale deletes the scale namespace's roles and databases whose
+// names start with prefix, and waits until they are gone (their
+// PostgreSQL objects are retained).
+func removeScale(ctx context.Context, tb testing.TB, prefix string) {
+	tb.Helper()
+	for _, l := range []client.ObjectList{&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}} {
+		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+			tb.Fatal(err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, it := range items {
+			o, ok := it.(client.Object)
+			if ok && strings.HasPrefix(o.GetName(), prefix) {
+				if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}
+	}
+	err := providertest.Wait(ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
+		roles, dbs := &v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}
+		if err := env.Kube.List(ctx, roles, client.InNamespace("scale")); err != nil {
+			return false, err
+		}
+		if err := env.Kube.List(ctx, dbs, client.InNamespace("scale")); err != nil {
+			return false, err
+		}
+		for _, r := range roles.Items {
+			if strings.HasPrefix(r.Name, prefix) {
+				return false, nil
+			}
+		}
+		for _, d := range dbs.Items {
+			if strings.HasPrefix(d.Name, prefix) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkDefaults provisions 100 role+database pairs with the provider's
+// flags as shipped (poll 1m, the default reconcile rate and concurrency,
+// the API client limited as the process limits it) and reports the time to
+// Ready as a ratio of the SQL floor, beside the defaults before issue 17
+// (10 reconciles per second, 10 per controller).
+func BenchmarkDefaults(b *testing.B) {
+	ctx := context.Background()
+	defer func() {
+		if err := env.RestartWith(ctx, func(o *providertest.Options) {
+			o.PollInterval, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, scalePools
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	const n = 100
+	for i, s := range []struct {
+		name          string
+		rate, workers int
+	}{
+		{"before", 10, 10},
+		{"defaults", config.DefaultMaxReconcileRate, config.DefaultMaxConcurrentReconciles},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			for range b.N {
+				if err := env.RestartWith(ctx, func(o *providertest.Options) {
+					o.PollInterval, o.MaxReconcileRate, o.MaxConcurrentReconciles = time.Minute, s.rate, s.workers
+					o.Pools = postgres.RegistryOptions{}
+				}); err != nil {
+					b.Fatal(err)
+				}
+				// Creating databases writes a lot of WAL: each measurement
+				// starts after a checkpoint, so neither pays for the other's.
+				prefix := fmt.Sprintf("d%dr", i)
+				checkpoint(ctx, b)
+				took := provision(ctx, b, prefix, n)
+				checkpoint(ctx, b)
+				base := floor(ctx, b, fmt.Sprintf("fd%dr", i), n)
+				b.ReportMetric(float64(took)/float64(base), "x-floor")
+				b.ReportMetric(took.Seconds(), "s-to-ready")
+				b.ReportMetric(base.Seconds(), "s-floor")
+				removeScale(ctx, b, prefix)
+			}
+		})
+	}
+}
+
+// checkpoint makes the server write out what is pending.
+func checkpoint(ctx context.Context, tb testing.TB) {
+	tb.Helper()
+	conn, err := env.Postgres.Connect(ctx, "postgres")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx) //nolint:errcheck // Benchmark.
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -22,6 +22,19 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 )
 
+// The defaults of the flags that decide how much work the provider does at
+// once (docs/performance.md says why each is what it is).
+const (
+	// DefaultMaxReconcileRate bounds reconciles per second, every kind
+	// together: at 5,000 objects and a one-minute poll, 83 per second
+	// observe each once per poll, and the rest is left for changes.
+	DefaultMaxReconcileRate = 100
+	// DefaultMaxConcurrentReconciles is each controller's concurrency.
+	// Reconciles wait on a handful of server connections (--max-conns),
+	// so more workers would only queue there.
+	DefaultMaxConcurrentReconciles = 10
+)
+
 // Config is what every controller of the provider is set up with.
 type Config struct {
 	controller.Options
