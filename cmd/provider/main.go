@@ -162,7 +162,8 @@ func main() {
 	// Close every server connection on the way out, after the manager has
 	// stopped its reconciles.
 	defer pools.Close()
-	metrics.Registry.MustRegister(pools, role.CredentialMetrics{Roles: mgr.GetClient()})
+	observations := config.NewObservations()
+	metrics.Registry.MustRegister(pools, observations, role.CredentialMetrics{Roles: mgr.GetClient()})
 
 	if *installLockPolicy {
 		direct, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -173,10 +174,11 @@ func main() {
 	}
 
 	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, config.Config{
-		Options:    o,
-		Namespace:  *namespace,
-		PollJitter: *pollJitter,
-		Pools:      pools,
+		Options:      o,
+		Namespace:    *namespace,
+		PollJitter:   *pollJitter,
+		Pools:        pools,
+		Observations: observations,
 	}, cancel), "Cannot set up controllers")
 
 	kingpin.FatalIfError(mgr.Start(ctx), "Cannot start controller manager")

@@ -297,7 +297,16 @@ func TestScaleRegression(t *testing.T) {
 
 // reconciles is how many reconciles the role and database controllers
 // have run in this process (controller-runtime's counter).
-func reconciles(t *testing.T) float64 {
+func reconciles(t testing.TB) float64 {
+	t.Helper()
+	return reconcilesOf(t, func(c string) bool {
+		return c == managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind) || c == managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
+	})
+}
+
+// reconcilesOf is how many reconciles the controllers whose names of
+// match have run in this process.
+func reconcilesOf(t testing.TB, of func(controller string) bool) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
@@ -310,7 +319,7 @@ func reconciles(t *testing.T) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && (l.GetValue() == managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind) || l.GetValue() == managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)) {
+				if l.GetName() == "controller" && of(l.GetValue()) {
 					n += m.GetCounter().GetValue()
 				}
 			}

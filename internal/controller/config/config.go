@@ -48,6 +48,9 @@ type Config struct {
 
 	// Pools is the connection pool registry every controller shares.
 	Pools *postgres.Registry
+
+	// Observations, when set, records the intervals between observations.
+	Observations *Observations
 }
 
 // ManagedReconcilerOptions returns the options every managed reconciler of
@@ -58,7 +61,7 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		managed.WithLogger(c.Logger.WithValues("controller", name)),
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name), c.EventFilterFunctions...)), //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 		managed.WithPollInterval(c.PollInterval),
-		managed.WithPollIntervalHook(PollIntervalHook(c.PollJitter, nil)),
+		managed.WithPollIntervalHook(c.PollIntervalHook(nil)),
 		// Every kind declares its own managementPolicies default.
 		managed.WithManagementPolicies(),
 		// The grace period exists for eventually consistent cloud APIs:
@@ -86,11 +89,17 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 	return o, nil
 }
 
-// PollIntervalHook returns a poll interval hook that adds up to ±jitter
-// at random to the poll interval and, with wake, polls sooner when wake
-// says something is due sooner (a positive duration from now).
-func PollIntervalHook(jitter time.Duration, wake func(resource.Managed, time.Time) time.Duration) managed.PollIntervalHook {
+// PollIntervalHook returns a poll interval hook that adds up to
+// ±PollJitter at random to the poll interval and, with wake, polls sooner
+// when wake says something is due sooner (a positive duration from now).
+// crossplane-runtime calls it after each successful observation, which it
+// records in Observations.
+func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Duration) managed.PollIntervalHook {
+	jitter := c.PollJitter
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		if c.Observations != nil {
+			c.Observations.Observed(mg, time.Now(), poll)
+		}
 		d := poll
 		if jitter > 0 {
 			d += time.Duration((rand.Float64() - 0.5) * 2 * float64(jitter)) //nolint:gosec // jitter needs no secure randomness.

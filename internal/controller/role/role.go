@@ -76,7 +76,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
-		managed.WithPollIntervalHook(config.PollIntervalHook(c.PollJitter, func(mg resource.Managed, now time.Time) time.Duration {
+		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
 			r, ok := mg.(*v1alpha1.PostgreSQLRole)
 			if !ok {
 				return 0

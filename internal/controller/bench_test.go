@@ -1,0 +1,285 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+// objectsPerUnit is what one unit of the mixed workload manages: a login
+// role with its Secret, a database it owns, a schema in it, a grant of the
+// schema to a shared reader role, and default privileges for the reader on
+// the owner's future tables.
+const objectsPerUnit = 5
+
+// mixedKinds lists the kinds of the mixed workload.
+func mixedKinds() []client.ObjectList {
+	return []client.ObjectList{
+		&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}, &v1alpha1.PostgreSQLSchemaList{},
+		&v1alpha1.PostgreSQLGrantList{}, &v1alpha1.PostgreSQLDefaultPrivilegesList{},
+	}
+}
+
+// provisionMixed creates units of the mixed workload (names start with
+// prefix) and waits until every object is Ready.
+func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	on := v1alpha1.InstanceReference{Name: "main"}
+	ref := func(n string) *v1alpha1.LocalReference { return &v1alpha1.LocalReference{Name: n} }
+	reader := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: prefix + "reader", Namespace: "scale"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: on}}
+	if err := env.Kube.Create(ctx, reader); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range units {
+		o, d, s := fmt.Sprintf("%so%d", prefix, i), fmt.Sprintf("%sd%d", prefix, i), fmt.Sprintf("%ss%d", prefix, i)
+		objs := []client.Object{
+			&v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: o, Namespace: "scale"}, Spec: v1alpha1.PostgreSQLRoleSpec{
+				InstanceRef: on, ForProvider: v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: o + "-conn"},
+			}},
+			&v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: d, Namespace: "scale"}, Spec: v1alpha1.PostgreSQLDatabaseSpec{
+				InstanceRef: on, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{OwnerRef: ref(o)},
+			}},
+			&v1alpha1.PostgreSQLSchema{ObjectMeta: metav1.ObjectMeta{Name: s, Namespace: "scale"}, Spec: v1alpha1.PostgreSQLSchemaSpec{
+				InstanceRef: on, ForProvider: v1alpha1.PostgreSQLSchemaParameters{DatabaseRef: ref(d), OwnerRef: ref(o)},
+			}},
+			&v1alpha1.PostgreSQLGrant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%sg%d", prefix, i), Namespace: "scale"}, Spec: v1alpha1.PostgreSQLGrantSpec{
+				InstanceRef: on, ForProvider: v1alpha1.PostgreSQLGrantParameters{
+					RoleRef: ref(reader.Name), ObjectType: v1alpha1.GrantObjectSchema, DatabaseRef: ref(d), SchemaRef: ref(s), Privileges: []v1alpha1.Privilege{"USAGE"},
+				},
+			}},
+			&v1alpha1.PostgreSQLDefaultPrivileges{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%sp%d", prefix, i), Namespace: "scale"}, Spec: v1alpha1.PostgreSQLDefaultPrivilegesSpec{
+				InstanceRef: on, ForProvider: v1alpha1.PostgreSQLDefaultPrivilegesParameters{
+					RoleRef: ref(reader.Name), OwnerRef: ref(o), DatabaseRef: ref(d), SchemaRef: ref(s),
+					ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: []v1alpha1.Privilege{"SELECT"},
+				},
+			}},
+		}
+		for _, obj := range objs {
+			if err := env.Kube.Create(ctx, obj); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	want := units*objectsPerUnit + 1
+	var ready int
+	err := providertest.Wait(ctx, 10*time.Minute+time.Duration(units)*time.Second, func(ctx context.Context) (bool, error) {
+		ready = 0
+		for _, l := range mixedKinds() {
+			if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+				return false, err
+			}
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				return false, err
+			}
+			for _, it := range items {
+				c, ok := it.(providertest.Conditioned)
+				if ok && strings.HasPrefix(c.GetName(), prefix) && c.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == want, nil
+	})
+	if err != nil {
+		tb.Fatalf("%d of %d objects Ready: %v", ready, want, err)
+	}
+	return time.Since(start)
+}
+
+// allReconciles is how many reconciles the managed controllers of the
+// mixed workload's kinds have run in this process.
+func allReconciles(tb testing.TB) float64 {
+	tb.Helper()
+	return reconcilesOf(tb, func(c string) bool {
+		return strings.HasPrefix(c, "managed/postgresql") && !strings.HasPrefix(c, "managed/postgresqlinstance")
+	})
+}
+
+// mixedVersions maps every object of the mixed workload, and every Secret,
+// whose name has prefix, to its resourceVersion.
+func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	for i, l := range append(mixedKinds(), &corev1.SecretList{}) {
+		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+			tb.Fatal(err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, it := range items {
+			if o, ok := it.(client.Object); ok && strings.HasPrefix(o.GetName(), prefix) {
+				out[strconv.Itoa(i)+"/"+o.GetName()] = o.GetResourceVersion()
+			}
+		}
+	}
+	return out
+}
+
+// latestObservation returns the upper bound of the highest histogram
+// bucket holding an observation interval, and how many intervals there
+// were: the longest an object waited between two observations.
+func latestObservation(tb testing.TB, o *config.Observations) (time.Duration, uint64) {
+	tb.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(o)
+	fams, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var longest float64
+	var n uint64
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			n += h.GetSampleCount()
+			below := uint64(0)
+			for _, b := range h.GetBucket() {
+				if b.GetCumulativeCount() > below && b.GetUpperBound() > longest {
+					longest = b.GetUpperBound()
+				}
+				below = b.GetCumulativeCount()
+			}
+			if h.GetSampleCount() > below {
+				longest = float64(24 * time.Hour / time.Second) // Beyond the last bucket.
+			}
+		}
+	}
+	return time.Duration(longest * float64(time.Second)), n
+}
+
+// rssMiB is the resident memory of this process (controllers, caches and
+// the test's own client) in MiB.
+func rssMiB(tb testing.TB) float64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	tb.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// BenchmarkScale runs the mixed workload (roles with Secrets, databases,
+// schemas, grants, default privileges) at 1,000 and 5,000 objects with
+// the provider's default flags (poll 1m with 10s jitter, rate, concurrency
+// and connection caps) and reports, per size: reconciles per object to
+// Ready, peak server sessions against the cap, then over two polls of
+// steady state the statements and API writes per object per poll, the
+// longest interval between two observations of one object, and the
+// process's resident memory. BENCH_SCALE_SIZES (objects, comma-separated)
+// picks other sizes.
+func BenchmarkScale(b *testing.B) {
+	ctx := context.Background()
+	sizes := []int{1000, 5000}
+	if s := os.Getenv("BENCH_SCALE_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatalf("BENCH_SCALE_SIZES: %v", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	const poll, jitter = time.Minute, 10 * time.Second
+	defer func() {
+		if err := env.RestartWith(ctx, func(o *providertest.Options) {
+			o.PollInterval, o.PollJitter, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, 0, scalePools
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	for i, size := range sizes {
+		b.Run(fmt.Sprintf("objects=%d", size), func(b *testing.B) {
+			for range b.N {
+				if err := env.RestartWith(ctx, func(o *providertest.Options) {
+					o.PollInterval, o.PollJitter, o.Pools = poll, jitter, postgres.RegistryOptions{}
+					o.MaxReconcileRate, o.MaxConcurrentReconciles = config.DefaultMaxReconcileRate, config.DefaultMaxConcurrentReconciles
+				}); err != nil {
+					b.Fatal(err)
+				}
+				prefix := fmt.Sprintf("m%dx", i)
+				units := size / objectsPerUnit
+				objects := float64(units*objectsPerUnit + 1)
+				before := allReconciles(b)
+				sampler := samplePeak(ctx, b)
+				took := provisionMixed(ctx, b, prefix, units)
+				peak := sampler.done()
+				perObject := (allReconciles(b) - before) / objects
+
+				// Steady state: two polls after a first one has passed.
+				time.Sleep(poll + jitter)
+				obs := env.Observations
+				versions := mixedVersions(ctx, b, prefix)
+				if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+					b.Fatal(err)
+				}
+				from := env.ServerLogLen(b)
+				window := 2 * poll
+				time.Sleep(window)
+				statements := countStatements(env.ServerLog(b, from))
+				if err := env.Postgres.SetLogStatement(ctx, "none"); err != nil {
+					b.Fatal(err)
+				}
+				writes := 0
+				for k, v := range mixedVersions(ctx, b, prefix) {
+					if versions[k] != v {
+						writes++
+					}
+				}
+				longest, intervals := latestObservation(b, obs)
+				runtime.GC()
+				rss := rssMiB(b)
+
+				b.ReportMetric(took.Seconds(), "s-to-ready")
+				b.ReportMetric(perObject, "reconciles/object")
+				b.ReportMetric(float64(peak), "peak-conns")
+				b.ReportMetric(float64(postgres.DefaultMaxConns), "conn-cap")
+				b.ReportMetric(float64(statements)/objects/(float64(window)/float64(poll)), "stmts/object/poll")
+				b.ReportMetric(float64(writes)/objects/(float64(window)/float64(poll)), "writes/object/poll")
+				b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
+				b.ReportMetric(float64(intervals), "intervals")
+				b.ReportMetric(rss, "MiB-rss")
+				if peak > int64(postgres.DefaultMaxConns) {
+					b.Errorf("peak provider sessions %d exceed the cap %d", peak, postgres.DefaultMaxConns)
+				}
+				if writes != 0 {
+					b.Errorf("%d objects or Secrets written in steady state, with nothing changed", writes)
+				}
+			}
+		})
+	}
+}
