@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,19 +324,31 @@ func TestInstallGuide(t *testing.T) {
 			t.Errorf("the uninstall left %s %s behind", kind, p.GetName())
 		}
 	}
+	// What is left, said precisely: a failure here on a loaded machine
+	// must show whether the CRDs (and what holds them) or the process
+	// outlived the uninstall.
+	var left []string
 	if err := providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		crds := &extv1.CustomResourceDefinitionList{}
 		if err := kube.List(ctx, crds); err != nil {
 			return false, err
 		}
+		left = nil
 		for _, c := range crds.Items {
 			if c.Spec.Group == "database.ayatori.ddupan.top" {
-				return false, nil
+				var owners []string
+				for _, o := range c.GetOwnerReferences() {
+					owners = append(owners, o.Kind+"/"+o.Name)
+				}
+				left = append(left, fmt.Sprintf("CRD %s (deleting since %v, finalizers %v, owners %v)", c.Name, c.GetDeletionTimestamp(), c.GetFinalizers(), owners))
 			}
 		}
-		return !kl.running(), nil
+		if kl.running() {
+			left = append(left, "the provider process ("+kl.status()+")")
+		}
+		return len(left) == 0, nil
 	}); err != nil {
-		t.Errorf("the provider's CRDs or its process outlived the uninstall: %v%s", err, diagnose())
+		t.Errorf("outlived the uninstall: %s: %v%s", strings.Join(left, "; "), err, diagnose())
 	}
 	// Nothing of value was lost: the tenant's data and its owner remain;
 	// only its login is gone.

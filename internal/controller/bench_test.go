@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,10 +141,9 @@ func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string
 	return out
 }
 
-// latestObservation returns the upper bound of the highest histogram
-// bucket holding an observation interval, and how many intervals there
-// were: the longest an object waited between two observations.
-func latestObservation(tb testing.TB, o *config.Observations) (time.Duration, uint64) {
+// intervalBuckets returns the cumulative counts of o's observation
+// intervals by bucket upper bound (+Inf as 0), all kinds together.
+func intervalBuckets(tb testing.TB, o *config.Observations) map[float64]uint64 {
 	tb.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(o)
@@ -150,23 +151,43 @@ func latestObservation(tb testing.TB, o *config.Observations) (time.Duration, ui
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var longest float64
-	var n uint64
+	out := map[float64]uint64{}
 	for _, f := range fams {
 		for _, m := range f.GetMetric() {
 			h := m.GetHistogram()
-			n += h.GetSampleCount()
-			below := uint64(0)
 			for _, b := range h.GetBucket() {
-				if b.GetCumulativeCount() > below && b.GetUpperBound() > longest {
-					longest = b.GetUpperBound()
-				}
-				below = b.GetCumulativeCount()
+				out[b.GetUpperBound()] += b.GetCumulativeCount()
 			}
-			if h.GetSampleCount() > below {
-				longest = float64(24 * time.Hour / time.Second) // Beyond the last bucket.
-			}
+			out[0] += h.GetSampleCount()
 		}
+	}
+	return out
+}
+
+// longestBetween returns the upper bound of the highest bucket that gained
+// intervals between two snapshots (a day when only +Inf did), and how
+// many intervals were recorded in between: the longest an object waited
+// between two observations in that window.
+func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
+	n := after[0] - before[0]
+	var bounds []float64
+	for b := range after {
+		if b != 0 {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.Sort(bounds)
+	longest := 0.0
+	below := uint64(0)
+	for _, b := range bounds {
+		cum := after[b] - before[b]
+		if cum > below {
+			longest = b
+		}
+		below = cum
+	}
+	if n > below {
+		longest = 24 * 3600
 	}
 	return time.Duration(longest * float64(time.Second)), n
 }
@@ -197,9 +218,10 @@ func rssMiB(tb testing.TB) float64 {
 // the provider's default flags (poll 1m with 10s jitter, rate, concurrency
 // and connection caps) and reports, per size: reconciles per object to
 // Ready, peak server sessions against the cap, then over two polls of
-// steady state the statements and API writes per object per poll, the
-// longest interval between two observations of one object, and the
-// process's resident memory. BENCH_SCALE_SIZES (objects, comma-separated)
+// steady state the statements and API writes per object per poll and the
+// longest interval between two observations of one object (the upper
+// bound of its histogram bucket), and the process's resident memory and
+// live heap after a collection. BENCH_SCALE_SIZES (objects, comma-separated)
 // picks other sizes.
 func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
@@ -242,7 +264,7 @@ func BenchmarkScale(b *testing.B) {
 
 				// Steady state: two polls after a first one has passed.
 				time.Sleep(poll + jitter)
-				obs := env.Observations
+				obs := intervalBuckets(b, env.Observations)
 				versions := mixedVersions(ctx, b, prefix)
 				if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 					b.Fatal(err)
@@ -260,8 +282,12 @@ func BenchmarkScale(b *testing.B) {
 						writes++
 					}
 				}
-				longest, intervals := latestObservation(b, obs)
-				runtime.GC()
+				longest, intervals := longestBetween(obs, intervalBuckets(b, env.Observations))
+				// What stays in use once garbage is gone: the controllers'
+				// caches mostly (the test's own lists are garbage by now).
+				debug.FreeOSMemory()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
 				rss := rssMiB(b)
 
 				b.ReportMetric(took.Seconds(), "s-to-ready")
@@ -273,6 +299,7 @@ func BenchmarkScale(b *testing.B) {
 				b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
 				b.ReportMetric(float64(intervals), "intervals")
 				b.ReportMetric(rss, "MiB-rss")
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MiB-heap-in-use")
 				if peak > int64(postgres.DefaultMaxConns) {
 					b.Errorf("peak provider sessions %d exceed the cap %d", peak, postgres.DefaultMaxConns)
 				}

@@ -40,7 +40,11 @@ func Scheme() (*runtime.Scheme, error) {
 func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
 	return ctrl.Options{
 		Scheme: s,
-		Cache:  cache.Options{ByObject: MetadataCache(byObject)},
+		// managedFields are often a third of an object and the provider
+		// never reads them (it updates, it does not apply): not caching
+		// them keeps memory down at thousands of objects. An update
+		// that omits them leaves them as they are on the server.
+		Cache:  cache.Options{ByObject: MetadataCache(byObject), DefaultTransform: cache.TransformStripManagedFields()},
 		Client: ClientOptions(),
 	}
 }

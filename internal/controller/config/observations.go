@@ -31,7 +31,8 @@ func NewObservations() *Observations {
 			Name: "provider_postgresql_observation_interval_seconds",
 			Help: "Time between two successful observations of one managed resource, by kind. " +
 				"Intervals above the poll interval plus its jitter mean the reconcile rate cannot keep up with the number of resources.",
-			Buckets: []float64{5, 15, 30, 45, 60, 75, 90, 120, 180, 300, 600, 1800},
+			// Fine around the default poll (1m, jitter 10s).
+			Buckets: []float64{5, 15, 30, 45, 60, 65, 70, 75, 90, 120, 180, 300, 600, 1800},
 		}, []string{"kind"}),
 	}
 }
