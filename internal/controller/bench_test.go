@@ -123,22 +123,7 @@ func allReconciles(tb testing.TB) float64 {
 // whose name has prefix, to its resourceVersion.
 func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string]string {
 	tb.Helper()
-	out := map[string]string{}
-	for i, l := range append(mixedKinds(), &corev1.SecretList{}) {
-		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
-			tb.Fatal(err)
-		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, it := range items {
-			if o, ok := it.(client.Object); ok && strings.HasPrefix(o.GetName(), prefix) {
-				out[strconv.Itoa(i)+"/"+o.GetName()] = o.GetResourceVersion()
-			}
-		}
-	}
-	return out
+	return resourceVersions(ctx, tb, prefix, append(mixedKinds(), &corev1.SecretList{})...)
 }
 
 // intervalBuckets returns the cumulative counts of o's observation

@@ -328,12 +328,16 @@ func reconcilesOf(t testing.TB, of func(controller string) bool) float64 {
 	return n
 }
 
-// resourceVersions maps each role, database and Secret of the scale
-// namespace whose name has prefix to its resourceVersion.
-func resourceVersions(ctx context.Context, t *testing.T, prefix string) map[string]string {
+// resourceVersions maps each object of lists (by default roles,
+// databases and Secrets) in the scale namespace whose name has prefix to
+// its resourceVersion.
+func resourceVersions(ctx context.Context, t testing.TB, prefix string, lists ...client.ObjectList) map[string]string {
 	t.Helper()
+	if lists == nil {
+		lists = []client.ObjectList{&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}, &corev1.SecretList{}}
+	}
 	out := map[string]string{}
-	for kind, l := range map[string]client.ObjectList{"role": &v1alpha1.PostgreSQLRoleList{}, "database": &v1alpha1.PostgreSQLDatabaseList{}, "secret": &corev1.SecretList{}} {
+	for _, l := range lists {
 		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +347,7 @@ func resourceVersions(ctx context.Context, t *testing.T, prefix string) map[stri
 		}
 		for _, it := range items {
 			if o, ok := it.(client.Object); ok && strings.HasPrefix(o.GetName(), prefix) {
-				out[kind+" "+o.GetName()] = o.GetResourceVersion()
+				out[fmt.Sprintf("%T %s", o, o.GetName())] = o.GetResourceVersion()
 			}
 		}
 	}
