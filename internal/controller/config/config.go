@@ -4,6 +4,7 @@
 package config
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
 // The defaults of the flags that decide how much work the provider does at
@@ -115,9 +117,45 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 
 // Reconciler wraps a managed reconciler the way every controller of the
 // provider runs it: under the global rate limit, with API conflicts
-// requeued silently.
+// requeued silently, and a reconcile that waits for another object (see
+// reference.Wait) requeued once after WaitRequeue rather than with
+// back-off.
 func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
-	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), c.GlobalRateLimiter)
+	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(waiting{r: r, after: c.WaitRequeue()}), c.GlobalRateLimiter)
+}
+
+// maxWaitRequeue bounds how long a waiting resource sleeps when nothing
+// wakes it (it waits for an object the provider does not manage): the
+// longest step of the error back-off it replaces.
+const maxWaitRequeue = time.Minute
+
+// WaitRequeue is how long a reconcile that waits for another object is
+// left before it looks again, unless the object appearing wakes it
+// sooner: the poll interval, at most a minute.
+func (c Config) WaitRequeue() time.Duration {
+	if c.PollInterval > 0 && c.PollInterval < maxWaitRequeue {
+		return c.PollInterval
+	}
+	return maxWaitRequeue
+}
+
+// waiting requeues a reconcile marked by reference.Wait after a fixed
+// delay. crossplane-runtime asks for a rate-limited requeue (Requeue:
+// true) on every error; controller-runtime, given RequeueAfter and no
+// error instead, also forgets the item's back-off, so a real error after
+// the wait starts again from the shortest step.
+type waiting struct {
+	r     reconcile.Reconciler
+	after time.Duration
+}
+
+func (w waiting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx, note := reference.WithNote(ctx)
+	res, err := w.r.Reconcile(ctx, req)
+	if err == nil && note.Waiting() && res.Requeue && res.RequeueAfter == 0 { //nolint:staticcheck // crossplane-runtime still returns Requeue.
+		return reconcile.Result{RequeueAfter: w.after}, nil
+	}
+	return res, err
 }
 
 // ObserveOnly reports whether mg's management policies let the provider

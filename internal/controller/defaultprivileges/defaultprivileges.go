@@ -138,7 +138,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	}
 	got, system, err := postgres.ObserveDefaultPrivileges(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
@@ -148,11 +148,11 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	}
 	switch {
 	case !got.RoleExists:
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	case !got.OwnerExists:
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Owner))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("role %q", ap.Owner))
 	case !got.SchemaExists:
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {

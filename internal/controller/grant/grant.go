@@ -216,7 +216,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	}
 	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("database %q", ap.Database))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
@@ -225,7 +225,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{}, err
 	}
 	if what := e.missingParent(*ap, got); what != "" {
-		return privilege.Absent(mg, e.conn, what)
+		return privilege.Absent(ctx, mg, e.conn, what)
 	}
 	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
@@ -385,10 +385,10 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	}
 	e.membership = got
 	if !got.RoleExists {
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.Role))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	}
 	if !got.GroupExists {
-		return privilege.Absent(mg, e.conn, fmt.Sprintf("role %q", ap.MemberOf))
+		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("role %q", ap.MemberOf))
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {

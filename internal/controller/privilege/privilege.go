@@ -23,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
 // Errors wrapped around what the server says.
@@ -58,13 +59,13 @@ func Unsupported(mg resource.Managed, version int, unsupported []string, on stri
 
 // Absent handles a grantee or target that does not exist: nothing is left
 // to revoke for a resource being deleted; otherwise it waits.
-func Absent(mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
+func Absent(ctx context.Context, mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, nil
 	}
 	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, conn.Instance.GetName())
 	mg.SetConditions(NotReady(ReasonNotHeld, msg))
-	return managed.ExternalObservation{}, errors.New(msg)
+	return managed.ExternalObservation{}, reference.Wait(ctx, errors.New(msg))
 }
 
 // ExecAll runs stmts in one transaction; nothing at all when there are

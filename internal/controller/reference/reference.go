@@ -7,6 +7,7 @@ import (
 	"context"
 	"slices"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,7 @@ func (r Resolver) Role(ctx context.Context, what string, name *string, ref *v1al
 	if err := r.get(ctx, what, ref.Name, role); err != nil {
 		return "", err
 	}
-	return r.check(what, role, role.Spec.InstanceRef.Name, role.Status.AtProvider.Name)
+	return r.check(ctx, what, role, role.Spec.InstanceRef.Name, role.Status.AtProvider.Name)
 }
 
 // Database returns the PostgreSQL name of the database given by name or ref.
@@ -60,7 +61,7 @@ func (r Resolver) Database(ctx context.Context, what string, name *string, ref *
 	if err := r.get(ctx, what, ref.Name, db); err != nil {
 		return "", err
 	}
-	return r.check(what, db, db.Spec.InstanceRef.Name, db.Status.AtProvider.Name)
+	return r.check(ctx, what, db, db.Spec.InstanceRef.Name, db.Status.AtProvider.Name)
 }
 
 // Schema returns the PostgreSQL name of the schema given by name or ref; a
@@ -76,7 +77,7 @@ func (r Resolver) Schema(ctx context.Context, what, database string, name *strin
 	if err := r.get(ctx, what, ref.Name, s); err != nil {
 		return "", err
 	}
-	n, err := r.check(what, s, s.Spec.InstanceRef.Name, s.Status.AtProvider.Name)
+	n, err := r.check(ctx, what, s, s.Spec.InstanceRef.Name, s.Status.AtProvider.Name)
 	if err != nil {
 		return "", err
 	}
@@ -91,18 +92,22 @@ func (r Resolver) get(ctx context.Context, what, name string, obj client.Object)
 	if activation.NotServed(err) {
 		return activation.NotActive(what, kindOf(obj))
 	}
+	if kerrors.IsNotFound(err) {
+		// Created later, it wakes this resource once it is observed.
+		return Wait(ctx, errors.Errorf("%s: waiting for %s %s/%s to be created", what, kindOf(obj), r.Namespace, name))
+	}
 	return errors.Wrapf(err, "%s: cannot get %s/%s", what, r.Namespace, name)
 }
 
 // check refuses a referenced resource on another Instance, and waits for
 // one that has not observed its object yet (observed is "").
-func (r Resolver) check(what string, obj client.Object, instance, observed string) (string, error) {
+func (r Resolver) check(ctx context.Context, what string, obj client.Object, instance, observed string) (string, error) {
 	kind := kindOf(obj)
 	if instance != r.Instance {
 		return "", errors.Errorf("%s: %s %s/%s is on PostgreSQLInstance %q, not %q", what, kind, r.Namespace, obj.GetName(), instance, r.Instance)
 	}
 	if observed == "" {
-		return "", errors.Errorf("%s: waiting for %s %s/%s to exist", what, kind, r.Namespace, obj.GetName())
+		return "", Wait(ctx, errors.Errorf("%s: waiting for %s %s/%s to exist", what, kind, r.Namespace, obj.GetName()))
 	}
 	return observed, nil
 }

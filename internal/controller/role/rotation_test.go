@@ -170,7 +170,14 @@ func TestAlternatingRotation(t *testing.T) {
 		if _, err := loginWith(ctx, first); err != nil {
 			t.Errorf("the previous login is refused right after the switch: %v", err)
 		}
-		c := getRole(ctx, t, r).Status.AtProvider.Credential
+		// The Secret is published before the status is written, in the
+		// same reconcile: allow that reconcile to finish (well inside the
+		// 4 s grace period).
+		var c *v1alpha1.CredentialObservation
+		_ = providertest.Wait(ctx, 3*time.Second, func(ctx context.Context) (bool, error) {
+			c = getRole(ctx, t, r).Status.AtProvider.Credential
+			return c != nil && c.ActiveLogin == "ledger_b", nil
+		})
 		if c == nil || c.ActiveLogin != "ledger_b" || c.PreviousLogin != "ledger_a" || c.PreviousLoginState != v1alpha1.PreviousLoginGrace {
 			t.Errorf("status.atProvider.credential after the first rotation: %+v", c)
 		}

@@ -166,7 +166,7 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serve
 		if meta.WasDeleted(mg) {
 			return none, serverobject.ErrGone
 		}
-		return none, errors.Errorf("waiting for database %q to exist on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName())
+		return none, reference.Wait(ctx, errors.Errorf("waiting for database %q to exist on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName()))
 	}
 	if err != nil {
 		return none, errors.Wrap(err, errObserve)

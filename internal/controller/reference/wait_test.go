@@ -1,0 +1,111 @@
+package reference_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+const ns = "waits"
+
+var env *providertest.Env
+
+// The default poll interval of the harness (10 minutes) makes a waiting
+// resource's fallback requeue a minute away (config.WaitRequeue): what
+// these tests see within seconds is the wake-up, nothing else.
+func TestMain(m *testing.M) {
+	os.Exit(providertest.Run(m, providertest.Options{Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) { env = e }))
+}
+
+// TestWaitingIsWokenNotRetried: resources created before what they refer
+// to wait without retrying (no error back-off: 1 s, 2 s, 4 s, … would be
+// six failed reconciles, status writes and events in 20 s), and go on
+// within seconds of it appearing. It covers each way of waiting: a
+// reference to a resource not created yet (the database's ownerRef), to
+// one created but not observed yet (the schema's databaseRef), and a
+// PostgreSQL object named directly that is not on the server yet (the
+// grant's database, then its role).
+func TestWaitingIsWokenNotRetried(t *testing.T) {
+	ctx := context.Background()
+	in := v1alpha1.InstanceReference{Name: env.Main.Name}
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
+			OwnerRef: &v1alpha1.LocalReference{Name: "w-owner"},
+		}},
+	}
+	s := &v1alpha1.PostgreSQLSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "w-data", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLSchemaSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLSchemaParameters{
+			Name: ptr.To("w_data"), DatabaseRef: &v1alpha1.LocalReference{Name: "w"},
+		}},
+	}
+	g := &v1alpha1.PostgreSQLGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "w-connect", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLGrantSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLGrantParameters{
+			Role: ptr.To("w_reader"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("w"),
+			Privileges: []v1alpha1.Privilege{"CONNECT"},
+		}},
+	}
+	env.Create(ctx, t, db, s, g)
+
+	// Failed reconciles, as their aggregated Warning events count them:
+	// the first, and the one its own status write triggers.
+	time.Sleep(20 * time.Second)
+	for _, name := range []string{db.Name, s.Name, g.Name} {
+		n := env.Warnings(ctx, t, ns, name, "waiting for")
+		t.Logf("%s: %d failed reconciles in 20 s of waiting", name, n)
+		if n == 0 {
+			t.Errorf("%s: no warning in 20 s; it is not waiting", name)
+		}
+		if n > 3 {
+			t.Errorf("%s: %d failed reconciles in 20 s while waiting; want at most 3 (it is retried, not woken)", name, n)
+		}
+	}
+
+	newRole := func(name, pg string) *v1alpha1.PostgreSQLRole {
+		return &v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(pg)}},
+		}
+	}
+	// Each waiter goes on within seconds of what it waits for; its
+	// fallback requeue is a minute away.
+	const woken = 10 * time.Second
+	owner := newRole("w-owner", "w_owner")
+	env.Create(ctx, t, owner)
+	env.Ready(ctx, t, owner, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	for _, o := range []providertest.Conditioned{db, s} {
+		if err := env.WaitForReady(ctx, o, corev1.ConditionTrue, xpv2.ReasonAvailable, woken); err != nil {
+			t.Fatalf("%s did not go on within %s of what it waits for: %v", o.GetName(), woken, err)
+		}
+	}
+	// The grant now waits for its role alone.
+	err := providertest.Wait(ctx, woken, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+			return false, err
+		}
+		return strings.Contains(g.GetCondition(xpv2.TypeSynced).Message, `waiting for role "w_reader"`), nil
+	})
+	if err != nil {
+		t.Fatalf("the grant did not go on to wait for its role within %s of its database: %v (Synced: %q)", woken, err, g.GetCondition(xpv2.TypeSynced).Message)
+	}
+	reader := newRole("w-reader", "w_reader")
+	env.Create(ctx, t, reader)
+	env.Ready(ctx, t, reader, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.WaitForReady(ctx, g, corev1.ConditionTrue, xpv2.ReasonAvailable, woken); err != nil {
+		t.Fatalf("the grant did not go on within %s of its role: %v", woken, err)
+	}
+}
