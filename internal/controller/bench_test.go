@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -117,6 +118,66 @@ func allReconciles(tb testing.TB) float64 {
 	return reconcilesOf(tb, func(c string) bool {
 		return strings.HasPrefix(c, "managed/postgresql") && !strings.HasPrefix(c, "managed/postgresqlinstance")
 	})
+}
+
+// restoreScaleEnv restarts the provider with the scale environment's
+// options, after a benchmark changed them.
+func restoreScaleEnv(ctx context.Context, b *testing.B) {
+	b.Helper()
+	if err := env.RestartWith(ctx, func(o *providertest.Options) {
+		o.PollInterval, o.PollJitter, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, 0, scalePools
+		o.DiscardLog = false
+	}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// reconcilesByResult counts the reconciles of each controller of this
+// process by result (success, error, requeue, requeue_after).
+func reconcilesByResult(tb testing.TB) map[[2]string]float64 {
+	tb.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[[2]string]float64{}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var k [2]string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "controller":
+					k[0] = l.GetValue()
+				case "result":
+					k[1] = l.GetValue()
+				}
+			}
+			out[k] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// logReconciles logs where the reconciles to Ready went: per controller
+// and result, per unit of the workload (one object of each kind).
+func logReconciles(tb testing.TB, before, after map[[2]string]float64, units float64) {
+	tb.Helper()
+	keys := make([][2]string, 0, len(after))
+	for k, v := range after {
+		if v > before[k] {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
+	var sb strings.Builder
+	for _, k := range keys {
+		name := strings.TrimSuffix(strings.TrimPrefix(k[0], "managed/"), ".database.ayatori.ddupan.top")
+		fmt.Fprintf(&sb, "\n  %-40s %-14s %6.2f per unit", name, k[1], (after[k]-before[k])/units)
+	}
+	tb.Logf("reconciles to Ready by controller and result:%s", sb.String())
 }
 
 // mixedVersions maps every object of the mixed workload, and every Secret,
@@ -222,30 +283,28 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	const poll, jitter = time.Minute, 10 * time.Second
-	defer func() {
-		if err := env.RestartWith(ctx, func(o *providertest.Options) {
-			o.PollInterval, o.PollJitter, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, 0, scalePools
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}()
+	defer restoreScaleEnv(ctx, b)
 	for i, size := range sizes {
 		b.Run(fmt.Sprintf("objects=%d", size), func(b *testing.B) {
 			for range b.N {
 				if err := env.RestartWith(ctx, func(o *providertest.Options) {
 					o.PollInterval, o.PollJitter, o.Pools = poll, jitter, postgres.RegistryOptions{}
 					o.MaxReconcileRate, o.MaxConcurrentReconciles = config.DefaultMaxReconcileRate, config.DefaultMaxConcurrentReconciles
+					// Measure the provider, not the test's copy of its
+					// debug log.
+					o.DiscardLog = true
 				}); err != nil {
 					b.Fatal(err)
 				}
 				prefix := fmt.Sprintf("m%dx", i)
 				units := size / objectsPerUnit
 				objects := float64(units*objectsPerUnit + 1)
-				before := allReconciles(b)
+				before, byBefore := allReconciles(b), reconcilesByResult(b)
 				sampler := samplePeak(ctx, b)
 				took := provisionMixed(ctx, b, prefix, units)
 				peak := sampler.done()
 				perObject := (allReconciles(b) - before) / objects
+				logReconciles(b, byBefore, reconcilesByResult(b), float64(units))
 
 				// Steady state: two polls after a first one has passed.
 				time.Sleep(poll + jitter)

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -308,21 +307,10 @@ func reconciles(t testing.TB) float64 {
 // match have run in this process.
 func reconcilesOf(t testing.TB, of func(controller string) bool) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && of(l.GetValue()) {
-					n += m.GetCounter().GetValue()
-				}
-			}
+	for k, v := range reconcilesByResult(t) {
+		if of(k[0]) {
+			n += v
 		}
 	}
 	return n
@@ -575,13 +563,7 @@ func removeScale(ctx context.Context, tb testing.TB, prefix string) {
 // (10 reconciles per second, 10 per controller).
 func BenchmarkDefaults(b *testing.B) {
 	ctx := context.Background()
-	defer func() {
-		if err := env.RestartWith(ctx, func(o *providertest.Options) {
-			o.PollInterval, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, scalePools
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}()
+	defer restoreScaleEnv(ctx, b)
 	const n = 100
 	for i, s := range []struct {
 		name          string
@@ -594,7 +576,7 @@ func BenchmarkDefaults(b *testing.B) {
 			for range b.N {
 				if err := env.RestartWith(ctx, func(o *providertest.Options) {
 					o.PollInterval, o.MaxReconcileRate, o.MaxConcurrentReconciles = time.Minute, s.rate, s.workers
-					o.Pools = postgres.RegistryOptions{}
+					o.Pools, o.DiscardLog = postgres.RegistryOptions{}, true
 				}); err != nil {
 					b.Fatal(err)
 				}
