@@ -9,6 +9,7 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -117,11 +118,9 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 
 // Reconciler wraps a managed reconciler the way every controller of the
 // provider runs it: under the global rate limit, with API conflicts
-// requeued silently, and a reconcile that waits for another object (see
-// reference.Wait) requeued once after WaitRequeue rather than with
-// back-off.
+// requeued silently, and its requeues adjusted by requeues (below).
 func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
-	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(waiting{r: r, after: c.WaitRequeue()}), c.GlobalRateLimiter)
+	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(requeues{r: r, after: c.WaitRequeue()}), c.GlobalRateLimiter)
 }
 
 // maxWaitRequeue bounds how long a waiting resource sleeps when nothing
@@ -139,23 +138,48 @@ func (c Config) WaitRequeue() time.Duration {
 	return maxWaitRequeue
 }
 
-// waiting requeues a reconcile marked by reference.Wait after a fixed
-// delay. crossplane-runtime asks for a rate-limited requeue (Requeue:
-// true) on every error; controller-runtime, given RequeueAfter and no
-// error instead, also forgets the item's back-off, so a real error after
-// the wait starts again from the shortest step.
-type waiting struct {
+// PollPriority is the work queue priority of a resource that has nothing
+// to do until a later time (its next poll, a scheduled rotation, or the
+// fallback look of a waiting resource): below the 0 that a change to a
+// resource enqueues with. Every reconcile takes a token of the global
+// rate, polls included, so in a wave of new objects the polls of objects
+// already Ready would otherwise take turns with the work that creates
+// (docs/performance.md). A change to a resource raises its priority
+// again at once (controller-runtime's priority queue keeps the highest).
+const PollPriority = -10
+
+// requeues adjusts what the managed reconciler asks of the work queue:
+//   - a reconcile marked by reference.Wait is requeued once, after a fixed
+//     delay, rather than with back-off. crossplane-runtime asks for a
+//     rate-limited requeue (Requeue: true) on every error;
+//     controller-runtime, given RequeueAfter and no error instead, also
+//     forgets the item's back-off, so a real error after the wait starts
+//     again from the shortest step.
+//   - a requeue after a delay (a poll) gets PollPriority.
+type requeues struct {
 	r     reconcile.Reconciler
 	after time.Duration
 }
 
-func (w waiting) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (q requeues) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx, note := reference.WithNote(ctx)
-	res, err := w.r.Reconcile(ctx, req)
-	if err == nil && note.Waiting() && res.Requeue && res.RequeueAfter == 0 { //nolint:staticcheck // crossplane-runtime still returns Requeue.
-		return reconcile.Result{RequeueAfter: w.after}, nil
+	res, err := q.r.Reconcile(ctx, req)
+	return adjust(res, err, note.Waiting(), q.after)
+}
+
+// adjust is requeues' decision, given the managed reconciler's result and
+// whether the reconcile waits for another object.
+func adjust(res reconcile.Result, err error, waiting bool, after time.Duration) (reconcile.Result, error) {
+	if err != nil {
+		return res, err
 	}
-	return res, err
+	if waiting && res.Requeue && res.RequeueAfter == 0 { //nolint:staticcheck // crossplane-runtime still returns Requeue.
+		return reconcile.Result{RequeueAfter: after, Priority: ptr.To(PollPriority)}, nil
+	}
+	if res.RequeueAfter > 0 && !res.Requeue { //nolint:staticcheck // As above.
+		res.Priority = ptr.To(PollPriority)
+	}
+	return res, nil
 }
 
 // ObserveOnly reports whether mg's management policies let the provider

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// requeue is what crossplane-runtime returns on an error: a rate-limited
+// requeue.
+var requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // crossplane-runtime still returns Requeue.
+
+func TestAdjust(t *testing.T) {
+	boom := errors.New("boom")
+	cases := map[string]struct {
+		res     reconcile.Result
+		err     error
+		waiting bool
+		want    reconcile.Result
+		wantErr error
+	}{
+		"WaitingIsRequeuedOnceWithoutBackOff": {
+			res: requeue, waiting: true,
+			want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+		},
+		"AnErrorIsLeftToTheBackOff": {
+			res:  requeue,
+			want: requeue,
+		},
+		"AFailedStatusWriteKeepsItsError": {
+			res: requeue, err: boom, waiting: true,
+			want: requeue, wantErr: boom,
+		},
+		"APollHasLowPriority": {
+			res:  reconcile.Result{RequeueAfter: 50 * time.Second},
+			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(PollPriority)},
+		},
+		"NoRequeueStaysSo": {
+			res:  reconcile.Result{},
+			want: reconcile.Result{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := adjust(tc.res, tc.err, tc.waiting, time.Minute)
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("error: got %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
