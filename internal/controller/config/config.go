@@ -11,6 +11,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -146,7 +147,13 @@ func (c Config) WaitRequeue() time.Duration {
 // already Ready would otherwise take turns with the work that creates
 // (docs/performance.md). A change to a resource raises its priority
 // again at once (controller-runtime's priority queue keeps the highest).
-const PollPriority = -10
+//
+// It is exactly the priority of the resources a starting provider finds
+// (controller-runtime's handler.LowPriority): above it, polls of the
+// resources already seen would overtake, forever, those not seen yet
+// after a restart (a CI run of TestRestartMidwayConverges caught that
+// with -10); equal, they are served in the order they were queued.
+const PollPriority = handler.LowPriority
 
 // requeues adjusts what the managed reconciler asks of the work queue:
 //   - a reconcile marked by reference.Wait is requeued once, after a fixed

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -54,5 +55,17 @@ func TestAdjust(t *testing.T) {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPollsDoNotStarveAStart: the resources a starting provider finds are
+// queued at handler.LowPriority; a poll queued above it would be served
+// before them every time, and with enough polls they would never be.
+func TestPollsDoNotStarveAStart(t *testing.T) {
+	if PollPriority > handler.LowPriority {
+		t.Errorf("PollPriority %d is above the priority of a start's initial list (%d): polls would starve it", PollPriority, handler.LowPriority)
+	}
+	if PollPriority >= 0 {
+		t.Errorf("PollPriority %d does not yield to changes (0)", PollPriority)
 	}
 }
