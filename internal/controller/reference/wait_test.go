@@ -49,7 +49,9 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 	s := &v1alpha1.PostgreSQLSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: "w-data", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLSchemaSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLSchemaParameters{
-			Name: ptr.To("w_data"), DatabaseRef: &v1alpha1.LocalReference{Name: "w"},
+			// Owned by the database's owner: a managed service's admin may
+			// create a schema only in a database it acts as the owner of.
+			Name: ptr.To("w_data"), DatabaseRef: &v1alpha1.LocalReference{Name: "w"}, OwnerRef: &v1alpha1.LocalReference{Name: "w-owner"},
 		}},
 	}
 	g := &v1alpha1.PostgreSQLGrant{
