@@ -121,7 +121,7 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 // provider runs it: under the global rate limit, with API conflicts
 // requeued silently, and its requeues adjusted by requeues (below).
 func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
-	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(requeues{r: r, after: c.WaitRequeue()}), c.GlobalRateLimiter)
+	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(requeues{r: r, after: c.waitRequeue()}), c.GlobalRateLimiter)
 }
 
 // maxWaitRequeue bounds how long a waiting resource sleeps when nothing
@@ -129,10 +129,10 @@ func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconci
 // longest step of the error back-off it replaces.
 const maxWaitRequeue = time.Minute
 
-// WaitRequeue is how long a reconcile that waits for another object is
+// waitRequeue is how long a reconcile that waits for another object is
 // left before it looks again, unless the object appearing wakes it
 // sooner: the poll interval, at most a minute.
-func (c Config) WaitRequeue() time.Duration {
+func (c Config) waitRequeue() time.Duration {
 	if c.PollInterval > 0 && c.PollInterval < maxWaitRequeue {
 		return c.PollInterval
 	}

@@ -23,7 +23,7 @@ const ns = "waits"
 var env *providertest.Env
 
 // The default poll interval of the harness (10 minutes) makes a waiting
-// resource's fallback requeue a minute away (config.WaitRequeue): what
+// resource's fallback requeue a minute away (config.waitRequeue): what
 // these tests see within seconds is the wake-up, nothing else.
 func TestMain(m *testing.M) {
 	os.Exit(providertest.Run(m, providertest.Options{Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) { env = e }))
