@@ -115,12 +115,15 @@ func TestKindsActivatedOneByOne(t *testing.T) {
 	for _, o := range []providertest.Conditioned{owner, reader, db} {
 		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	}
-	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-		t.Fatal(err)
-	}
-	// The binder decided without bindings: not offered, so unavailable.
-	if db.Status.Binding.Phase != v1alpha1.PhaseUnavailable {
-		t.Errorf("without the PostgreSQLBinding kind the database's binding is %+v, want phase Unavailable", db.Status.Binding)
+	// The binder decides without bindings: not offered, so unavailable.
+	// It is a controller of its own that decides once it sees the database
+	// observed, so its word may come a moment after Ready.
+	err := providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), db)
+		return err == nil && db.Status.Binding.Phase == v1alpha1.PhaseUnavailable, err
+	})
+	if err != nil {
+		t.Errorf("without the PostgreSQLBinding kind the database's binding is %+v, want phase Unavailable: %v", db.Status.Binding, err)
 	}
 
 	// A grant on a schema given by reference, and a Lock on that schema,
@@ -168,7 +171,7 @@ func TestKindsActivatedOneByOne(t *testing.T) {
 
 	// The Lock reaches its target through the watch the schema kind got
 	// when it appeared: its own resync is the 10-minute poll.
-	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(schema), schema); err != nil {
 			return false, err
 		}
