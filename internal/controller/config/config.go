@@ -78,6 +78,7 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		// ours (otherwise: Conflict), instead of crossplane-runtime
 		// refusing to proceed until someone removes an annotation.
 		managed.WithDeterministicExternalName(true),
+		managed.WithCriticalAnnotationUpdater(CriticalAnnotationUpdater(mgr.GetClient(), mgr.GetAPIReader())),
 	}
 	if c.MetricOptions != nil {
 		if c.MetricOptions.MRMetrics != nil {

@@ -14,11 +14,14 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
@@ -321,6 +324,69 @@ func TestLockTargetAppearingLater(t *testing.T) {
 		}
 		waitDeleteDenied(ctx, t, r2, message("early"))
 	})
+}
+
+// TestReleasedLockStaysReleased: a Lock deleted while its target's first
+// create is in flight stays deleted. The target's managed reconciler read
+// the target while it carried the Lock; if it wrote that copy's
+// annotations back after its create, the target would refuse every delete
+// in the name of a Lock that no longer exists, and no tenant could ever
+// delete it. A lock on pg_authid holds the create on the server, so the
+// release falls into that window every time.
+func TestReleasedLockStaysReleased(t *testing.T) {
+	ctx := context.Background()
+	r := &v1alpha1.PostgreSQLRole{
+		// Paused until the Lock is on it, so that the reconcile that
+		// creates the role starts from a copy carrying the Lock.
+		ObjectMeta: metav1.ObjectMeta{Name: "inflight", Namespace: ns, Annotations: map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}},
+		Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: main.Name}},
+	}
+	l := newLock(ns, "fleeting", v1alpha1.PostgreSQLRoleKind, r.Name, "")
+	env.Create(ctx, t, r, l)
+	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
+	// Also proves the policy is in force, so that the delete at the end
+	// means something.
+	waitDeleteDenied(ctx, t, r, message(l.Name))
+
+	holder := env.Connect(ctx, t, "postgres")
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	// CREATE ROLE needs ROW EXCLUSIVE on pg_authid; reads (and logins) pass.
+	if _, err := tx.Exec(ctx, "LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	unpause := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+meta.AnnotationKeyReconciliationPaused+`":null}}}`))
+	if err := env.Kube.Patch(ctx, r.DeepCopy(), unpause); err != nil {
+		t.Fatal(err)
+	}
+	watcher := env.Connect(ctx, t, "postgres")
+	err = providertest.Wait(ctx, 8*time.Second, func(ctx context.Context) (bool, error) {
+		var n int
+		err := watcher.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%CREATE ROLE%inflight%'").Scan(&n)
+		return n > 0, err
+	})
+	if err != nil {
+		t.Fatalf("the role's create never waited on the server: %v", err)
+	}
+	// The create waits (the sessions' lock_timeout is 10 s): release now.
+	if err := env.Kube.Delete(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, l)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if got := annotation(ctx, t, r.DeepCopy()); got != "" {
+		t.Errorf("the target carries %s %q after its only Lock was deleted", v1alpha1.AnnotationLocked, got)
+	}
+	if err := env.Kube.Delete(ctx, r); err != nil {
+		t.Fatalf("deleting the target after its only Lock went: %v", err)
+	}
+	env.Gone(ctx, t, r)
 }
 
 func TestConcurrentLocksLoseNoEntry(t *testing.T) {
