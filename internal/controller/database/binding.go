@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -11,9 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -188,7 +192,7 @@ func setupBinder(mgr ctrl.Manager, c config.Config) error {
 	bld := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{})
+		For(&v1alpha1.PostgreSQLDatabase{}, builder.WithPredicates(decisionChanged()))
 	// Without the PostgreSQLBinding kind active nothing binds a database.
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), bld, errors.WithSilentRequeueOnConflict(b), activation.Watch{
 		Object: &v1alpha1.PostgreSQLBinding{},
@@ -200,6 +204,36 @@ func setupBinder(mgr ctrl.Manager, c config.Config) error {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.GetNamespace(), Name: b.Spec.DatabaseRef.Name}}}
 		}),
 	})
+}
+
+// decisionChanged lets through an update of a database only when
+// something the binder decides on, or records, changed. The managed
+// reconciler writes a database's status several times on its way to Ready
+// (conditions, observed attributes, its own bookkeeping); each of those
+// was a binder reconcile, and a token of the provider's reconcile rate,
+// about 13 per database per wave.
+func decisionChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		was, okWas := e.ObjectOld.(*v1alpha1.PostgreSQLDatabase)
+		now, okNow := e.ObjectNew.(*v1alpha1.PostgreSQLDatabase)
+		if !okWas || !okNow {
+			return true
+		}
+		return !reflect.DeepEqual(decisionInputs(was), decisionInputs(now))
+	}}
+}
+
+// binderInputs is what the binder reads of a database: the view its
+// decision is made from (bindings aside, which it watches separately),
+// what it recorded, and whether its finalizer is on.
+type binderInputs struct {
+	View      bindingView
+	Recorded  v1alpha1.DatabaseBindingStatus
+	Finalizer bool
+}
+
+func decisionInputs(db *v1alpha1.PostgreSQLDatabase) binderInputs {
+	return binderInputs{View: viewOf(db, nil), Recorded: db.Status.Binding, Finalizer: controllerutil.ContainsFinalizer(db, FinalizerBinding)}
 }
 
 func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

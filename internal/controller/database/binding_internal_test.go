@@ -1,11 +1,16 @@
 package database
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -148,6 +153,99 @@ func TestDecide(t *testing.T) {
 			}
 			if got.Message == "" {
 				t.Errorf("%s\nno message for phase %s", tc.reason, got.Phase)
+			}
+		})
+	}
+}
+
+func TestDecisionChanged(t *testing.T) {
+	ready := func(db *v1alpha1.PostgreSQLDatabase) {
+		db.SetConditions(xpv2.Available(), xpv2.ReconcileSuccess())
+		db.Status.AtProvider.Owner = "app"
+	}
+	base := func() *v1alpha1.PostgreSQLDatabase {
+		db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}}
+		db.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionAll})
+		return db
+	}
+	cases := map[string]struct {
+		reason string
+		from   func(*v1alpha1.PostgreSQLDatabase)
+		change func(*v1alpha1.PostgreSQLDatabase)
+		want   bool
+	}{
+		"ObservedAttributes": {
+			reason: "What the managed reconciler observes beyond the owner decides nothing.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.Status.AtProvider.Encoding = "UTF8" },
+		},
+		"SyncedCondition": {
+			reason: "A reconcile error of the managed reconciler decides nothing.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.SetConditions(xpv2.ReconcileError(errors.New("boom"))) },
+		},
+		"OtherFinalizerAndAnnotation": {
+			reason: "The managed reconciler's finalizer and annotations decide nothing.",
+			change: func(db *v1alpha1.PostgreSQLDatabase) {
+				db.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
+				db.SetAnnotations(map[string]string{"crossplane.io/external-name": "orders"})
+			},
+		},
+		"BecomesAvailable": {
+			reason: "A database that exists can be decided on.",
+			change: ready,
+			want:   true,
+		},
+		"Offered": {
+			reason: "An admin's offer changes the decision.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.Spec.Binding.Offered = true },
+			want:   true,
+		},
+		"OwnerGainsAttributes": {
+			reason: "A privileged owner blocks delivery.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.Status.AtProvider.OwnerAttributes = []string{"SUPERUSER"} },
+			want:   true,
+		},
+		"ObserveOnly": {
+			reason: "An import observed read-only is never delivered.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) {
+				db.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionObserve})
+			},
+			want: true,
+		},
+		"Deleted": {
+			reason: "A deletion releases or holds the database.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.SetDeletionTimestamp(&metav1.Time{Time: time.Now()}) },
+			want:   true,
+		},
+		"BinderFinalizer": {
+			reason: "The binder adds its finalizer and returns: the update must bring it back to record the binding.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.SetFinalizers([]string{FinalizerBinding}) },
+			want:   true,
+		},
+		"RecordedBinding": {
+			reason: "A changed record (by whoever) is looked at again.",
+			from:   ready,
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.Status.Binding.Phase = v1alpha1.PhaseAvailable },
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			was := base()
+			if tc.from != nil {
+				tc.from(was)
+			}
+			now := was.DeepCopy()
+			tc.change(now)
+			got := decisionChanged().Update(ctrlevent.UpdateEvent{ObjectOld: was, ObjectNew: now})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nlet through (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
