@@ -2,10 +2,13 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +183,44 @@ func logReconciles(tb testing.TB, before, after map[[2]string]float64, units flo
 	tb.Logf("reconciles to Ready by controller and result:%s", sb.String())
 }
 
+// logPoolWaits logs where the provider waited for server connections:
+// for a connection of the Instance's own pool (its maintenance database),
+// of the databases' pools, and for a slot under the global cap, with the
+// connections acquired of each.
+func logPoolWaits(tb testing.TB, pools *postgres.Registry) {
+	tb.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(pools); err != nil {
+		tb.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wait, acquires [2]float64 // [0] maintenance database, [1] the others
+	var slot float64
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			i := 1
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "database" && (l.GetValue() == "" || l.GetValue() == "postgres") {
+					i = 0
+				}
+			}
+			switch f.GetName() {
+			case "provider_postgresql_pool_acquire_wait_seconds_total":
+				wait[i] += m.GetCounter().GetValue()
+			case "provider_postgresql_pool_acquires_total":
+				acquires[i] += m.GetCounter().GetValue()
+			case "provider_postgresql_connection_slot_wait_seconds_total":
+				slot += m.GetCounter().GetValue()
+			}
+		}
+	}
+	tb.Logf("connections: maintenance pool %.0f acquired, %.1f s waited; database pools %.0f acquired, %.1f s waited; %.1f s waited for a slot under the cap",
+		acquires[0], wait[0], acquires[1], wait[1], slot)
+}
+
 // mixedVersions maps every object of the mixed workload, and every Secret,
 // whose name has prefix, to its resourceVersion.
 func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string]string {
@@ -259,6 +300,35 @@ func rssMiB(tb testing.TB) float64 {
 	return 0
 }
 
+func init() {
+	// The default samples one allocation per 512 KiB: too coarse to tell
+	// what the provider keeps per object.
+	if os.Getenv("BENCH_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 4096
+	}
+}
+
+// heapProfile writes the live heap, in steady state, to the file
+// BENCH_HEAP_PROFILE names (with the size before its extension), for
+// `go tool pprof -sample_index=inuse_space`: what the provider keeps per
+// object, which a profile taken at exit (-memprofile) no longer shows.
+func heapProfile(tb testing.TB, size int) {
+	tb.Helper()
+	path := os.Getenv("BENCH_HEAP_PROFILE")
+	if path == "" {
+		return
+	}
+	ext := filepath.Ext(path)
+	f, err := os.Create(fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), size, ext))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := errors.Join(pprof.WriteHeapProfile(f), f.Close()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("live heap profile: %s", f.Name())
+}
+
 // BenchmarkScale runs the mixed workload (roles with Secrets, databases,
 // schemas, grants, default privileges) at 1,000 and 5,000 objects with
 // the provider's default flags (poll 1m with 10s jitter, rate, concurrency
@@ -268,7 +338,7 @@ func rssMiB(tb testing.TB) float64 {
 // longest interval between two observations of one object (the upper
 // bound of its histogram bucket), and the process's resident memory and
 // live heap after a collection. BENCH_SCALE_SIZES (objects, comma-separated)
-// picks other sizes.
+// picks other sizes; BENCH_HEAP_PROFILE writes the live heap then.
 func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int{1000, 5000}
@@ -333,6 +403,7 @@ func BenchmarkScale(b *testing.B) {
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
 				rss := rssMiB(b)
+				heapProfile(b, size)
 
 				b.ReportMetric(took.Seconds(), "s-to-ready")
 				b.ReportMetric(perObject, "reconciles/object")
