@@ -347,10 +347,42 @@ func TestTenantEndToEnd(t *testing.T) {
 		if got := billing.GetAnnotations()[v1alpha1.AnnotationLocked]; got != "keep-billing" {
 			t.Errorf("the claim's locked annotation = %q", got)
 		}
+		// Core copies a claim's annotations onto its composite. Once the
+		// Lock is gone neither may keep its name: with the policy in force
+		// a stale entry on the composite would refuse the delete that the
+		// claim's deletion cascades to, and the tenant could never leave.
+		xrName, _, _ := unstructured.NestedString(billing.Object, "spec", "resourceRef", "name")
+		if xrName == "" {
+			t.Fatal("the claim names no composite")
+		}
+		xr := &unstructured.Unstructured{}
+		xr.SetAPIVersion("database.ayatori.ddupan.top/v1alpha1")
+		xr.SetKind("XPostgreSQLTenant")
+		locked := func(ctx context.Context, o *unstructured.Unstructured, key client.ObjectKey) (string, error) {
+			err := env.Kube.Get(ctx, key, o)
+			return o.GetAnnotations()[v1alpha1.AnnotationLocked], err
+		}
+		copied := providertest.Wait(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+			got, err := locked(ctx, xr, client.ObjectKey{Name: xrName})
+			return got == "keep-billing", err
+		}) == nil
+		t.Logf("the composite carried the claim's Lock while it lived: %v", copied)
 		if err := env.Kube.Delete(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		env.Gone(ctx, t, l)
+		var onClaim, onXR string
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			var err error
+			if onClaim, err = locked(ctx, billing, client.ObjectKeyFromObject(billing)); err != nil {
+				return false, err
+			}
+			onXR, err = locked(ctx, xr, client.ObjectKey{Name: xrName})
+			return onClaim == "" && onXR == "", err
+		})
+		if err != nil {
+			t.Errorf("after its Lock went, the claim's locked annotation is %q and its composite's %q: %v", onClaim, onXR, err)
+		}
 	})
 
 	t.Run("LockProtectsThroughCrossplaneUsage", func(t *testing.T) {
