@@ -216,7 +216,9 @@ func decisionChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 		was, okWas := e.ObjectOld.(*v1alpha1.PostgreSQLDatabase)
 		now, okNow := e.ObjectNew.(*v1alpha1.PostgreSQLDatabase)
-		if !okWas || !okNow {
+		// A resync (same resourceVersion) passes: it is the safety net
+		// for an event missed, once per --sync.
+		if !okWas || !okNow || was.GetResourceVersion() == now.GetResourceVersion() {
 			return true
 		}
 		return !reflect.DeepEqual(decisionInputs(was), decisionInputs(now))

@@ -164,7 +164,7 @@ func TestDecisionChanged(t *testing.T) {
 		db.Status.AtProvider.Owner = "app"
 	}
 	base := func() *v1alpha1.PostgreSQLDatabase {
-		db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}}
+		db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", ResourceVersion: "1"}}
 		db.SetManagementPolicies(xpv2.ManagementPolicies{xpv2.ManagementActionAll})
 		return db
 	}
@@ -172,6 +172,8 @@ func TestDecisionChanged(t *testing.T) {
 		reason string
 		from   func(*v1alpha1.PostgreSQLDatabase)
 		change func(*v1alpha1.PostgreSQLDatabase)
+		// resync: the update carries the same resourceVersion.
+		resync bool
 		want   bool
 	}{
 		"ObservedAttributes": {
@@ -190,6 +192,13 @@ func TestDecisionChanged(t *testing.T) {
 				db.SetFinalizers([]string{"finalizer.managedresource.crossplane.io"})
 				db.SetAnnotations(map[string]string{"crossplane.io/external-name": "orders"})
 			},
+		},
+		"Resync": {
+			reason: "The informer's periodic resync, the same version again, is the safety net for a missed event.",
+			from:   ready,
+			change: func(*v1alpha1.PostgreSQLDatabase) {},
+			resync: true,
+			want:   true,
 		},
 		"BecomesAvailable": {
 			reason: "A database that exists can be decided on.",
@@ -243,6 +252,9 @@ func TestDecisionChanged(t *testing.T) {
 			}
 			now := was.DeepCopy()
 			tc.change(now)
+			if !tc.resync {
+				now.SetResourceVersion("2")
+			}
 			got := decisionChanged().Update(ctrlevent.UpdateEvent{ObjectOld: was, ObjectNew: now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nlet through (-want +got):\n%s", tc.reason, diff)
