@@ -148,7 +148,15 @@ func TestInstallGuide(t *testing.T) {
 	sh := shell(t, root, work, cp.Kubeconfig, tools, pg)
 	diagnose := func() string {
 		b, _ := sh(ctx, "kubectl get providers.pkg.crossplane.io,providerrevisions.pkg.crossplane.io,deployments -A -o yaml | grep -B2 -A6 'message:\\|type: ' || true")
-		return "\npackages:\n" + string(b) + "\nprovider (stand-in kubelet: " + kl.status() + ") log:\n" + kl.logTail() + "\ncore log:\n" + core.LogTail()
+		// What of the product's objects is left, and why it stays: a
+		// step that waits for a deletion fails here first.
+		objs, _ := sh(ctx, `for k in postgresqlroles postgresqldatabases postgresqlschemas postgresqlbindings postgresqlgrants postgresqldefaultprivileges postgresqlinstances; do
+  kubectl get "$k.database.ayatori.ddupan.top" -A --no-headers 2>/dev/null \
+    -o custom-columns='KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,FINALIZERS:.metadata.finalizers,SYNCED:.status.conditions[?(@.type=="Synced")].message'
+done
+kubectl get events -A --field-selector type=Warning --sort-by=.lastTimestamp 2>/dev/null | tail -15
+true`)
+		return "\npackages:\n" + string(b) + "\nobjects of the product, and Warning events:\n" + string(objs) + "\nprovider (stand-in kubelet: " + kl.status() + ") log:\n" + kl.logTail() + "\ncore log:\n" + core.LogTail()
 	}
 	run := func(name string) {
 		t.Helper()
