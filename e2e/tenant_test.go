@@ -362,11 +362,14 @@ func TestTenantEndToEnd(t *testing.T) {
 			err := env.Kube.Get(ctx, key, o)
 			return o.GetAnnotations()[v1alpha1.AnnotationLocked], err
 		}
-		copied := providertest.Wait(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+		// Without the copy, the check after the release below would pass
+		// for nothing.
+		if err := providertest.Wait(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
 			got, err := locked(ctx, xr, client.ObjectKey{Name: xrName})
 			return got == "keep-billing", err
-		}) == nil
-		t.Logf("the composite carried the claim's Lock while it lived: %v", copied)
+		}); err != nil {
+			t.Errorf("the composite %s never carried the claim's Lock: %v", xrName, err)
+		}
 		if err := env.Kube.Delete(ctx, l); err != nil {
 			t.Fatal(err)
 		}
