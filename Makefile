@@ -99,6 +99,7 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubect
 .PHONY: test
 test: tools ## Unit and integration tests against a real API server and PostgreSQL (every supported major).
 	hack/ensure-postgresql.sh
+	hack/ensure-jdbc.sh >/dev/null
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 		go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 ./...
 	@for v in $(PG_VERSIONS); do \

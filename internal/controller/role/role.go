@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -704,7 +705,9 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed
 	q := url.Values{}
 	q.Set("sslmode", ep.SSLMode)
 	q.Set("hostaddr", ep.Hostaddr)
-	u := url.URL{Scheme: "postgresql", Host: ep.Host + ":" + port, Path: "/" + db, RawQuery: q.Encode()}
+	// JoinHostPort brackets an IPv6 address, as both URL forms need.
+	hostPort := net.JoinHostPort(ep.Host, port)
+	u := url.URL{Scheme: "postgresql", Host: hostPort, Path: "/" + db, RawQuery: q.Encode()}
 	if pw != "" {
 		u.User = url.UserPassword(user, pw)
 	} else {
@@ -724,7 +727,7 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed
 		"database":  []byte(db),
 		"sslmode":   []byte(ep.SSLMode),
 		"uri":       []byte(u.String()),
-		"jdbc-url":  []byte("jdbc:postgresql://" + ep.Host + ":" + port + "/" + db + "?" + jq.Encode()),
+		"jdbc-url":  []byte("jdbc:postgresql://" + hostPort + "/" + url.PathEscape(db) + "?" + jq.Encode()),
 	}
 	if pw != "" {
 		d[keyPassword] = []byte(pw)

@@ -159,6 +159,40 @@ func TestRoleLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("JDBCURLWorksWithPgJDBC", func(t *testing.T) {
+		// As a Java application would: the real driver, given the
+		// jdbc-url and the mounted CA (sslmode=verify-full needs it; the
+		// Secret cannot know where it will be mounted).
+		jar := os.Getenv("PGJDBC_JAR")
+		if jar == "" {
+			jar = "/usr/share/java/postgresql.jar"
+		}
+		if _, err := os.Stat(jar); err != nil {
+			t.Fatalf("the PostgreSQL JDBC driver is missing (%v): run hack/ensure-jdbc.sh, or set PGJDBC_JAR", err)
+		}
+		ca := filepath.Join(t.TempDir(), "ca.crt")
+		if err := os.WriteFile(ca, d["ca.crt"], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		url := string(d["jdbc-url"]) + "&sslrootcert=" + ca
+		if !strings.HasPrefix(url, "jdbc:postgresql://") || strings.Contains(url, "hostaddr") {
+			t.Errorf("jdbc-url is not a PgJDBC URL of host and port alone: %s", strings.ReplaceAll(url, string(d["password"]), "***"))
+		}
+		// The test server's name is made up (libpq reaches it through
+		// hostaddr, which JDBC has not): a hosts file stands in for the
+		// DNS a real client would use.
+		hosts := filepath.Join(t.TempDir(), "hosts")
+		if err := os.WriteFile(hosts, []byte(string(d["hostaddr"])+" "+string(d["host"])+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, "java", "-Djdk.net.hosts.file="+hosts, "-cp", jar, "testdata/JDBCLogin.java")
+		cmd.Env = append(os.Environ(), "JDBC_URL="+url)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "orders" {
+			t.Errorf("PgJDBC with the jdbc-url: %v: %s", err, strings.ReplaceAll(string(out), string(d["password"]), "***"))
+		}
+	})
+
 	t.Run("ServiceAndPgpassWorkWithPsql", func(t *testing.T) {
 		// As an application mounting the Secret would: the service
 		// fragment as PGSERVICEFILE, the pgpass line as PGPASSFILE (libpq

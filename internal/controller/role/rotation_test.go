@@ -519,19 +519,47 @@ func TestSwitchToAlternating(t *testing.T) {
 
 // TestAdoptImportedLogin: an imported login role publishes nothing until
 // an admin adopts it (the statement its condition shows); then the
-// provider rotates a generated password into the Secret on an alternating
-// login, and the clients of the old password keep working for the grace
-// period, then are refused.
+// provider puts a generated password into the Secret. With Alternating, on
+// an alternating login, and the clients of the old password keep working
+// for the grace period, then are refused; with InPlace, on the role
+// itself, and the old password stops working at once.
 func TestAdoptImportedLogin(t *testing.T) {
+	cases := map[string]struct {
+		mode v1alpha1.RotationMode
+		// user is the login the Secret names after the adoption.
+		user string
+		// grace: the old password still logs in right after the Secret
+		// switched.
+		grace bool
+	}{
+		"Alternating": {mode: v1alpha1.RotationAlternating, user: "heirloom_a", grace: true},
+		"InPlace":     {mode: v1alpha1.RotationInPlace, user: "heirloom"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			adoptImportedLogin(t, tc.mode, tc.user, tc.grace)
+		})
+	}
+}
+
+func adoptImportedLogin(t *testing.T, mode v1alpha1.RotationMode, user string, grace bool) {
 	ctx := context.Background()
 	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE heirloom LOGIN PASSWORD 'known-to-the-old-app'")
-	r := alternatingRole("heirloom", func(p *v1alpha1.PasswordRotation) { p.GracePeriod = &metav1.Duration{Duration: 4 * time.Second} })
+	r := alternatingRole("heirloom", func(p *v1alpha1.PasswordRotation) {
+		p.Mode = mode
+		if mode == v1alpha1.RotationAlternating {
+			p.GracePeriod = &metav1.Duration{Duration: 4 * time.Second}
+		}
+	})
 	r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
 	env.Create(ctx, t, r)
 	t.Cleanup(func() {
 		_ = env.Kube.Delete(context.WithoutCancel(ctx), r)
 		waitGone(context.WithoutCancel(ctx), t, r)
 		env.AdminSQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS heirloom_a; DROP ROLE IF EXISTS heirloom_b; DROP ROLE IF EXISTS heirloom")
+		// The test's API server runs no garbage collector to remove the
+		// Secret the resource owned.
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "heirloom-conn"}})
 	})
 	seen := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonObserveOnly)
 	msg := seen.GetCondition(xpv2.TypeReady).Message
@@ -548,24 +576,36 @@ func TestAdoptImportedLogin(t *testing.T) {
 	if _, err := loginWith(ctx, old); err != nil {
 		t.Fatalf("the old app's login: %v", err)
 	}
+	if s := (&corev1.Secret{}); env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "heirloom-conn"}, s) == nil && len(s.Data["password"]) > 0 {
+		t.Errorf("the imported role published a password before its adoption")
+	}
 
 	env.AdminSQL(ctx, t, "postgres", adopt)
 	providertest.Update(ctx, t, env, seen, func(r *v1alpha1.PostgreSQLRole) {
 		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
 	})
-	d := waitSecretUser(ctx, t, "heirloom-conn", "heirloom_a")
-	if _, err := loginWith(ctx, d); err != nil {
-		t.Errorf("the adopted role's generated login: %v", err)
-	}
-	if _, err := loginWith(ctx, old); err != nil {
-		t.Errorf("the old app is refused within the grace period: %v", err)
-	}
+	d := waitSecretUser(ctx, t, "heirloom-conn", user)
 	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		_, err := loginWith(ctx, old)
-		return err != nil && strings.Contains(err.Error(), "not permitted to log in"), nil
+		_, err := loginWith(ctx, d)
+		return err == nil, nil
 	})
 	if err != nil {
-		t.Errorf("the old password still logs in after the grace period: %v", err)
+		t.Errorf("the adopted role's generated login does not log in: %v", err)
+	}
+	if string(d["password"]) == "known-to-the-old-app" {
+		t.Error("the Secret carries the imported password")
+	}
+	if grace {
+		if _, err := loginWith(ctx, old); err != nil {
+			t.Errorf("the old app is refused within the grace period: %v", err)
+		}
+	}
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := loginWith(ctx, old)
+		return err != nil && (strings.Contains(err.Error(), "not permitted to log in") || strings.Contains(err.Error(), "password authentication failed")), nil
+	})
+	if err != nil {
+		t.Errorf("the old password still logs in: %v", err)
 	}
 }
 
