@@ -255,14 +255,15 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	// can be deleted.
 	if bound && !controllerutil.ContainsFinalizer(db, FinalizerBinding) {
 		controllerutil.AddFinalizer(db, FinalizerBinding)
-		return reconcile.Result{}, errors.Wrap(b.kube.Update(ctx, db), "cannot add the binding finalizer")
+		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(b.kube.Update(ctx, db)), "cannot add the binding finalizer")
 	}
 	if bound && meta.WasDeleted(db) {
 		want.Message = fmt.Sprintf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted (following its management policies) once that tenant is gone", want.BoundTo.Tenant)
 	}
 	if was := db.Status.Binding; !equalBinding(was, want) {
 		db.Status.Binding = want
-		if err := b.kube.Status().Update(ctx, db); err != nil {
+		// Gone meanwhile (its last finalizer removed): nothing to record.
+		if err := client.IgnoreNotFound(b.kube.Status().Update(ctx, db)); err != nil {
 			return reconcile.Result{}, errors.Wrap(err, "cannot record the binding")
 		}
 		b.announce(db, was, want)
