@@ -114,9 +114,18 @@ test: tools ## Unit and integration tests against a real API server and PostgreS
 	done
 
 .PHONY: bench
-bench: tools ## Benchmarks (report ratios; see docs/performance.md).
-	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+bench: tools ## Benchmarks (report ratios; see docs/performance.md), the comparison with provider-sql included.
+	hack/ensure-postgresql.sh
+	hack/peer-tools.sh
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \
 		go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+.PHONY: bench-peer
+bench-peer: tools ## Issue 17's workload on this provider and on provider-sql (pinned in tools/provider-sql), side by side.
+	hack/ensure-postgresql.sh
+	hack/peer-tools.sh
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \
+		go test -run '^$$' -bench BenchmarkPeer -benchtime 1x -timeout 60m ./internal/controller/
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache outside the repo is kept).

@@ -53,6 +53,13 @@ type peakSampler struct {
 
 func samplePeak(ctx context.Context, tb testing.TB) *peakSampler {
 	tb.Helper()
+	return samplePeakOf(ctx, tb, "application_name = '"+postgres.ApplicationName+"'")
+}
+
+// samplePeakOf samples the sessions of pg_stat_activity that where
+// selects.
+func samplePeakOf(ctx context.Context, tb testing.TB, where string) *peakSampler {
+	tb.Helper()
 	conn, err := env.Postgres.Connect(ctx, "postgres")
 	if err != nil {
 		tb.Fatal(err)
@@ -64,7 +71,7 @@ func samplePeak(ctx context.Context, tb testing.TB) *peakSampler {
 		defer conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Sampler.
 		for {
 			var n int64
-			if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", postgres.ApplicationName).Scan(&n); err == nil && n > s.peak.Load() {
+			if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE "+where).Scan(&n); err == nil && n > s.peak.Load() {
 				s.peak.Store(n)
 			}
 			select {
@@ -96,6 +103,13 @@ func provision(ctx context.Context, tb testing.TB, prefix string, n int) time.Du
 
 // provisionErr is provision for callers off the test goroutine.
 func provisionErr(ctx context.Context, prefix string, n int) (time.Duration, error) {
+	return provisionPairs(ctx, prefix, n, true)
+}
+
+// provisionPairs creates n login roles with Secrets and n databases each
+// owned by its role, with the pgcrypto extension if extension, and waits
+// until all are Ready.
+func provisionPairs(ctx context.Context, prefix string, n int, extension bool) (time.Duration, error) {
 	start := time.Now()
 	for i := range n {
 		name := fmt.Sprintf("%s%d", prefix, i)
@@ -115,8 +129,11 @@ func provisionErr(ctx context.Context, prefix string, n int) (time.Duration, err
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
 			Spec: v1alpha1.PostgreSQLDatabaseSpec{
 				InstanceRef: v1alpha1.InstanceReference{Name: "main"},
-				ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To(name), Extensions: []v1alpha1.Extension{{Name: "pgcrypto"}}},
+				ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To(name)},
 			},
+		}
+		if extension {
+			d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrypto"}}
 		}
 		if err := env.Kube.Create(ctx, r); err != nil {
 			return 0, err
@@ -158,6 +175,12 @@ func provisionErr(ctx context.Context, prefix string, n int) (time.Duration, err
 // extension): the time no provider can beat.
 func floor(ctx context.Context, tb testing.TB, prefix string, n int) time.Duration {
 	tb.Helper()
+	return floorPairs(ctx, tb, prefix, n, true)
+}
+
+// floorPairs is floor with or without the extension in each database.
+func floorPairs(ctx context.Context, tb testing.TB, prefix string, n int, extension bool) time.Duration {
+	tb.Helper()
 	conn, err := env.Postgres.Connect(ctx, "postgres")
 	if err != nil {
 		tb.Fatal(err)
@@ -182,6 +205,9 @@ func floor(ctx context.Context, tb testing.TB, prefix string, n int) time.Durati
 		s := postgres.DatabaseSettings{Owner: name, ConnectionLimit: -1, AllowConnections: true}
 		if err := postgres.ExecEach(ctx, conn, postgres.CreateDatabaseStatements(name, s, postgres.DatabaseCreateOptions{}, "floor")); err != nil {
 			tb.Fatal(err)
+		}
+		if !extension {
+			continue
 		}
 		dbConn, err := env.Postgres.Connect(ctx, name)
 		if err != nil {
