@@ -259,7 +259,10 @@ type PostgreSQLRoleSpec struct {
 	OwnedObjectsOnDelete OwnedObjectsPolicy `json:"ownedObjectsOnDelete,omitempty"`
 
 	// ReassignOwnedTo is the role that receives what this role owns, with
-	// ownedObjectsOnDelete Reassign.
+	// ownedObjectsOnDelete Reassign. A PostgreSQLRole of this namespace
+	// that manages that role is not deleted before this one is gone (its
+	// Synced condition says "deletion held"), whatever order the two are
+	// deleted in.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +optional

@@ -29,6 +29,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -39,6 +40,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
@@ -75,6 +77,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
+		managed.WithFinalizer(heirFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), kube: kube}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
 		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
@@ -96,6 +99,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		// Metadata only: the provider caches no Secret data (config.ClientOptions).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
 		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
+		// A role whose deletion waits for another to hand it its objects
+		// goes on as soon as that one is gone.
+		// It maps only to roles being deleted: nothing else is woken.
+		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(heirsOf(kube))).
 		Complete(config.Reconciler(name, c, r))
 }
 
@@ -146,11 +153,101 @@ type external struct {
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(mg) {
+		if err := e.holdForHeirs(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.instance, mg)
 	if done {
 		return obs, err
 	}
 	return e.observeDrift(ctx, mg, got)
+}
+
+// holdForHeirs keeps a role's resource while another resource of its
+// namespace still has to hand its objects to it on delete
+// (ownedObjectsOnDelete Reassign, reassignOwnedTo this role). That hand-over
+// is held to the privilege boundary when it runs, and the boundary knows a
+// role as the namespace's only while its resource exists: deleted first,
+// the heir would leave the other role undeletable. A tenant's claim deletes
+// both at once, in no order.
+func (e *external) holdForHeirs(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	return reference.Wait(ctx, heldFor(ctx, e.kube, mg))
+}
+
+// heldFor returns why mg's deletion is held (see holdForHeirs), nil when
+// it is not.
+func heldFor(ctx context.Context, kube client.Reader, mg *v1alpha1.PostgreSQLRole) error {
+	l := &v1alpha1.PostgreSQLRoleList{}
+	if err := kube.List(ctx, l, client.InNamespace(mg.GetNamespace())); err != nil {
+		return errors.Wrap(err, "cannot list the roles that may hand their objects to this one")
+	}
+	for i := range l.Items {
+		if d := &l.Items[i]; handsTo(d, mg) && !handsTo(mg, d) {
+			return errors.Errorf("deletion held: PostgreSQLRole %s hands what it owns to role %q when it is deleted (spec.reassignOwnedTo); "+
+				"this resource stays until that one is gone", d.GetName(), mg.RoleName())
+		}
+	}
+	return nil
+}
+
+// heirFinalizer holds the finalizer of a role another still hands its
+// objects to. A retained role's deletion (no Delete in its management
+// policies) never reaches Observe: crossplane-runtime removes its finalizer
+// at once, so the hold must be here too.
+type heirFinalizer struct {
+	resource.Finalizer
+	kube client.Reader
+}
+
+func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object) error {
+	if mg, ok := obj.(*v1alpha1.PostgreSQLRole); ok {
+		if err := heldFor(ctx, f.kube, mg); err != nil {
+			return err
+		}
+	}
+	return f.Finalizer.RemoveFinalizer(ctx, obj)
+}
+
+// handsTo reports whether deleting d runs REASSIGN OWNED to heir's role.
+func handsTo(d, heir *v1alpha1.PostgreSQLRole) bool {
+	return d.GetUID() != heir.GetUID() && d.Spec.InstanceRef.Name == heir.Spec.InstanceRef.Name &&
+		d.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && d.Spec.ReassignOwnedTo == heir.RoleName() && deletes(d)
+}
+
+// deletes reports whether mg's management policies let the provider delete
+// what it manages (and so run its ownedObjectsOnDelete).
+func deletes(mg resource.Managed) bool {
+	for _, p := range mg.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionDelete {
+			return true
+		}
+	}
+	return false
+}
+
+// heirsOf maps a role to the roles of its namespace it hands its objects
+// to that are being deleted, held until it is gone: its own deletion wakes
+// them.
+func heirsOf(kube client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		d, ok := obj.(*v1alpha1.PostgreSQLRole)
+		if !ok || d.Spec.ReassignOwnedTo == "" {
+			return nil
+		}
+		l := &v1alpha1.PostgreSQLRoleList{}
+		if err := kube.List(ctx, l, client.InNamespace(d.GetNamespace())); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, r := range l.Items {
+			if r.RoleName() == d.Spec.ReassignOwnedTo && meta.WasDeleted(&r) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
+			}
+		}
+		return reqs
+	}
 }
 
 // kind adapts roles to the contract of server objects.

@@ -924,3 +924,93 @@ func connSecret(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) m
 	}
 	return d
 }
+
+// TestHeirOutlivesWhoHandsToIt: a role that another of its namespace hands
+// its objects to on delete (reassignOwnedTo) is deleted first, as a
+// tenant's claim deletes both at once in no order. The heir's resource is
+// held ("deletion held") until the other is gone, so the hand-over still
+// passes the privilege boundary (which knows the heir as the namespace's
+// only while its resource exists) and finds the heir on the server; then
+// both go. Without the hold the other could never be deleted. A retained
+// heir keeps the objects; a heir deleted with its resource is dropped once
+// it owns nothing (the test drops the table it received: PostgreSQL
+// refuses to drop a role that owns objects).
+func TestHeirOutlivesWhoHandsToIt(t *testing.T) {
+	for name, tc := range map[string]struct {
+		policies xpv2.ManagementPolicies
+		retained bool
+	}{
+		"RetainedHeir": {retained: true},
+		"DeletedHeir":  {policies: xpv2.ManagementPolicies{xpv2.ManagementActionAll}},
+	} {
+		t.Run(name, func(t *testing.T) { heirOutlives(t, strings.ToLower(name), tc.policies, tc.retained) })
+	}
+}
+
+func heirOutlives(t *testing.T, prefix string, policies xpv2.ManagementPolicies, retained bool) {
+	ctx := context.Background()
+	db := admin(ctx, t)
+	estate, bequeather, table := prefix+"estate", prefix+"bequeather", prefix+"bequest"
+	heir := newRole(estate, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Login = ptr.To(false)
+		r.Spec.WriteConnectionSecretToReference = nil
+		if policies != nil {
+			r.Spec.ManagementPolicies = policies
+		}
+	})
+	leaver := newRole(bequeather, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign
+		r.Spec.ReassignOwnedTo = estate
+	})
+	t.Cleanup(func() {
+		env.SQL(context.WithoutCancel(ctx), t, "postgres", fmt.Sprintf("DROP TABLE IF EXISTS %s; DROP ROLE IF EXISTS %s; DROP ROLE IF EXISTS %s", table, bequeather, estate))
+	})
+	for _, r := range []*v1alpha1.PostgreSQLRole{heir, leaver} {
+		env.Create(ctx, t, r)
+		waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+	env.SQL(ctx, t, "postgres", fmt.Sprintf("CREATE TABLE %s (id int); ALTER TABLE %s OWNER TO %s", table, table, bequeather))
+
+	if err := env.Kube.Delete(ctx, heir); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(heir), got); err != nil {
+			return false, err
+		}
+		return strings.Contains(got.GetCondition(xpv2.TypeSynced).Message, "deletion held: PostgreSQLRole "+bequeather), nil
+	})
+	if err != nil {
+		t.Fatalf("the heir's deletion is not held for the role that hands it its objects: %v", err)
+	}
+	if !env.Holds(ctx, t, fmt.Sprintf("EXISTS (SELECT FROM pg_roles WHERE rolname = '%s')", estate)) {
+		t.Fatal("the held heir was dropped on the server before the hand-over")
+	}
+	if err := env.Kube.Delete(ctx, leaver); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, leaver)
+	var owner string
+	if err := db.QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = $1", table).Scan(&owner); err != nil || owner != estate {
+		t.Errorf("the bequeathed table is owned by %q (err %v), want the heir", owner, err)
+	}
+	if !retained {
+		// The heir now owns the table: PostgreSQL refuses to drop it, and
+		// says so; the table's fate is a person's call.
+		env.SQL(ctx, t, "postgres", "DROP TABLE "+table)
+	}
+	start := time.Now()
+	waitGone(ctx, t, heir)
+	// Woken by the other's deletion, not at its next retry (a minute).
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the heir went %s after the role it waited for", took.Round(time.Second))
+	}
+	if env.Holds(ctx, t, fmt.Sprintf("EXISTS (SELECT FROM pg_roles WHERE rolname = '%s')", estate)) != retained {
+		t.Errorf("the heir's role on the server: want retained %t", retained)
+	}
+	if env.Holds(ctx, t, fmt.Sprintf("EXISTS (SELECT FROM pg_roles WHERE rolname = '%s')", bequeather)) {
+		t.Error("the role that handed its objects over was not dropped")
+	}
+}
