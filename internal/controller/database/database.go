@@ -93,6 +93,10 @@ type external struct {
 	instance *v1alpha1.PostgreSQLInstance
 	target   postgres.Target
 	conn     *instance.Connection
+	// ownerChecked is the owner this reconcile's Observe already held to
+	// the boundary before a create: Create, which follows in the same
+	// reconcile, need not ask the server again.
+	ownerChecked string
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
@@ -192,7 +196,11 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 		// checks it once it does.
 		return nil //nolint:nilerr // Create reports it.
 	}
-	return e.checkOwner(ctx, mg, owner, "")
+	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
+		return err
+	}
+	e.ownerChecked = owner
+	return nil
 }
 
 // checkOwner refuses giving the database to an owner the namespace may not
@@ -211,8 +219,10 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
-		return managed.ExternalCreation{}, err
+	if owner != e.ownerChecked {
+		if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
+			return managed.ExternalCreation{}, err
+		}
 	}
 	if err := e.checkExtensionsAvailable(mg); err != nil {
 		return managed.ExternalCreation{}, err
