@@ -144,6 +144,13 @@ func TestInstallGuide(t *testing.T) {
 	klDone := make(chan struct{})
 	go func() { kl.run(klCtx); close(klDone) }()
 	defer func() { stopKubelet(); <-klDone }()
+	// A provider that exits on its own is restarted, as in a cluster; say
+	// so, and why, whatever the outcome.
+	defer func() {
+		for _, c := range kl.crashes() {
+			t.Logf("the provider exited on its own and was restarted after its back-off: %s", c)
+		}
+	}()
 
 	sh := shell(t, root, work, cp.Kubeconfig, tools, pg)
 	diagnose := func() string {

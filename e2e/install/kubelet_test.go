@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +34,11 @@ import (
 // Deployment, with that Deployment's container arguments and environment,
 // authenticated as its ServiceAccount by a token the API server issued.
 // When Crossplane replaces the Deployment (an upgrade) the process is
-// replaced; when it deletes it (an uninstall) the process stops.
+// replaced; when it deletes it (an uninstall) the process stops. A process
+// that exits on its own is started again after the back-off of a pod's
+// restartPolicy Always (10 s, doubling, at most 5 min), as a real kubelet
+// would; those restarts are counted apart from the Deployment's starts and
+// their causes are kept for the test's report.
 type kubelet struct {
 	kc       kubernetes.Interface
 	cfg      *rest.Config
@@ -48,7 +53,19 @@ type kubelet struct {
 	metrics int
 	starts  int
 	lastErr error
+	// restarts counts the starts after the process exited on its own
+	// (a pod's restartCount); exits says why each one ended.
+	restarts  int
+	exits     []string
+	exitedAt  time.Time
+	restartIn time.Duration
 }
+
+// The back-off of a crashing container, as the kubelet has it.
+const (
+	restartBackoff    = 10 * time.Second
+	maxRestartBackoff = 5 * time.Minute
+)
 
 // run syncs until ctx ends, then stops the process.
 func (k *kubelet) run(ctx context.Context) {
@@ -94,8 +111,49 @@ func (k *kubelet) sync(ctx context.Context) error {
 		if err := k.start(ctx, d); err != nil {
 			return err
 		}
+	} else if err := k.restartExited(ctx, d); err != nil {
+		return err
 	}
 	return k.report(ctx, d)
+}
+
+// restartExited starts the Deployment's process again if it exited on its
+// own and its back-off has passed.
+func (k *kubelet) restartExited(ctx context.Context, d *appsv1.Deployment) error {
+	k.mu.Lock()
+	p := k.cur
+	k.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.Exited():
+	default:
+		return nil
+	}
+	k.mu.Lock()
+	if k.exitedAt.IsZero() {
+		k.exitedAt = time.Now()
+		k.restartIn = min(restartBackoff<<min(k.restarts, 5), maxRestartBackoff)
+		k.exits = append(k.exits, fmt.Sprintf("start %d exited (%v) at %s; its log ends:\n%s",
+			k.starts, p.ExitError(), k.exitedAt.Format(time.TimeOnly), lastLines(p.LogTail(), 8)))
+	}
+	due := time.Since(k.exitedAt) >= k.restartIn
+	k.mu.Unlock()
+	if !due {
+		return nil
+	}
+	k.mu.Lock()
+	k.restarts++
+	k.exitedAt = time.Time{}
+	k.mu.Unlock()
+	return k.start(ctx, d)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
 // report writes what the deployment controller would: the Deployment is
@@ -178,8 +236,10 @@ func (k *kubelet) start(ctx context.Context, d *appsv1.Deployment) error {
 	cmd.Env = env
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.starts++
-	p, err := proc.Start(cmd, filepath.Join(k.dir, "provider-"+strconv.Itoa(k.starts)+".log"), syscall.SIGTERM)
+	if d.UID != k.uid {
+		k.starts++
+	}
+	p, err := proc.Start(cmd, filepath.Join(k.dir, fmt.Sprintf("provider-%d-%d.log", k.starts, k.restarts)), syscall.SIGTERM)
 	if err != nil {
 		return err
 	}
@@ -191,6 +251,7 @@ func (k *kubelet) stop() {
 	k.mu.Lock()
 	p := k.cur
 	k.cur, k.uid, k.probe, k.metrics = nil, "", 0, 0
+	k.exitedAt = time.Time{}
 	k.mu.Unlock()
 	if p != nil {
 		p.Stop(syscall.SIGTERM, 35*time.Second)
@@ -205,13 +266,12 @@ func (k *kubelet) ready(ctx context.Context, starts int, timeout time.Duration) 
 		k.mu.Lock()
 		n, port, sa, p := k.starts, k.probe, k.sa, k.cur
 		k.mu.Unlock()
-		if n >= starts && port != 0 {
+		// A process that exited is restarted after its back-off: wait
+		// for that, as a rollout waits for a pod to become ready.
+		if n >= starts && port != 0 && readyz(port) {
 			select {
 			case <-p.Exited():
-				return "", fmt.Errorf("the provider exited; its log:\n%s", p.LogTail())
 			default:
-			}
-			if readyz(port) {
 				return sa, nil
 			}
 		}
@@ -223,7 +283,7 @@ func (k *kubelet) ready(ctx context.Context, starts int, timeout time.Duration) 
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return "", fmt.Errorf("no ready provider (start %d) within %s; last error: %w", starts, timeout, k.lastErr)
+	return "", fmt.Errorf("no ready provider (start %d) within %s; last error: %w; exits: %v", starts, timeout, k.lastErr, k.exits)
 }
 
 // logTail returns the end of the current provider's log.
@@ -256,11 +316,23 @@ func readyz(port int) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// status says how often the provider started and the last sync error.
+// status says how often the provider started, how often it was restarted
+// after exiting on its own and why, and the last sync error.
 func (k *kubelet) status() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return fmt.Sprintf("%d starts, last error: %v", k.starts, k.lastErr)
+	s := fmt.Sprintf("%d starts, %d restarts after an exit, last error: %v", k.starts, k.restarts, k.lastErr)
+	for _, e := range k.exits {
+		s += "\n  " + strings.ReplaceAll(e, "\n", "\n    ")
+	}
+	return s
+}
+
+// crashes returns why the provider exited on its own, each time.
+func (k *kubelet) crashes() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.exits)
 }
 
 // controllers returns the names of the controllers the running provider
