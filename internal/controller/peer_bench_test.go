@@ -236,7 +236,7 @@ func startPeer(ctx context.Context, b *testing.B, dir string, rate int) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "provider"), "--max-reconcile-rate", strconv.Itoa(rate), "--metrics-bind-address", "0") //nolint:gosec // The benchmark's own build.
+	cmd := exec.Command(filepath.Join(dir, "provider"), "--max-reconcile-rate", strconv.Itoa(rate), "--metrics-bind-address", "0")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.ControlPlane.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Dies with the benchmark if it is killed.
