@@ -59,6 +59,8 @@ type kubelet struct {
 	exits     []string
 	exitedAt  time.Time
 	restartIn time.Duration
+	// backoff is the first restart's delay; 0 is a pod's 10 s.
+	backoff time.Duration
 }
 
 // The back-off of a crashing container, as the kubelet has it.
@@ -134,7 +136,11 @@ func (k *kubelet) restartExited(ctx context.Context, d *appsv1.Deployment) error
 	k.mu.Lock()
 	if k.exitedAt.IsZero() {
 		k.exitedAt = time.Now()
-		k.restartIn = min(restartBackoff<<min(k.restarts, 5), maxRestartBackoff)
+		first := k.backoff
+		if first == 0 {
+			first = restartBackoff
+		}
+		k.restartIn = min(first<<min(k.restarts, 5), maxRestartBackoff)
 		k.exits = append(k.exits, fmt.Sprintf("start %d exited (%v) at %s; its log ends:\n%s",
 			k.starts, p.ExitError(), k.exitedAt.Format(time.TimeOnly), lastLines(p.LogTail(), 8)))
 	}
