@@ -29,13 +29,14 @@ type loginLoop struct {
 	ok       int
 	failures []string
 	users    []string // the logins used, in order, without repeats
+	perUser  map[string]int
 	stop     chan struct{}
 	done     chan struct{}
 }
 
 func startLoginLoop(ctx context.Context, t *testing.T, secret, roleName string) *loginLoop {
 	t.Helper()
-	l := &loginLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	l := &loginLoop{stop: make(chan struct{}), done: make(chan struct{}), perUser: map[string]int{}}
 	go func() {
 		defer close(l.done)
 		tick := time.NewTicker(100 * time.Millisecond)
@@ -61,9 +62,11 @@ func startLoginLoop(ctx context.Context, t *testing.T, secret, roleName string) 
 				l.failures = append(l.failures, fmt.Sprintf("login as %s runs as %q, not as the role", s.Data["username"], cur))
 			default:
 				l.ok++
-				if u := string(s.Data["username"]); len(l.users) == 0 || l.users[len(l.users)-1] != u {
+				u := string(s.Data["username"])
+				if len(l.users) == 0 || l.users[len(l.users)-1] != u {
 					l.users = append(l.users, u)
 				}
+				l.perUser[u]++
 			}
 			l.mu.Unlock()
 		}
@@ -103,8 +106,15 @@ func (l *loginLoop) report(t *testing.T) {
 	if len(l.failures) > 0 {
 		t.Errorf("%d of %d logins failed; first: %s", len(l.failures), len(l.failures)+l.ok, l.failures[0])
 	}
-	if l.ok < 50 {
-		t.Errorf("only %d logins succeeded: the loop did not run", l.ok)
+	// The loop must have run on each side of every switch. Not a count
+	// of the 100 ms ticks: on a loaded machine each login takes longer.
+	for _, u := range l.users {
+		if l.perUser[u] < 3 {
+			t.Errorf("only %d logins as %s succeeded: the loop did not run through the switch (%v)", l.perUser[u], u, l.perUser)
+		}
+	}
+	if len(l.users) == 0 {
+		t.Error("no login succeeded: the loop did not run")
 	}
 }
 
