@@ -1014,3 +1014,35 @@ func heirOutlives(t *testing.T, prefix string, policies xpv2.ManagementPolicies,
 		t.Error("the role that handed its objects over was not dropped")
 	}
 }
+
+// TestAnotherNamespaceCannotHoldARole: the hold of TestHeirOutlivesWhoHandsToIt
+// looks only at the heir's own namespace. A role in another namespace that
+// names this namespace's role in reassignOwnedTo (the boundary refuses it
+// anyway) cannot keep that role from being deleted.
+func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
+	ctx := context.Background()
+	if err := env.Namespace(ctx, "squatter"); err != nil {
+		t.Fatal(err)
+	}
+	target := newRole("coveted", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Login = ptr.To(false)
+		r.Spec.WriteConnectionSecretToReference = nil
+	})
+	squatter := newRole("squat", func(r *v1alpha1.PostgreSQLRole) {
+		r.Namespace = "squatter"
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign
+		r.Spec.ReassignOwnedTo = "coveted"
+		r.Spec.WriteConnectionSecretToReference = nil
+	})
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), squatter)
+		env.SQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS coveted; DROP ROLE IF EXISTS squat")
+	})
+	env.Create(ctx, t, target, squatter)
+	waitCondition(ctx, t, target, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.Kube.Delete(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, target)
+}
