@@ -101,7 +101,6 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
 		// A role whose deletion waits for another to hand it its objects
 		// goes on as soon as that one is gone.
-		// It maps only to roles being deleted: nothing else is woken.
 		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(heirsOf(kube))).
 		Complete(config.Reconciler(name, c, r))
 }
@@ -232,8 +231,10 @@ func deletes(mg resource.Managed) bool {
 // them.
 func heirsOf(kube client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		// Only a role on its way out wakes its heir: the others' events
+		// (a wave of thousands) cost no list.
 		d, ok := obj.(*v1alpha1.PostgreSQLRole)
-		if !ok || d.Spec.ReassignOwnedTo == "" {
+		if !ok || d.Spec.ReassignOwnedTo == "" || !meta.WasDeleted(d) {
 			return nil
 		}
 		l := &v1alpha1.PostgreSQLRoleList{}
