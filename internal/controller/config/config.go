@@ -190,6 +190,17 @@ func adjust(res reconcile.Result, err error, waiting bool, after time.Duration) 
 	return res, nil
 }
 
+// Deletes reports whether mg's management policies let the provider
+// delete what it manages: "*" or Delete.
+func Deletes(mg resource.Managed) bool {
+	for _, p := range mg.GetManagementPolicies() {
+		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionDelete {
+			return true
+		}
+	}
+	return false
+}
+
 // ObserveOnly reports whether mg's management policies let the provider
 // only read (an import): neither "*", Create nor Update.
 func ObserveOnly(mg resource.Managed) bool {

@@ -212,18 +212,7 @@ func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object)
 // handsTo reports whether deleting d runs REASSIGN OWNED to heir's role.
 func handsTo(d, heir *v1alpha1.PostgreSQLRole) bool {
 	return d.GetUID() != heir.GetUID() && d.Spec.InstanceRef.Name == heir.Spec.InstanceRef.Name &&
-		d.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && d.Spec.ReassignOwnedTo == heir.RoleName() && deletes(d)
-}
-
-// deletes reports whether mg's management policies let the provider delete
-// what it manages (and so run its ownedObjectsOnDelete).
-func deletes(mg resource.Managed) bool {
-	for _, p := range mg.GetManagementPolicies() {
-		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionDelete {
-			return true
-		}
-	}
-	return false
+		d.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && d.Spec.ReassignOwnedTo == heir.RoleName() && config.Deletes(d)
 }
 
 // heirsOf maps a role to the roles of its namespace it hands its objects
