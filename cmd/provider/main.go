@@ -70,6 +70,8 @@ func main() {
 
 		metricsAddr = app.Flag("metrics-bind-address", "Address the Prometheus metrics endpoint (/metrics) listens on. \"0\" turns it off.").
 				Default(":8080").String()
+		pprofAddr = app.Flag("pprof-bind-address", "Address Go's profiler (/debug/pprof/, heap and goroutine profiles) listens on, for measuring the provider's memory; \"0\" turns it off. Bind it to localhost and reach it with kubectl port-forward.").
+				Default("0").String()
 		probeAddr = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on.").
 				Default(":8081").String()
 		maxConnsPerPool = app.Flag("max-conns-per-pool", "Maximum server connections of one pool; there is one pool per Instance and database in use.").
@@ -114,6 +116,7 @@ func main() {
 	opts.Cache.SyncPeriod = syncInterval
 	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
 	opts.HealthProbeBindAddress = *probeAddr
+	opts.PprofBindAddress = *pprofAddr
 	opts.GracefulShutdownTimeout = shutdownTimeout
 	// Leases only, and longer than controller-runtime's defaults: under
 	// load, renewals missing a 10s deadline cost leadership needlessly.

@@ -2,13 +2,9 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +24,6 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -116,11 +112,15 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 
 // allReconciles is how many reconciles the managed controllers of the
 // mixed workload's kinds have run in this process.
-func allReconciles(tb testing.TB) float64 {
+func allReconciles(tb testing.TB, g gatherFunc) float64 {
 	tb.Helper()
-	return reconcilesOf(tb, func(c string) bool {
-		return strings.HasPrefix(c, "managed/postgresql") && !strings.HasPrefix(c, "managed/postgresqlinstance")
-	})
+	var n float64
+	for k, v := range reconcilesByResultOf(tb, g) {
+		if strings.HasPrefix(k[0], "managed/postgresql") && !strings.HasPrefix(k[0], "managed/postgresqlinstance") {
+			n += v
+		}
+	}
+	return n
 }
 
 // restoreScaleEnv restarts the provider with the scale environment's
@@ -139,7 +139,17 @@ func restoreScaleEnv(ctx context.Context, b *testing.B) {
 // process by result (success, error, requeue, requeue_after).
 func reconcilesByResult(tb testing.TB) map[[2]string]float64 {
 	tb.Helper()
-	families, err := metrics.Registry.Gather()
+	return reconcilesByResultOf(tb, metrics.Registry.Gather)
+}
+
+// gatherFunc returns metric families: this process's registry, or a
+// provider process's /metrics.
+type gatherFunc func() ([]*dto.MetricFamily, error)
+
+// reconcilesByResultOf counts the reconciles in g by controller and result.
+func reconcilesByResultOf(tb testing.TB, g gatherFunc) map[[2]string]float64 {
+	tb.Helper()
+	families, err := g()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -187,13 +197,9 @@ func logReconciles(tb testing.TB, before, after map[[2]string]float64, units flo
 // for a connection of the Instance's own pool (its maintenance database),
 // of the databases' pools, and for a slot under the global cap, with the
 // connections acquired of each.
-func logPoolWaits(tb testing.TB, pools *postgres.Registry) {
+func logPoolWaits(tb testing.TB, g gatherFunc) {
 	tb.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(pools); err != nil {
-		tb.Fatal(err)
-	}
-	families, err := reg.Gather()
+	families, err := g()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -221,6 +227,20 @@ func logPoolWaits(tb testing.TB, pools *postgres.Registry) {
 		acquires[0], wait[0], acquires[1], wait[1], slot)
 }
 
+// gatherOf gathers the metrics of in-process collectors (the pool
+// registry, the observations), which the test's provider does not register
+// with controller-runtime's registry.
+func gatherOf(tb testing.TB, cs ...prometheus.Collector) gatherFunc {
+	tb.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return reg.Gather
+}
+
 // mixedVersions maps every object of the mixed workload, and every Secret,
 // whose name has prefix, to its resourceVersion.
 func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string]string {
@@ -228,18 +248,19 @@ func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string
 	return resourceVersions(ctx, tb, prefix, append(mixedKinds(), &corev1.SecretList{})...)
 }
 
-// intervalBuckets returns the cumulative counts of o's observation
-// intervals by bucket upper bound (+Inf as 0), all kinds together.
-func intervalBuckets(tb testing.TB, o *config.Observations) map[float64]uint64 {
+// intervalBuckets returns the cumulative counts of the observation
+// intervals in g by bucket upper bound (+Inf as 0), all kinds together.
+func intervalBuckets(tb testing.TB, g gatherFunc) map[float64]uint64 {
 	tb.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(o)
-	fams, err := reg.Gather()
+	fams, err := g()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	out := map[float64]uint64{}
 	for _, f := range fams {
+		if f.GetName() != "provider_postgresql_observation_interval_seconds" {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			h := m.GetHistogram()
 			for _, b := range h.GetBucket() {
@@ -279,66 +300,19 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 	return time.Duration(longest * float64(time.Second)), n
 }
 
-// rssMiB is the resident memory of this process (controllers, caches and
-// the test's own client) in MiB.
-func rssMiB(tb testing.TB) float64 {
-	tb.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return float64(kb) / 1024
-		}
-	}
-	tb.Fatal("no VmRSS in /proc/self/status")
-	return 0
-}
-
-func init() {
-	// The default samples one allocation per 512 KiB: too coarse to tell
-	// what the provider keeps per object.
-	if os.Getenv("BENCH_HEAP_PROFILE") != "" {
-		runtime.MemProfileRate = 4096
-	}
-}
-
-// heapProfile writes the live heap, in steady state, to the file
-// BENCH_HEAP_PROFILE names (with the size before its extension), for
-// `go tool pprof -sample_index=inuse_space`: what the provider keeps per
-// object, which a profile taken at exit (-memprofile) no longer shows.
-func heapProfile(tb testing.TB, size int) {
-	tb.Helper()
-	path := os.Getenv("BENCH_HEAP_PROFILE")
-	if path == "" {
-		return
-	}
-	ext := filepath.Ext(path)
-	f, err := os.Create(fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), size, ext))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := errors.Join(pprof.WriteHeapProfile(f), f.Close()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Logf("live heap profile: %s", f.Name())
-}
-
 // BenchmarkScale runs the mixed workload (roles with Secrets, databases,
-// schemas, grants, default privileges) at 1,000 and 5,000 objects with
-// the provider's default flags (poll 1m with 10s jitter, rate, concurrency
-// and connection caps) and reports, per size: reconciles per object to
-// Ready, peak server sessions against the cap, then over two polls of
-// steady state the statements and API writes per object per poll and the
-// longest interval between two observations of one object (the upper
-// bound of its histogram bucket), and the process's resident memory and
-// live heap after a collection. BENCH_SCALE_SIZES (objects, comma-separated)
-// picks other sizes; BENCH_HEAP_PROFILE writes the live heap then.
+// schemas, grants, default privileges) at 1,000 and 5,000 objects on the
+// provider's own binary with its default flags (poll 1m with 10s jitter,
+// rate, concurrency and connection caps), as a process of its own, so its
+// memory is the provider's alone. It reports, per size: reconciles per
+// object to Ready, peak server sessions against the cap, then over two
+// polls of steady state the statements and API writes per object per poll
+// and the longest interval between two observations of one object (the
+// upper bound of its histogram bucket), the process's resident memory and
+// live heap, and the time to delete everything again (each size starts
+// from an empty namespace). BENCH_SCALE_SIZES (objects, comma-separated)
+// picks other sizes; BENCH_HEAP_PROFILE writes the live heap in steady
+// state (the size is added before its extension).
 func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int{1000, 5000}
@@ -352,76 +326,169 @@ func BenchmarkScale(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
+	if os.Getenv("BENCH_HEAP_PROFILE") != "" {
+		// The runtime's default samples one allocation per 512 KiB: too
+		// coarse to tell what the provider keeps per object.
+		b.Setenv("GODEBUG", "memprofilerate=4096")
+	}
+	bin, err := providertest.BuildProvider(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
 	const poll, jitter = time.Minute, 10 * time.Second
+	// The in-process controllers, stopped while the binary runs, come back
+	// for the benchmarks after this one.
 	defer restoreScaleEnv(ctx, b)
 	for i, size := range sizes {
 		b.Run(fmt.Sprintf("objects=%d", size), func(b *testing.B) {
 			for range b.N {
-				if err := env.RestartWith(ctx, func(o *providertest.Options) {
-					o.PollInterval, o.PollJitter, o.Pools = poll, jitter, postgres.RegistryOptions{}
-					o.MaxReconcileRate, o.MaxConcurrentReconciles = config.DefaultMaxReconcileRate, config.DefaultMaxConcurrentReconciles
-					// Measure the provider, not the test's copy of its
-					// debug log.
-					o.DiscardLog = true
-				}); err != nil {
+				// The flags as shipped: nothing but where to listen.
+				p, err := env.RunProvider(ctx, bin)
+				if err != nil {
 					b.Fatal(err)
 				}
-				prefix := fmt.Sprintf("m%dx", i)
-				units := size / objectsPerUnit
-				objects := float64(units*objectsPerUnit + 1)
-				before, byBefore := allReconciles(b), reconcilesByResult(b)
-				sampler := samplePeak(ctx, b)
-				took := provisionMixed(ctx, b, prefix, units)
-				peak := sampler.done()
-				perObject := (allReconciles(b) - before) / objects
-				logReconciles(b, byBefore, reconcilesByResult(b), float64(units))
-
-				// Steady state: two polls after a first one has passed.
-				time.Sleep(poll + jitter)
-				obs := intervalBuckets(b, env.Observations)
-				versions := mixedVersions(ctx, b, prefix)
-				if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
-					b.Fatal(err)
-				}
-				from := env.ServerLogLen(b)
-				window := 2 * poll
-				time.Sleep(window)
-				statements := countStatements(env.ServerLog(b, from))
-				if err := env.Postgres.SetLogStatement(ctx, "none"); err != nil {
-					b.Fatal(err)
-				}
-				writes := 0
-				for k, v := range mixedVersions(ctx, b, prefix) {
-					if versions[k] != v {
-						writes++
-					}
-				}
-				longest, intervals := longestBetween(obs, intervalBuckets(b, env.Observations))
-				// What stays in use once garbage is gone: the controllers'
-				// caches mostly (the test's own lists are garbage by now).
-				debug.FreeOSMemory()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				rss := rssMiB(b)
-				heapProfile(b, size)
-
-				b.ReportMetric(took.Seconds(), "s-to-ready")
-				b.ReportMetric(perObject, "reconciles/object")
-				b.ReportMetric(float64(peak), "peak-conns")
-				b.ReportMetric(float64(postgres.DefaultMaxConns), "conn-cap")
-				b.ReportMetric(float64(statements)/objects/(float64(window)/float64(poll)), "stmts/object/poll")
-				b.ReportMetric(float64(writes)/objects/(float64(window)/float64(poll)), "writes/object/poll")
-				b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
-				b.ReportMetric(float64(intervals), "intervals")
-				b.ReportMetric(rss, "MiB-rss")
-				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MiB-heap-in-use")
-				if peak > int64(postgres.DefaultMaxConns) {
-					b.Errorf("peak provider sessions %d exceed the cap %d", peak, postgres.DefaultMaxConns)
-				}
-				if writes != 0 {
-					b.Errorf("%d objects or Secrets written in steady state, with nothing changed", writes)
-				}
+				func() {
+					defer p.Stop()
+					measureScale(ctx, b, p, fmt.Sprintf("m%dx", i), size, poll, jitter)
+				}()
 			}
 		})
 	}
+}
+
+// measureScale provisions size objects of the mixed workload on the
+// provider process p, measures them, and deletes them again.
+func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, prefix string, size int, poll, jitter time.Duration) {
+	b.Helper()
+	defer func() {
+		if b.Failed() {
+			b.Logf("the provider's log ends with:\n%s", p.LogTail())
+		}
+	}()
+	units := size / objectsPerUnit
+	objects := float64(units*objectsPerUnit + 1)
+	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
+	sampler := samplePeak(ctx, b)
+	took := provisionMixed(ctx, b, prefix, units)
+	peak := sampler.done()
+	perObject := (allReconciles(b, p.Gather) - before) / objects
+	logReconciles(b, byBefore, reconcilesByResultOf(b, p.Gather), float64(units))
+	logPoolWaits(b, p.Gather)
+
+	// Steady state: two polls after a first one has passed.
+	time.Sleep(poll + jitter)
+	obs := intervalBuckets(b, p.Gather)
+	versions := mixedVersions(ctx, b, prefix)
+	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
+		b.Fatal(err)
+	}
+	from := env.ServerLogLen(b)
+	window := 2 * poll
+	time.Sleep(window)
+	statements := countStatements(env.ServerLog(b, from))
+	if err := env.Postgres.SetLogStatement(ctx, "none"); err != nil {
+		b.Fatal(err)
+	}
+	writes := 0
+	for k, v := range mixedVersions(ctx, b, prefix) {
+		if versions[k] != v {
+			writes++
+		}
+	}
+	longest, intervals := longestBetween(obs, intervalBuckets(b, p.Gather))
+	rss, err := p.RSSMiB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	heap := gauge(b, p.Gather, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
+		ext := filepath.Ext(path)
+		path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), size, ext)
+		if err := p.HeapProfile(ctx, path); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("live heap profile: %s", path)
+	}
+	deleted := removeMixed(ctx, b, prefix)
+
+	b.ReportMetric(took.Seconds(), "s-to-ready")
+	b.ReportMetric(perObject, "reconciles/object")
+	b.ReportMetric(float64(peak), "peak-conns")
+	b.ReportMetric(float64(postgres.DefaultMaxConns), "conn-cap")
+	b.ReportMetric(float64(statements)/objects/(float64(window)/float64(poll)), "stmts/object/poll")
+	b.ReportMetric(float64(writes)/objects/(float64(window)/float64(poll)), "writes/object/poll")
+	b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
+	b.ReportMetric(float64(intervals), "intervals")
+	b.ReportMetric(rss, "MiB-rss")
+	b.ReportMetric(heap, "MiB-heap-in-use")
+	b.ReportMetric(deleted.Seconds(), "s-to-delete")
+	if peak > int64(postgres.DefaultMaxConns) {
+		b.Errorf("peak provider sessions %d exceed the cap %d", peak, postgres.DefaultMaxConns)
+	}
+	if writes != 0 {
+		b.Errorf("%d objects or Secrets written in steady state, with nothing changed", writes)
+	}
+}
+
+// gauge is the value of the unlabelled gauge name in g.
+func gauge(tb testing.TB, g gatherFunc, name string) float64 {
+	tb.Helper()
+	fams, err := g()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	tb.Fatalf("no gauge %s in the provider's metrics", name)
+	return 0
+}
+
+// removeMixed deletes every object of the mixed workload whose name has
+// prefix, all at once as a user deleting a namespace's worth would, and
+// waits until the provider has let every one go; it returns how long that
+// took.
+func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	left := func(ctx context.Context, del bool) (int, error) {
+		n := 0
+		for _, l := range mixedKinds() {
+			if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+				return 0, err
+			}
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				return 0, err
+			}
+			for _, it := range items {
+				o, ok := it.(client.Object)
+				if !ok || !strings.HasPrefix(o.GetName(), prefix) {
+					continue
+				}
+				n++
+				if del && o.GetDeletionTimestamp() == nil {
+					if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
+						return 0, err
+					}
+				}
+			}
+		}
+		return n, nil
+	}
+	if _, err := left(ctx, true); err != nil {
+		tb.Fatal(err)
+	}
+	var n int
+	err := providertest.Wait(ctx, 30*time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		n, err = left(ctx, false)
+		return n == 0, err
+	})
+	if err != nil {
+		tb.Fatalf("%d objects of %s* still there: %v", n, prefix, err)
+	}
+	return time.Since(start)
 }

@@ -615,7 +615,7 @@ func BenchmarkDefaults(b *testing.B) {
 				byBefore := reconcilesByResult(b)
 				took := provision(ctx, b, prefix, n)
 				logReconciles(b, byBefore, reconcilesByResult(b), n)
-				logPoolWaits(b, env.Pools)
+				logPoolWaits(b, gatherOf(b, env.Pools))
 				checkpoint(ctx, b)
 				base := floor(ctx, b, fmt.Sprintf("fd%dr", i), n)
 				b.ReportMetric(float64(took)/float64(base), "x-floor")
