@@ -118,14 +118,14 @@ bench: tools ## Benchmarks (report ratios; see docs/performance.md), the compari
 	hack/ensure-postgresql.sh
 	hack/peer-tools.sh
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \
-		go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+		go test -v -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
 
 .PHONY: bench-peer
 bench-peer: tools ## Issue 17's workload on this provider and on provider-sql (pinned in tools/provider-sql), side by side.
 	hack/ensure-postgresql.sh
 	hack/peer-tools.sh
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \
-		go test -run '^$$' -bench BenchmarkPeer -benchtime 1x -timeout 60m ./internal/controller/
+		go test -v -run '^$$' -bench BenchmarkPeer -benchtime 1x -timeout 60m ./internal/controller/
 
 .PHONY: clean
 clean: ## Remove build output (the tool cache outside the repo is kept).

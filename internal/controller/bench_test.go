@@ -385,7 +385,9 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	from := env.ServerLogLen(b)
 	window := 2 * poll
 	time.Sleep(window)
-	statements := countStatements(env.ServerLog(b, from))
+	steady := env.ServerLog(b, from)
+	statements := countStatements(steady)
+	b.Logf("statements over two polls of steady state, by shape:%s", statementShapes(steady))
 	if err := env.Postgres.SetLogStatement(ctx, "none"); err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,6 +267,41 @@ func countStatements(log string) int {
 		}
 	}
 	return n
+}
+
+// statementShapes summarizes the provider's statements in log by their
+// first 60 characters, most frequent first: which observation costs what.
+func statementShapes(log string) string {
+	count := map[string]int{}
+	for _, line := range splitLines(log) {
+		if !strings.Contains(line, postgres.ApplicationName) {
+			continue
+		}
+		_, text, ok := strings.Cut(line, "statement: ")
+		if !ok {
+			if _, text, ok = strings.Cut(line, "execute "); ok {
+				_, text, _ = strings.Cut(text, ": ")
+			}
+		}
+		if !ok {
+			continue
+		}
+		text = strings.Join(strings.Fields(text), " ")
+		if len(text) > 60 {
+			text = text[:60]
+		}
+		count[text]++
+	}
+	shapes := make([]string, 0, len(count))
+	for k := range count {
+		shapes = append(shapes, k)
+	}
+	slices.SortFunc(shapes, func(a, b string) int { return count[b] - count[a] })
+	var sb strings.Builder
+	for _, k := range shapes[:min(len(shapes), 10)] {
+		fmt.Fprintf(&sb, "\n  %6d  %s", count[k], k)
+	}
+	return sb.String()
 }
 
 // regressionPairs is the size of TestScaleRegression: 300 objects, what
