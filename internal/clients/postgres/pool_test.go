@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sync/errgroup"
@@ -241,5 +242,63 @@ func TestRegistryCloseDatabaseEndsWithContext(t *testing.T) {
 	}
 	if err := r.CloseDatabase(ctx, "uid-held", "postgres"); err != nil {
 		t.Errorf("closing a database without pools: %v", err)
+	}
+}
+
+func TestShouldPing(t *testing.T) {
+	for _, tc := range []struct {
+		idle time.Duration
+		want bool
+	}{
+		{idle: 0, want: false},
+		{idle: 2 * time.Second, want: false},
+		{idle: pingAfterIdle, want: false},
+		{idle: pingAfterIdle + time.Millisecond, want: true},
+		{idle: 10 * time.Minute, want: true},
+	} {
+		if got := shouldPing(context.Background(), pgxpool.ShouldPingParams{IdleDuration: tc.idle}); got != tc.want {
+			t.Errorf("shouldPing(idle %s) = %v, want %v", tc.idle, got, tc.want)
+		}
+	}
+}
+
+// TestPoolDoesNotPingRecentConnections: a connection used a moment ago is
+// not pinged before its next query (pgx's default pings after a second
+// idle, which in steady state doubles the round trips of many polls).
+func TestPoolDoesNotPingRecentConnections(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 1})
+	defer r.Close()
+	p, err := r.Pool(ctx, target("uid-ping", "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.SetLogStatement(ctx, "all"); err != nil {
+		t.Fatal(err)
+	}
+	defer server.SetLogStatement(ctx, "none") //nolint:errcheck // Test cleanup.
+	before, err := server.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := p.Exec(ctx, "SELECT 'ping-test'"); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+	}
+	after, err := server.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(after[len(before):])
+	if n := strings.Count(log, "SELECT 'ping-test'"); n != 3 {
+		t.Fatalf("the server log shows %d of the 3 queries: log_statement=all is not in effect", n)
+	}
+	if n := strings.Count(log, "-- ping"); n != 0 {
+		t.Errorf("%d pings before queries on a connection used 1.5 s earlier, want none", n)
 	}
 }
