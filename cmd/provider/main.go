@@ -59,7 +59,7 @@ func main() {
 				Short('s').Default("1h").Duration()
 		pollInterval = app.Flag("poll", "How often each managed resource is compared with PostgreSQL to detect drift.").
 				Default("1m").Duration()
-		pollJitter = app.Flag("poll-jitter", "Random jitter added to the poll interval, so resources created together do not poll together.").
+		pollJitter = app.Flag("poll-jitter", "How far a poll may move from the interval: random jitter, so resources created together do not poll together, except that the schemas, grants and default privileges of one database are polled together, at a moment of that database.").
 				Default("10s").Duration()
 		pollStateMetricInterval = app.Flag("poll-state-metric", "How often the managed resource state metrics (exists, ready, synced) are recorded.").
 					Default("5s").Duration()
@@ -74,8 +74,10 @@ func main() {
 				Default("0").String()
 		probeAddr = app.Flag("health-probe-bind-address", "Address the /healthz and /readyz probes listen on.").
 				Default(":8081").String()
-		maxConnsPerPool = app.Flag("max-conns-per-pool", "Maximum server connections of one pool; there is one pool per Instance and database in use.").
+		maxConnsPerPool = app.Flag("max-conns-per-pool", "Maximum server connections of the pool into each Instance's own database (spec.endpoint.database), where roles and databases are managed.").
 				Default(strconv.Itoa(postgres.DefaultMaxConnsPerPool)).Int32()
+		maxConnsPerDatabase = app.Flag("max-conns-per-database", "Maximum server connections of the pool into each other database, where schemas, grants, default privileges and extensions are managed; its objects are polled together and take turns on them.").
+					Default(strconv.Itoa(postgres.DefaultMaxConnsPerDatabase)).Int32()
 		maxConns = app.Flag("max-conns", "Maximum server connections across all pools and servers together. Idle connections of the least recently used pool are closed to stay under it.").
 				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
 		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
@@ -158,9 +160,10 @@ func main() {
 
 	kingpin.FatalIfError(customresourcesgate.Setup(mgr, o), "Cannot set up the CRD gate")
 	pools := postgres.NewRegistry(postgres.RegistryOptions{
-		MaxConnsPerPool: *maxConnsPerPool,
-		MaxConns:        *maxConns,
-		IdleTimeout:     *connIdleTimeout,
+		MaxConnsPerPool:     *maxConnsPerPool,
+		MaxConnsPerDatabase: *maxConnsPerDatabase,
+		MaxConns:            *maxConns,
+		IdleTimeout:         *connIdleTimeout,
 	})
 	// Close every server connection on the way out, after the manager has
 	// stopped its reconciles.

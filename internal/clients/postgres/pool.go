@@ -21,9 +21,10 @@ import (
 
 // Defaults of the pool registry, each overridable by a provider flag.
 const (
-	DefaultMaxConnsPerPool = 2
-	DefaultMaxConns        = 10
-	DefaultIdleTimeout     = time.Minute
+	DefaultMaxConnsPerPool     = 2
+	DefaultMaxConnsPerDatabase = 1
+	DefaultMaxConns            = 10
+	DefaultIdleTimeout         = time.Minute
 )
 
 // A pool nobody asked for during this long is closed altogether.
@@ -31,8 +32,15 @@ const staleAfter = 10 * time.Minute
 
 // RegistryOptions bound the registry's connections.
 type RegistryOptions struct {
-	// MaxConnsPerPool bounds each (instance, database) pool.
+	// MaxConnsPerPool bounds the pool of each Instance's own database
+	// (Target.HomeDatabase), where roles and databases are observed.
 	MaxConnsPerPool int32
+	// MaxConnsPerDatabase bounds the pool of each other database, where
+	// schemas, grants, default privileges and extensions are. One by
+	// default: the objects of a database are polled at the same moment
+	// (config.PollIntervalHook) and then take turns on one session, where
+	// a second would be dialled, under the cap, for a few milliseconds.
+	MaxConnsPerDatabase int32
 	// MaxConns bounds the open connections across every pool together.
 	MaxConns int
 	// IdleTimeout closes connections idle for longer.
@@ -49,6 +57,24 @@ type Target struct {
 	// Endpoint, whose Database is the database the pool opens.
 	Endpoint    Endpoint
 	Credentials Credentials
+	// HomeDatabase is the database the Instance's endpoint names ("" for
+	// a target of no Instance): a pool into it is sized MaxConnsPerPool,
+	// one into any other MaxConnsPerDatabase.
+	HomeDatabase string
+}
+
+// In returns t for another database of the same server, as the same role.
+func (t Target) In(database string) Target {
+	t.Endpoint.Database = database
+	return t
+}
+
+// maxConns is the size of t's pool under o.
+func (o RegistryOptions) maxConns(t Target) int32 {
+	if t.HomeDatabase == "" || t.Endpoint.Database == t.HomeDatabase {
+		return o.MaxConnsPerPool
+	}
+	return o.MaxConnsPerDatabase
 }
 
 // A poolKey identifies a pool. A different endpoint or credential for the
@@ -91,17 +117,26 @@ type pooled struct {
 //
 // The global bound is enforced at dial time: every connection takes a slot
 // before it dials and frees it when it closes. When no slot is free, the
-// idle connections of the least recently used other pool are closed to make
-// room, so one busy database can always make progress.
+// dial queues (slotQueue) and one connection is closed for it: the idle
+// connection of the least recently used other pool, or else the next one
+// any pool is given back. So one busy database can always make progress,
+// and no more sessions are closed than the queue needs.
 type Registry struct {
 	opts  RegistryOptions
-	slots chan struct{}
+	slots *slotQueue
 
 	mu    sync.Mutex
 	pools map[poolKey]*pooled
+	// open counts the connections of each key that hold a slot: the
+	// pools closeIdle looks in, at most MaxConns of them, where the
+	// registry may hold thousands of pools.
+	open map[poolKey]int
 
 	slotWaits     atomic.Int64
 	slotWaitNanos atomic.Int64
+	// opened counts the sessions dialled: with many databases under the
+	// cap, how often one is closed to let another in.
+	opened atomic.Int64
 }
 
 // NewRegistry returns an empty registry.
@@ -109,13 +144,16 @@ func NewRegistry(o RegistryOptions) *Registry {
 	if o.MaxConnsPerPool <= 0 {
 		o.MaxConnsPerPool = DefaultMaxConnsPerPool
 	}
+	if o.MaxConnsPerDatabase <= 0 {
+		o.MaxConnsPerDatabase = DefaultMaxConnsPerDatabase
+	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = DefaultMaxConns
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	return &Registry{opts: o, slots: make(chan struct{}, o.MaxConns), pools: map[poolKey]*pooled{}}
+	return &Registry{opts: o, slots: newSlotQueue(o.MaxConns), pools: map[poolKey]*pooled{}, open: map[poolKey]int{}}
 }
 
 // Pool returns the pool for a target, creating it if needed. Pools connect
@@ -146,12 +184,13 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	if err := applyEndpoint(&cfg.ConnConfig.Config, t.Endpoint, t.Credentials); err != nil {
 		return nil, err
 	}
-	cfg.MaxConns = r.opts.MaxConnsPerPool
+	cfg.MaxConns = r.opts.maxConns(t)
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = r.opts.IdleTimeout
 	cfg.HealthCheckPeriod = max(r.opts.IdleTimeout/2, time.Second)
 	cfg.ShouldPing = shouldPing
 	cfg.ConnConfig.DialFunc = r.dialer(key)
+	cfg.ConnConfig.Tracer = handOver{r.slots}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create connection pool")
@@ -185,10 +224,11 @@ func (r *Registry) dialer(key poolKey) pgconn.DialFunc {
 		}
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			r.freeSlot()
+			r.freeSlot(key)
 			return nil, err
 		}
-		return &slotConn{Conn: c, free: r.freeSlot}, nil
+		r.opened.Add(1)
+		return &slotConn{Conn: c, free: func() { r.freeSlot(key) }}, nil
 	}
 }
 
@@ -269,58 +309,106 @@ func (r *Registry) Close() {
 }
 
 // OpenConns returns the number of server connections open across all pools.
-func (r *Registry) OpenConns() int { return len(r.slots) }
+func (r *Registry) OpenConns() int { return r.slots.inUse() }
 
-// takeSlot blocks until a connection slot is free, making room by closing
-// the idle connections of the least recently used other pool.
+// OpenedConns returns the number of server connections opened so far.
+func (r *Registry) OpenedConns() int64 { return r.opened.Load() }
+
+// takeSlot blocks until a connection slot is given to asking's dial.
 func (r *Registry) takeSlot(ctx context.Context, asking poolKey) error {
-	select {
-	case r.slots <- struct{}{}:
-		return nil
-	default:
-	}
 	start := time.Now()
-	defer func() {
+	waited, err := r.slots.take(ctx, func() bool { return r.closeIdle(ctx, asking) })
+	if err == nil {
+		r.mu.Lock()
+		r.open[asking]++
+		r.mu.Unlock()
+	}
+	if waited {
 		r.slotWaits.Add(1)
 		r.slotWaitNanos.Add(int64(time.Since(start)))
-	}()
-	for {
-		r.releaseIdle(asking)
-		select {
-		case r.slots <- struct{}{}:
-			return nil
-		case <-ctx.Done():
-			return errors.Wrapf(ctx.Err(), "no free connection slot: all %d are in use", r.opts.MaxConns)
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
+	return errors.Wrapf(err, "no free connection slot: all %d are in use", r.opts.MaxConns)
 }
 
-func (r *Registry) freeSlot() { <-r.slots }
-
-// releaseIdle closes the idle connections of the least recently used pool
-// other than the one asking that holds idle connections and none in use.
-// The pool itself stays usable.
-func (r *Registry) releaseIdle(except poolKey) {
+// freeSlot gives up a slot of key's, to the first waiting dial if any.
+func (r *Registry) freeSlot(key poolKey) {
 	r.mu.Lock()
-	var victim *pooled
-	for k, p := range r.pools {
-		if k == except {
-			continue
-		}
-		s := p.pool.Stat()
-		if s.AcquiredConns() > 0 || s.IdleConns() == 0 {
-			continue
-		}
-		if victim == nil || p.lastUsed.Before(victim.lastUsed) {
-			victim = p
-		}
+	if r.open[key]--; r.open[key] <= 0 {
+		delete(r.open, key)
 	}
 	r.mu.Unlock()
-	if victim != nil {
-		victim.pool.Reset()
+	r.slots.free()
+}
+
+// closeIdle starts closing one idle connection, of the least recently used
+// pool that holds one other than asking's (asking's own only when no other
+// does), and reports whether it found one. Only the pools holding
+// connections are looked at.
+func (r *Registry) closeIdle(ctx context.Context, asking poolKey) bool {
+	// A connection seen idle may be taken before it is grabbed; a few
+	// looks are enough, after which the next one given back serves.
+	for range 3 {
+		r.mu.Lock()
+		var victim, own *pooled
+		for k := range r.open {
+			p, ok := r.pools[k]
+			if !ok || p.pool.Stat().IdleConns() == 0 {
+				continue
+			}
+			if k == asking {
+				own = p
+				continue
+			}
+			if victim == nil || p.lastUsed.Before(victim.lastUsed) {
+				victim = p
+			}
+		}
+		r.mu.Unlock()
+		if victim == nil {
+			victim = own
+		}
+		if victim == nil {
+			return false
+		}
+		idle := victim.pool.AcquireAllIdle(ctx)
+		if len(idle) == 0 {
+			// Taken between the look and the grab: look again.
+			continue
+		}
+		conn := idle[0].Hijack()
+		for _, c := range idle[1:] {
+			c.Release()
+		}
+		go conn.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Its slot is what matters, freed whatever the error.
+		return true
+	}
+	return false
+}
+
+// handOver closes a connection given back to its pool while dials wait
+// for a slot and no other close is under way for them: its slot goes to
+// the first. It is a pool's release tracer because that is called as the
+// connection is given back, before it goes idle: pgxpool's AfterRelease
+// hook runs later, on its own goroutine, and a query right after another
+// on the same pool would find no idle connection and dial a second.
+type handOver struct{ slots *slotQueue }
+
+// TraceRelease implements pgxpool.ReleaseTracer. A closed connection is
+// destroyed by the pool, which frees its slot.
+func (h handOver) TraceRelease(_ *pgxpool.Pool, d pgxpool.TraceReleaseData) {
+	if h.slots.wantsRoom() {
+		// A release has no context; closing is bounded by serverGoneTimeout.
+		_ = d.Conn.Close(context.Background())
 	}
 }
+
+// TraceQueryStart implements pgx.QueryTracer, which a pool's tracer must.
+func (handOver) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (handOver) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // A slotConn frees its slot once, when it is closed and the server has let
 // go of the session.
@@ -365,11 +453,13 @@ var (
 		"Maximum server connections across all pools.", nil, nil)
 	descSlotWait = prometheus.NewDesc("provider_postgresql_connection_slot_wait_seconds_total",
 		"Time spent waiting for a free connection slot under the global cap.", nil, nil)
+	descOpened = prometheus.NewDesc("provider_postgresql_connections_opened_total",
+		"Server connections opened, across all pools and logins.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPoolConns, descPoolMax, descPoolWait, descPoolAcquires, descOpen, descMax, descSlotWait} {
+	for _, d := range []*prometheus.Desc{descPoolConns, descPoolMax, descPoolWait, descPoolAcquires, descOpen, descMax, descSlotWait, descOpened} {
 		ch <- d
 	}
 }
@@ -397,4 +487,5 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOpen, prometheus.GaugeValue, float64(r.OpenConns()))
 	ch <- prometheus.MustNewConstMetric(descMax, prometheus.GaugeValue, float64(r.opts.MaxConns))
 	ch <- prometheus.MustNewConstMetric(descSlotWait, prometheus.CounterValue, time.Duration(r.slotWaitNanos.Load()).Seconds())
+	ch <- prometheus.MustNewConstMetric(descOpened, prometheus.CounterValue, float64(r.OpenedConns()))
 }

@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -30,6 +32,20 @@ func providerConnections(ctx context.Context, t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// currentDatabase asks t's pool in r which database it runs in, with
+// from appended to the query.
+func currentDatabase(ctx context.Context, r *Registry, t Target, from string) (string, error) {
+	p, err := r.Pool(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	var got string
+	if err := p.QueryRow(ctx, "SELECT current_database()"+from).Scan(&got); err != nil {
+		return "", fmt.Errorf("query on %s: %w", t.Endpoint.Database, err)
+	}
+	return got, nil
 }
 
 func createDatabases(ctx context.Context, t *testing.T, prefix string, n int) []string {
@@ -66,6 +82,88 @@ func TestRegistryReusesPools(t *testing.T) {
 	}
 	if other == a {
 		t.Error("two Instances share a pool")
+	}
+}
+
+// TestRegistryCountsOpenedConns: the opened-connections counter counts
+// dials, not queries: queries one after another reuse one session.
+func TestRegistryCountsOpenedConns(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbs := createDatabases(ctx, t, "opened", 2)
+	r := NewRegistry(RegistryOptions{})
+	defer r.Close()
+	for i, db := range dbs {
+		p, err := r.Pool(ctx, target("uid-opened", db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if _, err := p.Exec(ctx, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := r.OpenedConns(), int64(i+1); got != want {
+			t.Errorf("after 5 queries in each of %d databases: %d connections opened, want %d", i+1, got, want)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r)
+	want := "# HELP provider_postgresql_connections_opened_total Server connections opened, across all pools and logins.\n# TYPE provider_postgresql_connections_opened_total counter\nprovider_postgresql_connections_opened_total 2\n"
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "provider_postgresql_connections_opened_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRegistryPoolSizes: a pool into an Instance's own database holds
+// MaxConnsPerPool connections, one into another database
+// MaxConnsPerDatabase, and the objects there take turns on it: three
+// reconciles at once open one session.
+func TestRegistryPoolSizes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbs := createDatabases(ctx, t, "sized", 1)
+	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 3})
+	defer r.Close()
+	home := target("uid-sized", "postgres")
+	home.HomeDatabase = "postgres"
+	cases := map[string]struct {
+		t    Target
+		want int32
+	}{
+		"HomeDatabase":  {t: home, want: 3},
+		"OtherDatabase": {t: home.In(dbs[0]), want: DefaultMaxConnsPerDatabase},
+		"NoInstance":    {t: target("uid-none", dbs[0]), want: 3},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := r.Pool(ctx, tc.t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Config().MaxConns; got != tc.want {
+				t.Errorf("pool size %d, want %d", got, tc.want)
+			}
+		})
+	}
+
+	p, err := r.Pool(ctx, home.In(dbs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.OpenedConns()
+	g, gctx := errgroup.WithContext(ctx)
+	for range 3 {
+		g.Go(func() error {
+			_, err := p.Exec(gctx, "SELECT pg_sleep(0.05)")
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.OpenedConns() - before; got != 1 {
+		t.Errorf("three reconciles at once in one database opened %d sessions, want 1", got)
 	}
 }
 
@@ -142,13 +240,9 @@ func TestRegistryGlobalCap(t *testing.T) {
 	for i := range 24 {
 		db := dbs[i%len(dbs)]
 		g.Go(func() error {
-			p, err := r.Pool(gctx, target("uid-cap", db))
+			got, err := currentDatabase(gctx, r, target("uid-cap", db), " FROM pg_sleep(0.05)")
 			if err != nil {
 				return err
-			}
-			var got string
-			if err := p.QueryRow(gctx, "SELECT current_database() FROM pg_sleep(0.05)").Scan(&got); err != nil {
-				return fmt.Errorf("query on %s: %w", db, err)
 			}
 			if got != db {
 				return fmt.Errorf("query on %s ran in %s", db, got)
@@ -300,5 +394,112 @@ func TestPoolDoesNotPingRecentConnections(t *testing.T) {
 	}
 	if n := strings.Count(log, "-- ping"); n != 0 {
 		t.Errorf("%d pings before queries on a connection used 1.5 s earlier, want none", n)
+	}
+}
+
+// TestRegistryServesDialsInOrder: under the cap, dials waiting for a slot
+// are served in the order they came, each by the connection given back
+// before it (no newcomer, no luck of the draw), and each database opens
+// one session.
+func TestRegistryServesDialsInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbs := createDatabases(ctx, t, "ordered", 6)
+	r := NewRegistry(RegistryOptions{MaxConns: 1})
+	defer r.Close()
+	first, err := r.Pool(ctx, target("uid-ordered", dbs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := first.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan string, len(dbs))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, db := range dbs[1:] {
+		g.Go(func() error {
+			got, err := currentDatabase(gctx, r, target("uid-ordered", db), "")
+			if err != nil {
+				return err
+			}
+			served <- got
+			return nil
+		})
+		queued(t, r.slots, i+1)
+	}
+	held.Release()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	close(served)
+	var order []string
+	for db := range served {
+		order = append(order, db)
+	}
+	if diff := cmp.Diff(dbs[1:], order); diff != "" {
+		t.Errorf("databases served (-in the order they asked +as served):\n%s", diff)
+	}
+	if got, want := r.OpenedConns(), int64(len(dbs)); got != want {
+		t.Errorf("%d sessions opened for %d databases, want one each", got, want)
+	}
+}
+
+// TestRegistryClosesOneIdleConnection: a dial that finds the cap full
+// closes one idle connection, of the least recently used pool, and leaves
+// that pool its other one: closing more would only make it dial again.
+func TestRegistryClosesOneIdleConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbs := createDatabases(ctx, t, "oneidle", 3)
+	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 2, MaxConns: 3})
+	defer r.Close()
+	pools := make([]*pgxpool.Pool, len(dbs))
+	for i, db := range dbs {
+		p, err := r.Pool(ctx, target("uid-oneidle", db))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools[i] = p
+	}
+	// The first database's pool holds two idle connections, the second's
+	// one, used after: the cap is full.
+	a, err := pools[0].Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pools[0].Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	b.Release()
+	idle := func(p *pgxpool.Pool) int32 { return p.Stat().IdleConns() }
+	// A connection given back goes idle a moment later (AfterRelease).
+	settled := func(p *pgxpool.Pool, n int32) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); idle(p) != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle connections, want %d", idle(p), n)
+			}
+		}
+	}
+	settled(pools[0], 2)
+	if _, err := pools[1].Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	settled(pools[1], 1)
+	if _, err := pools[2].Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	settled(pools[2], 1)
+	if got := []int32{idle(pools[0]), idle(pools[1]), idle(pools[2])}; !slices.Equal(got, []int32{1, 1, 1}) {
+		t.Errorf("idle connections per pool = %v, want one each: one of the least recently used pool's two closed", got)
+	}
+	if got := r.OpenedConns(); got != 4 {
+		t.Errorf("%d sessions opened, want 4", got)
+	}
+	if got := providerConnections(ctx, t); got > 3 {
+		t.Errorf("%d provider sessions on the server, cap 3", got)
 	}
 }
