@@ -54,6 +54,7 @@ var kinds = []kind{
 // Setup starts every controller now. It suits tests, where the CRDs are
 // installed before the manager starts.
 func Setup(mgr ctrl.Manager, c config.Config) error {
+	c = withInstanceSecrets(mgr, c)
 	for _, k := range kinds {
 		if err := k.setup(mgr, c); err != nil {
 			return errors.Wrapf(err, "cannot set up the %s controller", k.name)
@@ -71,6 +72,7 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 	if c.Gate == nil {
 		return errors.New("gated setup needs a gate")
 	}
+	c = withInstanceSecrets(mgr, c)
 	for _, k := range kinds {
 		c.Gate.Register(func() {
 			if err := k.setup(mgr, c); err != nil {
@@ -79,4 +81,13 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 		}, k.gvks...)
 	}
 	return nil
+}
+
+// withInstanceSecrets returns c with the reader of the Instances' admin
+// credentials and CA bundles that every controller shares.
+func withInstanceSecrets(mgr ctrl.Manager, c config.Config) config.Config {
+	if c.InstanceSecrets == nil {
+		c.InstanceSecrets = config.InstanceSecrets(mgr, c.Namespace)
+	}
+	return c
 }

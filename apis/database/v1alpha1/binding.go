@@ -9,6 +9,36 @@ type InstanceUser interface {
 	InstanceBinding() (name, uid string)
 }
 
+// A DatabaseUser is a resource whose statements run in one database of
+// its Instance (not the Instance's own), over a session into it.
+// +kubebuilder:object:generate=false
+type DatabaseUser interface {
+	// ObservedIn returns the UID of the Instance and the database the
+	// resource's last observation ran in ("" before the first).
+	ObservedIn() (instanceUID, database string)
+}
+
+// ObservedIn implements DatabaseUser.
+func (s *PostgreSQLSchema) ObservedIn() (string, string) {
+	return s.Status.AtProvider.InstanceUID, s.Status.AtProvider.Database
+}
+
+// ObservedIn implements DatabaseUser. A grant on a database or of a
+// role's membership runs in the Instance's own database: none.
+func (g *PostgreSQLGrant) ObservedIn() (string, string) {
+	switch g.Spec.ForProvider.ObjectType {
+	case GrantObjectDatabase, GrantObjectMembership:
+		return g.Status.AtProvider.InstanceUID, ""
+	default:
+		return g.Status.AtProvider.InstanceUID, g.Status.AtProvider.Database
+	}
+}
+
+// ObservedIn implements DatabaseUser.
+func (d *PostgreSQLDefaultPrivileges) ObservedIn() (string, string) {
+	return d.Status.AtProvider.InstanceUID, d.Status.AtProvider.Database
+}
+
 // InstanceBinding implements InstanceUser.
 func (r *PostgreSQLRole) InstanceBinding() (string, string) {
 	return r.Spec.InstanceRef.Name, r.Status.AtProvider.InstanceUID

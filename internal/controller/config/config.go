@@ -5,13 +5,20 @@ package config
 
 import (
 	"context"
+	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -22,6 +29,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
@@ -55,6 +63,10 @@ type Config struct {
 
 	// Observations, when set, records the intervals between observations.
 	Observations *Observations
+
+	// InstanceSecrets reads the Instances' admin credentials and CA
+	// bundles (InstanceSecrets); the controllers' setup sets it when nil.
+	InstanceSecrets client.Reader
 }
 
 // ManagedReconcilerOptions returns the options every managed reconciler of
@@ -99,23 +111,137 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 // when wake says something is due sooner (a positive duration from now).
 // crossplane-runtime calls it after each successful observation, which it
 // records in Observations.
+//
+// Objects observed over a session into one database of an Instance
+// (v1alpha1.DatabaseUser) are polled together instead: see phased.
 func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Duration) managed.PollIntervalHook {
+	return c.pollIntervalHook(wake, time.Now)
+}
+
+// pollIntervalHook is PollIntervalHook on the given clock: tests choose
+// the moments of observation, because whether two moments share a grid
+// point of phased depends on where they fall against it.
+func (c Config) pollIntervalHook(wake func(resource.Managed, time.Time) time.Duration, clock func() time.Time) managed.PollIntervalHook {
 	jitter := c.PollJitter
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		now := clock()
 		if c.Observations != nil {
-			c.Observations.Observed(mg, time.Now(), poll)
+			c.Observations.Observed(mg, now, poll)
 		}
 		d := poll
-		if jitter > 0 {
+		g := databaseGroup(mg)
+		switch {
+		case jitter > 0 && g != "":
+			d = phased(now, poll, jitter, g)
+		case jitter > 0:
 			d += time.Duration((rand.Float64() - 0.5) * 2 * float64(jitter)) //nolint:gosec // jitter needs no secure randomness.
 		}
 		if wake != nil {
-			if w := wake(mg, time.Now()); w > 0 && w < d {
+			if w := wake(mg, now); w > 0 && w < d {
 				return w
 			}
 		}
 		return d
 	}
+}
+
+// phased is how long after now an object of group g is polled next: at
+// the latest time, no later than now+poll+jitter, that lies on g's grid
+// (every poll, from an offset the hash of g picks). So every object of g
+// is polled at the same moments, whenever each was last looked at, and
+// the groups' moments are spread over the poll as evenly as random jitter
+// spreads single objects. The first poll after a change is between jitter
+// and poll+jitter away; after that an object keeps to the grid, one poll
+// apart.
+//
+// The groups are the databases of a server: a database's schemas, grants
+// and default privileges are observed over a session into that database,
+// and under the --max-conns cap, with many databases, a session that sits
+// idle is soon closed to let another database in. Observed at the same
+// moment, they share one session per poll, where each used to open its
+// own (docs/performance.md).
+func phased(now time.Time, poll, jitter time.Duration, g string) time.Duration {
+	if poll <= 0 {
+		return poll
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(g))
+	offset := int64(h.Sum64() % uint64(poll)) //nolint:gosec // poll is positive.
+	latest := now.Add(poll + jitter).UnixNano()
+	next := latest - ((latest-offset)%int64(poll)+int64(poll))%int64(poll)
+	return time.Duration(next - now.UnixNano())
+}
+
+// databaseGroup is the poll group of mg: the Instance and database its
+// observations run in, "" for an object observed over the Instance's own
+// pool, or before its first observation has recorded where.
+func databaseGroup(mg resource.Managed) string {
+	u, ok := mg.(v1alpha1.DatabaseUser)
+	if !ok {
+		return ""
+	}
+	uid, db := u.ObservedIn()
+	if uid == "" || db == "" {
+		return ""
+	}
+	return uid + "/" + db
+}
+
+// OwnChanges is the event filter of every managed controller on its own
+// kind: an object is reconciled when what it asks for changes (spec,
+// labels, annotations, its deletion, which bumps metadata.generation), when
+// its finalizers change, or when also lets an update through, not when
+// only its status does. The status is the controller's own output, and
+// crossplane-runtime requeues after every reconcile by itself (through
+// the back-off after a create or an error, at the next poll otherwise),
+// so the event of its own status write only bought another reconcile,
+// with a round trip to the server, each time a condition changed. also is
+// for what another controller records in the status that this one acts
+// on.
+//
+// Where crossplane-runtime counts on that event, the filter lets it
+// through or stands in for it:
+//   - A create's external-create-succeeded annotation is no status: its
+//     event observes what was created at once.
+//   - A write that conflicts with a newer version, read from a cache that
+//     had not seen it yet, is retried after conflictRetry (requeues), not
+//     when the newer version's event arrives: that event is often the
+//     controller's own status write, which this filter drops.
+//
+// Finalizers pass because crossplane-runtime adds its finalizer after the
+// first Observe, with an Update whose reply resets the status observed so
+// far: it counts on that Update's event for the reconcile that records it.
+// Every update of an object being deleted passes: a deletion that waits
+// (for users, heirs, a tenant) writes its status and is then woken by
+// another object, possibly before its own write has reached the cache;
+// crossplane-runtime answers the resulting conflict with a requeue that
+// the error back-off would otherwise delay, where the event of the newer
+// version retries it at once. Deletions are rare; waves of them cost what
+// they did before this filter.
+// A resync (the same resourceVersion) passes, as the safety net it is
+// meant to be.
+func OwnChanges(also ...predicate.Predicate) builder.ForOption {
+	return builder.WithPredicates(ownChanges(also...))
+}
+
+// UpdatesWhere passes the updates for which f, given the object before and
+// after, says true, and no other event.
+func UpdatesWhere(f func(was, now client.Object) bool) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+			return e.ObjectOld != nil && e.ObjectNew != nil && f(e.ObjectOld, e.ObjectNew)
+		},
+	}
+}
+
+func ownChanges(also ...predicate.Predicate) predicate.Predicate {
+	resync := UpdatesWhere(func(was, now client.Object) bool { return was.GetResourceVersion() == now.GetResourceVersion() })
+	finalizers := UpdatesWhere(func(was, now client.Object) bool { return !slices.Equal(was.GetFinalizers(), now.GetFinalizers()) })
+	deleting := UpdatesWhere(func(_, now client.Object) bool { return now.GetDeletionTimestamp() != nil })
+	return predicate.Or(append([]predicate.Predicate{resource.DesiredStateChanged(), finalizers, deleting, resync}, also...)...)
 }
 
 // Reconciler wraps a managed reconciler the way every controller of the
@@ -163,6 +289,9 @@ const PollPriority = handler.LowPriority
 //     controller-runtime, given RequeueAfter and no error instead, also
 //     forgets the item's back-off, so a real error after the wait starts
 //     again from the shortest step.
+//   - a reconcile whose write met a conflict is retried after
+//     conflictRetry, also without back-off, whether crossplane-runtime
+//     swallowed the conflict or returned it.
 //   - a requeue after a delay (a poll) gets PollPriority.
 type requeues struct {
 	r     reconcile.Reconciler
@@ -171,17 +300,31 @@ type requeues struct {
 
 func (q requeues) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx, note := reference.WithNote(ctx)
+	ctx, conflicts := withConflictNote(ctx)
 	res, err := q.r.Reconcile(ctx, req)
-	return adjust(res, err, note.Waiting(), q.after)
+	return adjust(res, err, outcome{waiting: note.Waiting(), conflicted: conflicts.conflicted()}, q.after)
+}
+
+// outcome is what a reconcile noted about itself.
+type outcome struct {
+	// waiting: it stopped to wait for another object (reference.Wait).
+	waiting bool
+	// conflicted: one of its writes met a newer version of the object.
+	conflicted bool
 }
 
 // adjust is requeues' decision, given the managed reconciler's result and
-// whether the reconcile waits for another object.
-func adjust(res reconcile.Result, err error, waiting bool, after time.Duration) (reconcile.Result, error) {
+// what the reconcile noted.
+func adjust(res reconcile.Result, err error, o outcome, after time.Duration) (reconcile.Result, error) {
+	//nolint:staticcheck // crossplane-runtime still returns Requeue.
+	requeued := res.Requeue && res.RequeueAfter == 0
+	if o.conflicted && (err == nil && requeued || err != nil && kerrors.IsConflict(err)) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if err != nil {
 		return res, err
 	}
-	if waiting && res.Requeue && res.RequeueAfter == 0 { //nolint:staticcheck // crossplane-runtime still returns Requeue.
+	if o.waiting && requeued {
 		return reconcile.Result{RequeueAfter: after, Priority: ptr.To(PollPriority)}, nil
 	}
 	if res.RequeueAfter > 0 && !res.Requeue { //nolint:staticcheck // As above.

@@ -35,7 +35,8 @@ func Scheme() (*runtime.Scheme, error) {
 
 // ManagerOptions are the manager options every provider process shares:
 // the scheme, a cache holding the uncached kinds as metadata only (plus
-// byObject), and a client that reads those kinds from the API server.
+// byObject), and a client that reads those kinds from the API server and
+// notes its conflicts (NewClient).
 // Callers add what differs between them: metrics, probes, leader election.
 func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
 	return ctrl.Options{
@@ -44,8 +45,9 @@ func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject
 		// never reads them (it updates, it does not apply): not caching
 		// them keeps memory down at thousands of objects. An update
 		// that omits them leaves them as they are on the server.
-		Cache:  cache.Options{ByObject: MetadataCache(byObject), DefaultTransform: cache.TransformStripManagedFields()},
-		Client: ClientOptions(),
+		Cache:     cache.Options{ByObject: MetadataCache(byObject), DefaultTransform: cache.TransformStripManagedFields()},
+		Client:    ClientOptions(),
+		NewClient: NewClient,
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -15,17 +17,20 @@ import (
 // requeue.
 var requeue = reconcile.Result{Requeue: true} //nolint:staticcheck // crossplane-runtime still returns Requeue.
 
+// conflict is the API server's answer to a write of an outdated version.
+var conflict = kerrors.NewConflict(schema.GroupResource{Resource: "postgresqlroles"}, "r", errors.New("the object has been modified"))
+
 func TestAdjust(t *testing.T) {
 	boom := errors.New("boom")
 	cases := map[string]struct {
 		res     reconcile.Result
 		err     error
-		waiting bool
+		noted   outcome
 		want    reconcile.Result
 		wantErr error
 	}{
 		"WaitingIsRequeuedOnceWithoutBackOff": {
-			res: requeue, waiting: true,
+			res: requeue, noted: outcome{waiting: true},
 			want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
 		},
 		"AnErrorIsLeftToTheBackOff": {
@@ -33,8 +38,29 @@ func TestAdjust(t *testing.T) {
 			want: requeue,
 		},
 		"AFailedStatusWriteKeepsItsError": {
-			res: requeue, err: boom, waiting: true,
+			res: requeue, err: boom, noted: outcome{waiting: true},
 			want: requeue, wantErr: boom,
+		},
+		// crossplane-runtime swallows most conflicts: Requeue and no error.
+		"ASwallowedConflictIsRetriedSoonWithoutBackOff": {
+			res: requeue, noted: outcome{conflicted: true},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+		},
+		"AReturnedConflictIsRetriedSoonWithoutBackOff": {
+			res: requeue, err: errors.Join(errors.New("cannot update managed resource status"), conflict), noted: outcome{conflicted: true},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+		},
+		"AConflictBeatsWaiting": {
+			res: requeue, noted: outcome{conflicted: true, waiting: true},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+		},
+		"AnotherErrorAfterAConflictKeepsItsBackOff": {
+			res: requeue, err: boom, noted: outcome{conflicted: true},
+			want: requeue, wantErr: boom,
+		},
+		"APollAfterAConflictThatWasOvercomeStaysAPoll": {
+			res: reconcile.Result{RequeueAfter: 50 * time.Second}, noted: outcome{conflicted: true},
+			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(PollPriority)},
 		},
 		"APollHasLowPriority": {
 			res:  reconcile.Result{RequeueAfter: 50 * time.Second},
@@ -47,7 +73,7 @@ func TestAdjust(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := adjust(tc.res, tc.err, tc.waiting, time.Minute)
+			got, err := adjust(tc.res, tc.err, tc.noted, time.Minute)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("error: got %v, want %v", err, tc.wantErr)
 			}

@@ -225,6 +225,19 @@ func decisionChanged() predicate.Funcs {
 	}}
 }
 
+// bindingRecorded lets through an update of a database whose binding (the
+// binder's part of its status) changed, to the managed controller, which
+// otherwise ignores status updates (config.OwnChanges): a Bound database's
+// deletion, held in Observe, goes on as soon as the binder records that
+// its tenant is gone.
+func bindingRecorded() predicate.Funcs {
+	return config.UpdatesWhere(func(was, now client.Object) bool {
+		w, okWas := was.(*v1alpha1.PostgreSQLDatabase)
+		n, okNow := now.(*v1alpha1.PostgreSQLDatabase)
+		return okWas && okNow && !equalBinding(w.Status.Binding, n.Status.Binding)
+	})
+}
+
 // binderInputs is what the binder reads of a database: the view its
 // decision is made from (bindings aside, which it watches separately),
 // what it recorded, and whether its finalizer is on.

@@ -56,7 +56,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
 				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}
 			})),
@@ -69,7 +69,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{})
+		For(&v1alpha1.PostgreSQLDatabase{}, config.OwnChanges(bindingRecorded()))
 	// A database waiting for its owner role goes on as soon as the role
 	// exists.
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),

@@ -41,7 +41,7 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
 				return &grantExternal{kube: kube, conn: conn}
 			})),
@@ -55,7 +55,7 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLGrant{})
+		For(&v1alpha1.PostgreSQLGrant{}, config.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
 		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})...)

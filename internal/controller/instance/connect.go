@@ -28,9 +28,7 @@ type Connection struct {
 // Database returns the shared pool for another database of the same
 // server, as the same admin.
 func (c *Connection) Database(ctx context.Context, name string) (*pgxpool.Pool, error) {
-	t := c.Target
-	t.Endpoint.Database = name
-	p, err := c.pools.Pool(ctx, t)
+	p, err := c.pools.Pool(ctx, c.Target.In(name))
 	return p, errors.Wrap(err, "cannot get a connection pool")
 }
 
@@ -40,7 +38,9 @@ type Connector struct {
 	Kube client.Client
 	// Namespace is the provider's, where admin Secrets live.
 	Namespace string
-	Pools     *postgres.Registry
+	// Secrets reads them (config.InstanceSecrets); Kube when nil.
+	Secrets client.Reader
+	Pools   *postgres.Registry
 }
 
 // Connect resolves ref for mg (bound to boundUID once it has connected) and
@@ -54,7 +54,11 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 		}
 		return nil, err
 	}
-	t, err := ConnectionTarget(ctx, c.Kube, c.Namespace, in, in.Spec.Endpoint.Database)
+	secrets := c.Secrets
+	if secrets == nil {
+		secrets = c.Kube
+	}
+	t, err := ConnectionTarget(ctx, secrets, c.Namespace, in, in.Spec.Endpoint.Database)
 	if err != nil {
 		return nil, err
 	}

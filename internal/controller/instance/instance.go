@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -79,14 +80,16 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLInstance{}).
+		For(&v1alpha1.PostgreSQLInstance{}, config.OwnChanges()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace, builder.OnlyMetadata)
 	// A held deletion proceeds as soon as the last user goes; a kind of
 	// user that is not active has none.
 	var watches []activation.Watch
 	for _, u := range userKinds {
-		watches = append(watches, activation.Watch{Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance)})
+		watches = append(watches, activation.Watch{
+			Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance), Predicates: []predicate.Predicate{userLeft()},
+		})
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
@@ -123,6 +126,27 @@ func referencedInstance(_ context.Context, obj client.Object) []reconcile.Reques
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// userLeft passes what can end an Instance's held deletion: a user gone,
+// or one that now names another Instance or records another's UID. Every
+// other update of a user (its status, several times on its way to Ready,
+// for each of thousands, its first record of the Instance's UID included)
+// would cost the Instance a reconcile, with a fresh login to its server,
+// for nothing.
+func userLeft() predicate.Funcs {
+	p := config.UpdatesWhere(func(was, now client.Object) bool {
+		w, okWas := was.(v1alpha1.InstanceUser)
+		n, okNow := now.(v1alpha1.InstanceUser)
+		if !okWas || !okNow {
+			return false
+		}
+		wasName, wasUID := w.InstanceBinding()
+		nowName, nowUID := n.InstanceBinding()
+		return wasName != nowName || wasUID != "" && wasUID != nowUID
+	})
+	p.DeleteFunc = func(ctrlevent.DeleteEvent) bool { return true }
+	return p
 }
 
 func caKind(ref *v1alpha1.CABundleReference) v1alpha1.CABundleKind {
@@ -435,7 +459,8 @@ func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string,
 			SSLMode: string(orDefault(ep.SSLMode, v1alpha1.SSLModeVerifyFull)), CAPEM: ca,
 			AllowPasswordMethods: passwordMethods(ep.AllowPasswordMethods),
 		},
-		Credentials: postgres.Credentials{Username: string(user), Password: string(password)},
+		Credentials:  postgres.Credentials{Username: string(user), Password: string(password)},
+		HomeDatabase: database,
 	}, nil
 }
 

@@ -72,7 +72,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
 				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
@@ -92,7 +92,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLRole{}).
+		For(&v1alpha1.PostgreSQLRole{}, config.OwnChanges()).
 		// A changed passwordSecretRef Secret is applied at once, and a
 		// changed Instance (endpoint, CA) rewrites connection Secrets at
 		// once, not at the next poll.
@@ -557,9 +557,7 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // privileges of the owners of what others granted the role there, which
 // DROP OWNED revokes as their grantor.
 func (e *external) releaseIn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, db string, stmts []string) error {
-	t := e.target
-	t.Endpoint.Database = db
-	p, err := e.pools.Pool(ctx, t)
+	p, err := e.pools.Pool(ctx, e.target.In(db))
 	if err != nil {
 		return errors.Wrapf(err, "cannot connect to database %q", db)
 	}

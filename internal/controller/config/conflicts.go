@@ -1,0 +1,85 @@
+package config
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// conflictRetry is how soon a reconcile that lost a write to a newer
+// version of its object runs again: the first step of the error back-off,
+// whatever step the object's back-off had reached.
+//
+// A conflict is no failure: the provider read its object from a cache
+// that had not yet seen a newer version, most often its own status write
+// of the reconcile before. crossplane-runtime answers it with a
+// rate-limited requeue (Requeue: true) and counts on the event of the
+// newer version to retry at once. OwnChanges drops that event when only
+// the status changed, so the retry would wait for the back-off, which
+// earlier failures of the same object (a refusal, a missing reference)
+// may have grown to a minute: an object just created then stayed Creating
+// that long (a CI run of TestHostileNamespace caught it).
+const conflictRetry = time.Second
+
+// A conflictNote records whether a reconcile's writes met a conflict.
+type conflictNote struct{ seen atomic.Bool }
+
+type conflictNoteKey struct{}
+
+// withConflictNote returns a context whose writes through a client from
+// NewClient record their conflicts, and the note that holds them.
+func withConflictNote(ctx context.Context) (context.Context, *conflictNote) {
+	n := &conflictNote{}
+	return context.WithValue(ctx, conflictNoteKey{}, n), n
+}
+
+func (n *conflictNote) conflicted() bool { return n != nil && n.seen.Load() }
+
+// noteConflict records err in ctx's note when it is a conflict, and
+// returns it unchanged.
+func noteConflict(ctx context.Context, err error) error {
+	if kerrors.IsConflict(err) {
+		if n, ok := ctx.Value(conflictNoteKey{}).(*conflictNote); ok {
+			n.seen.Store(true)
+		}
+	}
+	return err
+}
+
+// NewClient is the manager's client: controller-runtime's, whose writes
+// note their conflicts in the reconcile's context (see conflictRetry). It
+// is built as client.New builds it for the options the provider passes
+// (ClientOptions: no dry run, field owner or validation).
+func NewClient(cfg *rest.Config, o client.Options) (client.Client, error) {
+	c, err := client.NewWithWatch(cfg, o)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create the manager's client")
+	}
+	return notingConflicts(c), nil
+}
+
+// notingConflicts wraps c so that its updates and patches, of objects and
+// of their status, note their conflicts in the caller's context.
+func notingConflicts(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			return noteConflict(ctx, c.Update(ctx, o, opts...))
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			return noteConflict(ctx, c.Patch(ctx, o, p, opts...))
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			return noteConflict(ctx, c.SubResource(sub).Update(ctx, o, opts...))
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			return noteConflict(ctx, c.SubResource(sub).Patch(ctx, o, p, opts...))
+		},
+	})
+}

@@ -1,0 +1,52 @@
+package instance
+
+import (
+	"testing"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+func TestUserLeft(t *testing.T) {
+	user := func(instance, uid string) *v1alpha1.PostgreSQLRole {
+		r := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a"}}
+		r.Spec.InstanceRef.Name = instance
+		r.Status.AtProvider.InstanceUID = uid
+		return r
+	}
+	ready := func() *v1alpha1.PostgreSQLRole {
+		r := user("main", "uid-main")
+		r.SetConditions(xpv2.Available())
+		return r
+	}
+	cases := map[string]struct {
+		was, now *v1alpha1.PostgreSQLRole
+		want     bool
+	}{
+		"ItsStatusIsNothingToTheInstance": {was: user("main", "uid-main"), now: ready()},
+		// On its way to Ready every user records the Instance's UID: that
+		// makes it a user, it never ends a held deletion.
+		"ItsFirstRecordOfTheInstanceIsNothingEither": {was: user("main", ""), now: user("main", "uid-main")},
+		"ItNamesAnotherInstance":                     {was: user("main", "uid-main"), now: user("other", "uid-main"), want: true},
+		"ItRecordsAnotherServer":                     {was: user("main", "uid-main"), now: user("main", "uid-new"), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := userLeft().Update(ctrlevent.UpdateEvent{ObjectOld: tc.was, ObjectNew: tc.now})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Update(...): -want, +got:\n%s", diff)
+			}
+		})
+	}
+	p := userLeft()
+	if !p.Delete(ctrlevent.DeleteEvent{Object: ready()}) {
+		t.Error("a user gone did not wake the Instance: its held deletion would wait for the back-off")
+	}
+	if p.Create(ctrlevent.CreateEvent{Object: ready()}) {
+		t.Error("a new user woke the Instance: a new user never ends a held deletion")
+	}
+}
