@@ -87,27 +87,39 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 	var ready int
 	err := providertest.Wait(ctx, 10*time.Minute+time.Duration(units)*time.Second, func(ctx context.Context) (bool, error) {
 		ready = 0
-		for _, l := range mixedKinds() {
-			if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
-				return false, err
-			}
-			items, err := meta.ExtractList(l)
-			if err != nil {
-				return false, err
-			}
-			for _, it := range items {
-				c, ok := it.(providertest.Conditioned)
-				if ok && strings.HasPrefix(c.GetName(), prefix) && c.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
-					ready++
-				}
+		objs, err := mixedObjects(ctx, prefix)
+		for _, o := range objs {
+			if o.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+				ready++
 			}
 		}
-		return ready == want, nil
+		return ready == want, err
 	})
 	if err != nil {
 		tb.Fatalf("%d of %d objects Ready: %v", ready, want, err)
 	}
 	return time.Since(start)
+}
+
+// mixedObjects lists the objects of the mixed workload whose names have
+// prefix.
+func mixedObjects(ctx context.Context, prefix string) ([]providertest.Conditioned, error) {
+	var out []providertest.Conditioned
+	for _, l := range mixedKinds() {
+		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if c, ok := it.(providertest.Conditioned); ok && strings.HasPrefix(c.GetName(), prefix) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
 }
 
 // allReconciles is how many reconciles the managed controllers of the
@@ -204,7 +216,7 @@ func logPoolWaits(tb testing.TB, g gatherFunc) {
 		tb.Fatal(err)
 	}
 	var wait, acquires [2]float64 // [0] maintenance database, [1] the others
-	var slot float64
+	var slot, opened float64
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
 			i := 1
@@ -220,11 +232,13 @@ func logPoolWaits(tb testing.TB, g gatherFunc) {
 				acquires[i] += m.GetCounter().GetValue()
 			case "provider_postgresql_connection_slot_wait_seconds_total":
 				slot += m.GetCounter().GetValue()
+			case "provider_postgresql_connections_opened_total":
+				opened += m.GetCounter().GetValue()
 			}
 		}
 	}
-	tb.Logf("connections: maintenance pool %.0f acquired, %.1f s waited; database pools %.0f acquired, %.1f s waited; %.1f s waited for a slot under the cap",
-		acquires[0], wait[0], acquires[1], wait[1], slot)
+	tb.Logf("connections: maintenance pool %.0f acquired, %.1f s waited; database pools %.0f acquired, %.1f s waited; %.1f s waited for a slot under the cap; %.0f opened",
+		acquires[0], wait[0], acquires[1], wait[1], slot, opened)
 }
 
 // gatherOf gathers the metrics of in-process collectors (the pool
@@ -306,13 +320,17 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // rate, concurrency and connection caps), as a process of its own, so its
 // memory is the provider's alone. It reports, per size: reconciles per
 // object to Ready, peak server sessions against the cap, then over two
-// polls of steady state the statements and API writes per object per poll
-// and the longest interval between two observations of one object (the
-// upper bound of its histogram bucket), the process's resident memory and
+// polls of steady state the statements and API writes per object per poll,
+// the server sessions opened per database per poll and the longest
+// interval between two observations of one object (the upper bound of
+// its histogram bucket), the process's resident memory and
 // live heap, and the time to delete everything again (each size starts
 // from an empty namespace). BENCH_SCALE_SIZES (objects, comma-separated)
 // picks other sizes; BENCH_HEAP_PROFILE writes the live heap in steady
-// state (the size is added before its extension).
+// state and BENCH_CPU_PROFILE the process's CPU over the steady-state
+// window (the size is added before either's extension); BENCH_PROVIDER_ARGS
+// (space-separated flags, such as --max-conns=20) runs the provider with
+// other settings than the shipped ones.
 func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int{1000, 5000}
@@ -342,8 +360,9 @@ func BenchmarkScale(b *testing.B) {
 	for i, size := range sizes {
 		b.Run(fmt.Sprintf("objects=%d", size), func(b *testing.B) {
 			for range b.N {
-				// The flags as shipped: nothing but where to listen.
-				p, err := env.RunProvider(ctx, bin)
+				// The flags as shipped: nothing but where to listen, and
+				// what BENCH_PROVIDER_ARGS adds to try another setting.
+				p, err := env.RunProvider(ctx, bin, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -367,6 +386,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	}()
 	units := size / objectsPerUnit
 	objects := float64(units*objectsPerUnit + 1)
+	checkpoint(ctx, b)
 	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
 	sampler := samplePeak(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
@@ -383,8 +403,22 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Fatal(err)
 	}
 	from := env.ServerLogLen(b)
+	openedFrom := metricValue(b, p.Gather, "provider_postgresql_connections_opened_total")
 	window := 2 * poll
+	profiled := make(chan error, 1)
+	cpuPath := sizedPath(os.Getenv("BENCH_CPU_PROFILE"), size)
+	if cpuPath != "" {
+		// What the process spends its CPU on in steady state.
+		go func() { profiled <- p.CPUProfile(ctx, cpuPath, window) }()
+	}
 	time.Sleep(window)
+	if cpuPath != "" {
+		if err := <-profiled; err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("steady-state CPU profile: %s", cpuPath)
+	}
+	opened := metricValue(b, p.Gather, "provider_postgresql_connections_opened_total") - openedFrom
 	steady := env.ServerLog(b, from)
 	statements := countStatements(steady)
 	b.Logf("statements over two polls of steady state, by shape:%s", statementShapes(steady))
@@ -402,38 +436,74 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err != nil {
 		b.Fatal(err)
 	}
-	heap := gauge(b, p.Gather, "go_memstats_heap_inuse_bytes") / (1 << 20)
-	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
-		ext := filepath.Ext(path)
-		path = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), size, ext)
+	heap := metricValue(b, p.Gather, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	// The cap the process runs with (--max-conns), as it reports it.
+	connCap := metricValue(b, p.Gather, "provider_postgresql_max_connections")
+	if path := sizedPath(os.Getenv("BENCH_HEAP_PROFILE"), size); path != "" {
 		if err := p.HeapProfile(ctx, path); err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("live heap profile: %s", path)
 	}
 	deleted := removeMixed(ctx, b, prefix)
+	// The floor last, on a server as empty as the provider found it.
+	checkpoint(ctx, b)
+	base := floorMixed(ctx, b, prefix+"f", units)
 
 	b.ReportMetric(took.Seconds(), "s-to-ready")
+	b.ReportMetric(base.Seconds(), "s-floor")
+	b.ReportMetric(took.Seconds()/base.Seconds(), "x-floor")
 	b.ReportMetric(perObject, "reconciles/object")
 	b.ReportMetric(float64(peak), "peak-conns")
-	b.ReportMetric(float64(postgres.DefaultMaxConns), "conn-cap")
+	b.ReportMetric(connCap, "conn-cap")
 	b.ReportMetric(float64(statements)/objects/(float64(window)/float64(poll)), "stmts/object/poll")
 	b.ReportMetric(float64(writes)/objects/(float64(window)/float64(poll)), "writes/object/poll")
+	// Each unit has a database of its own.
+	b.ReportMetric(opened/float64(units)/(float64(window)/float64(poll)), "sessions/database/poll")
 	b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
 	b.ReportMetric(float64(intervals), "intervals")
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(heap, "MiB-heap-in-use")
 	b.ReportMetric(deleted.Seconds(), "s-to-delete")
-	if peak > int64(postgres.DefaultMaxConns) {
-		b.Errorf("peak provider sessions %d exceed the cap %d", peak, postgres.DefaultMaxConns)
+	if float64(peak) > connCap {
+		b.Errorf("peak provider sessions %d exceed the cap %.0f", peak, connCap)
 	}
 	if writes != 0 {
 		b.Errorf("%d objects or Secrets written in steady state, with nothing changed", writes)
 	}
 }
 
-// gauge is the value of the unlabelled gauge name in g.
-func gauge(tb testing.TB, g gatherFunc, name string) float64 {
+// sizedPath is path with the size added before its extension, "" for "".
+func sizedPath(path string, size int) string {
+	if path == "" {
+		return ""
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(path, ext), size, ext)
+}
+
+// floorMixed is the floor of units of the mixed workload: a shared reader
+// role, then for each unit a login role with its verifier and a database
+// it owns, and inside that database the schema, its grant to the reader
+// and the default privileges, one statement after the other. It drops what
+// it made afterwards.
+func floorMixed(ctx context.Context, tb testing.TB, prefix string, units int) time.Duration {
+	tb.Helper()
+	q := postgres.QuoteIdentifier
+	reader := prefix + "reader"
+	took := floorOf(ctx, tb, prefix, units, postgres.CreateRoleStatements(reader, postgres.DefaultRoleAttributes(), "", "floor"), func(name string) []string {
+		s := name + "s"
+		return append(postgres.CreateSchemaStatements(s, postgres.SchemaSettings{Owner: name}, "floor"),
+			"GRANT USAGE ON SCHEMA "+q(s)+" TO "+q(reader),
+			"ALTER DEFAULT PRIVILEGES FOR ROLE "+q(name)+" IN SCHEMA "+q(s)+" GRANT SELECT ON TABLES TO "+q(reader))
+	})
+	dropPairs(ctx, tb, prefix, units)
+	env.SQL(ctx, tb, "postgres", "DROP ROLE "+q(reader))
+	return took
+}
+
+// metricValue is the value of the unlabelled gauge or counter name in g.
+func metricValue(tb testing.TB, g gatherFunc, name string) float64 {
 	tb.Helper()
 	fams, err := g()
 	if err != nil {
@@ -441,10 +511,14 @@ func gauge(tb testing.TB, g gatherFunc, name string) float64 {
 	}
 	for _, f := range fams {
 		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue()
+			m := f.GetMetric()[0]
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
 		}
 	}
-	tb.Fatalf("no gauge %s in the provider's metrics", name)
+	tb.Fatalf("no gauge or counter %s in the provider's metrics", name)
 	return 0
 }
 
@@ -456,29 +530,18 @@ func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duratio
 	tb.Helper()
 	start := time.Now()
 	left := func(ctx context.Context, del bool) (int, error) {
-		n := 0
-		for _, l := range mixedKinds() {
-			if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
-				return 0, err
-			}
-			items, err := meta.ExtractList(l)
-			if err != nil {
-				return 0, err
-			}
-			for _, it := range items {
-				o, ok := it.(client.Object)
-				if !ok || !strings.HasPrefix(o.GetName(), prefix) {
-					continue
-				}
-				n++
-				if del && o.GetDeletionTimestamp() == nil {
-					if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
-						return 0, err
-					}
+		objs, err := mixedObjects(ctx, prefix)
+		if err != nil {
+			return 0, err
+		}
+		for _, o := range objs {
+			if del && o.GetDeletionTimestamp() == nil {
+				if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
+					return 0, err
 				}
 			}
 		}
-		return n, nil
+		return len(objs), nil
 	}
 	if _, err := left(ctx, true); err != nil {
 		tb.Fatal(err)

@@ -102,7 +102,7 @@ func BenchmarkPeer(b *testing.B) {
 					return took, 0
 				})
 				removeScale(ctx, b, prefix)
-				dropPairs(ctx, b, prefix)
+				dropPairs(ctx, b, prefix, peerPairs)
 				r.floor = measureFloor(ctx, b, fmt.Sprintf("fp%dt", i))
 				results[s.name+"/this"] = r
 				reportPeer(b, r)
@@ -160,16 +160,16 @@ func measureFloor(ctx context.Context, b *testing.B, prefix string) time.Duratio
 	b.Helper()
 	checkpoint(ctx, b)
 	took := floorPairs(ctx, b, prefix, peerPairs, false)
-	dropPairs(ctx, b, prefix)
+	dropPairs(ctx, b, prefix, peerPairs)
 	return took
 }
 
-// dropPairs drops the databases and roles the workload made with prefix,
-// one statement at a time (DROP DATABASE refuses a transaction block).
-func dropPairs(ctx context.Context, tb testing.TB, prefix string) {
+// dropPairs drops the n databases and roles a floor made with prefix, one
+// statement at a time (DROP DATABASE refuses a transaction block).
+func dropPairs(ctx context.Context, tb testing.TB, prefix string, n int) {
 	tb.Helper()
 	for _, what := range []string{"DATABASE", "ROLE"} {
-		for i := range peerPairs {
+		for i := range n {
 			env.SQL(ctx, tb, "postgres", fmt.Sprintf("DROP %s IF EXISTS %s%d", what, prefix, i))
 		}
 	}
@@ -365,7 +365,7 @@ func removePeer(ctx context.Context, b *testing.B, prefix string) {
 			}
 		}
 	}
-	dropPairs(ctx, b, prefix)
+	dropPairs(ctx, b, prefix, peerPairs)
 }
 
 // peerWhy returns the conditions of the first of provider-sql's databases
