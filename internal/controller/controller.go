@@ -54,7 +54,10 @@ var kinds = []kind{
 // Setup starts every controller now. It suits tests, where the CRDs are
 // installed before the manager starts.
 func Setup(mgr ctrl.Manager, c config.Config) error {
-	c = withInstanceSecrets(mgr, c)
+	c, err := withInstanceSecrets(mgr, c)
+	if err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		if err := k.setup(mgr, c); err != nil {
 			return errors.Wrapf(err, "cannot set up the %s controller", k.name)
@@ -72,7 +75,10 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 	if c.Gate == nil {
 		return errors.New("gated setup needs a gate")
 	}
-	c = withInstanceSecrets(mgr, c)
+	c, err := withInstanceSecrets(mgr, c)
+	if err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		c.Gate.Register(func() {
 			if err := k.setup(mgr, c); err != nil {
@@ -85,9 +91,11 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 
 // withInstanceSecrets returns c with the reader of the Instances' admin
 // credentials and CA bundles that every controller shares.
-func withInstanceSecrets(mgr ctrl.Manager, c config.Config) config.Config {
-	if c.InstanceSecrets == nil {
-		c.InstanceSecrets = config.InstanceSecrets(mgr, c.Namespace)
+func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, error) {
+	if c.InstanceSecrets != nil {
+		return c, nil
 	}
-	return c
+	r, err := config.InstanceSecrets(mgr, c.Namespace)
+	c.InstanceSecrets = r
+	return c, err
 }

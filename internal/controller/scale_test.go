@@ -343,13 +343,15 @@ const (
 	// maxStatementsPerObjectPerPoll in steady state: a role's observation
 	// is one statement, a database with extensions two.
 	maxStatementsPerObjectPerPoll = 2.0
-	// maxSecretReadsPerPoll of an object in steady state: a login role
-	// reads its connection Secret twice (for its password, then
-	// crossplane-runtime's publisher to compare), a database none, so
-	// 1.1-1.2 with the mix of polls of a loaded machine; the admin Secret
-	// and CA bundle are read once per version (config.InstanceSecrets),
-	// where every poll used to read both (3.48 here).
-	maxSecretReadsPerPoll = 1.5
+	// maxSecretReadsPerPoll of an object in steady state: the admin
+	// Secret and CA bundle are read once per version
+	// (config.InstanceSecrets), where every poll used to read both (3.48
+	// here), and so are a login role's connection Secret and
+	// passwordSecretRef (config.ConnectionSecrets), which its password
+	// check and crossplane-runtime's publisher read again every poll (1.18
+	// with only the first memo). What is left is the Instance's own
+	// readiness check, one read per Instance per poll: 0.01 here.
+	maxSecretReadsPerPoll = 0.1
 )
 
 // TestScaleRegression provisions 300 objects and holds the provider to

@@ -2,6 +2,8 @@ package config
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,27 +38,16 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 func TestInstanceSecrets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, s := startControlPlane(ctx, t)
-	o := ManagerOptions(s, nil)
-	o.Metrics = metricsserver.Options{BindAddress: "0"}
-	mgr, err := ctrl.NewManager(cp.Config, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ok := InstanceSecrets(mgr, "provider").(*memo)
-	if !ok {
-		t.Fatal("InstanceSecrets returned no memo")
-	}
-	api := &countingReader{Reader: m.api}
-	m.api = api
-	mctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
+	mgr, _, m, api := startManager(ctx, t, func(mgr ctrl.Manager) (any, *memo, error) {
+		r, err := InstanceSecrets(mgr, "provider")
+		if err != nil {
+			return nil, nil, err
 		}
+		m, ok := r.(*memo)
+		if !ok {
+			return nil, nil, errors.New("InstanceSecrets returned no memo")
+		}
+		return nil, m, nil
 	})
 
 	kube := mgr.GetClient()
@@ -169,5 +161,158 @@ func TestInstanceSecrets(t *testing.T) {
 		} else if time.Now().After(deadline) {
 			t.Fatalf("a deleted admin Secret: got %v, want NotFound", err)
 		}
+	}
+}
+
+// startManager starts a manager on a control plane of its own, with the
+// memo mk builds on it reading the API server through a counting reader.
+func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager) (T, *memo, error)) (ctrl.Manager, T, *memo, *countingReader) {
+	t.Helper()
+	cp, s := startControlPlane(ctx, t)
+	o := ManagerOptions(s, nil)
+	o.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgr, err := ctrl.NewManager(cp.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, m, err := mk(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &countingReader{Reader: m.api}
+	m.api = api
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return mgr, v, m, api
+}
+
+// TestConnectionSecrets: a login role's connection Secret is read once per
+// version; a password the provider has just written is what the next read
+// returns, never the version before it (which the metadata cache may
+// still show); a Secret deleted by someone else leaves memory. A Secret
+// the tenant wrote (a passwordSecretRef's) is never kept: read from the
+// API server every time. Other kinds pass through.
+func TestConnectionSecrets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mgr, c, m, api := startManager(ctx, t, func(mgr ctrl.Manager) (client.Client, *memo, error) {
+		c, err := ConnectionSecrets(mgr, mgr.GetClient())
+		if err != nil {
+			return nil, nil, err
+		}
+		mc, ok := c.(*memoClient)
+		if !ok {
+			return nil, nil, errors.New("ConnectionSecrets returned no memoClient")
+		}
+		return c, mc.memo, nil
+	})
+	kube := mgr.GetClient()
+	if err := kube.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKey{Namespace: "team-a", Name: "app-db"}
+	gvk := v1alpha1.PostgreSQLRoleGroupVersionKind
+	role := metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: "app", UID: "6f1c0e52-5a8e-4c59-9d7e-000000000001", Controller: ptr.To(true)}
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{role}},
+		Data:       map[string][]byte{"password": []byte("p0")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The tenant's own: one not controlled by a role, one controlled by
+	// something else that happens to be named like a role.
+	other := role
+	other.APIVersion = "example.org/v1"
+	for name, owners := range map[string][]metav1.OwnerReference{"tenant-pw": nil, "lookalike": {other}} {
+		if err := kube.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name, OwnerReferences: owners},
+			Data:       map[string][]byte{"password": []byte("tenant's")},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readKey := func(key client.ObjectKey) (string, int64) {
+		t.Helper()
+		before := api.gets.Load()
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, key, s); err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Data["password"]), api.gets.Load() - before
+	}
+	read := func() (string, int64) { t.Helper(); return readKey(key) }
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got, n := read(); got == "p0" && n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection Secret is still read from the API server 30 s after it was written")
+		}
+	}
+
+	// The tenant's Secrets, read as often as the connection Secret was,
+	// are read from the API server every time, and never kept.
+	for _, name := range []string{"tenant-pw", "lookalike"} {
+		for range 5 {
+			if got, n := readKey(client.ObjectKey{Namespace: key.Namespace, Name: name}); got != "tenant's" || n != 1 {
+				t.Fatalf("the tenant's Secret %s read %q with %d API requests, want it from the API server every time", name, got, n)
+			}
+		}
+	}
+	m.mu.Lock()
+	for k := range m.read {
+		if k.key != key {
+			t.Errorf("the memo keeps %s, which no role controls", k.key)
+		}
+	}
+	m.mu.Unlock()
+
+	// Twenty rotations, each read at once: the metadata cache has seldom
+	// seen the write by then, and what was read before it must not answer.
+	for i := 1; i <= 20; i++ {
+		want := fmt.Sprintf("p%d", i)
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, key, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Data["password"] = []byte(want)
+		if err := c.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := read(); got != want {
+			t.Fatalf("read right after writing %q: got %q", want, got)
+		}
+	}
+
+	// Deleted by someone else: dropped from memory once the watch sees it.
+	if err := kube.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		m.mu.Lock()
+		n := len(m.read)
+		m.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the Secret was deleted the memo still keeps %d objects", n)
+		}
+	}
+
+	// Another kind goes to the wrapped client, which has it.
+	before := api.gets.Load()
+	if err := c.Get(ctx, client.ObjectKey{Name: "team-a"}, &corev1.Namespace{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := api.gets.Load() - before; n != 0 {
+		t.Errorf("a Namespace was read through the memo's API reader (%d requests)", n)
 	}
 }

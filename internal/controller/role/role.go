@@ -60,11 +60,25 @@ const (
 	errStagePassword = "cannot write the new password to the connection Secret before setting it"
 )
 
+// withClient is a manager whose client is c.
+type withClient struct {
+	ctrl.Manager
+	c client.Client
+}
+
+func (m withClient) GetClient() client.Client { return m.c }
+
 // Setup adds the PostgreSQLRole controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind)
 	kube := mgr.GetClient()
-	publisher := managed.NewAPILocalSecretPublisher(kube, mgr.GetScheme())
+	// Login roles' Secrets, read by the password check and again by the
+	// publisher, once per version (config.ConnectionSecrets).
+	secrets, err := config.ConnectionSecrets(mgr, kube)
+	if err != nil {
+		return err
+	}
+	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
@@ -74,7 +88,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
+				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 		managed.WithFinalizer(heirFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), kube: kube}),
@@ -88,7 +102,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 			return wakeAfter(r, now)
 		})),
 	)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
+	// crossplane-runtime publishes the connection details after every
+	// observation with its own publisher, built on the manager's client:
+	// given secrets instead, its read of the Secret, to compare, is the
+	// memo's too. Every other kind passes through secrets unchanged.
+	r := managed.NewReconciler(withClient{Manager: mgr, c: secrets}, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
