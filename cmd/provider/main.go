@@ -104,6 +104,9 @@ func main() {
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	}
+	if soft := setSoftMemoryLimit("/sys/fs/cgroup", os.Getenv); soft > 0 {
+		log.Info("Soft memory limit set from the container's", "limitMiB", soft>>20, "share", memoryLimitShare)
+	}
 	log.Info("Starting", "version", version.Version, "namespace", *namespace,
 		"poll", pollInterval.String(), "poll-jitter", pollJitter.String(), "sync", syncInterval.String(),
 		"max-reconcile-rate", *maxReconcileRate, "max-concurrent-reconciles", *maxConcurrentReconciles, "leader-election", *leaderElection)
