@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,9 +155,16 @@ func TestProvisionBindRelease(t *testing.T) {
 	}
 
 	t.Run("ManagementPoliciesFrozenWhileBound", func(t *testing.T) {
-		cur := bound.DeepCopy()
-		cur.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
-		err := env.Kube.Update(ctx, cur)
+		// Read afresh, and again after a controller's write in between: a
+		// conflict is not the refusal this is about.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := &v1alpha1.PostgreSQLDatabase{}
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(bound), cur); err != nil {
+				return err
+			}
+			cur.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+			return env.Kube.Update(ctx, cur)
+		})
 		if err == nil || !strings.Contains(err.Error(), "frozen while the database is Bound") {
 			t.Errorf("widening the reclaim policy of a Bound database: %v", err)
 		}
@@ -220,13 +228,11 @@ func TestProvisionBindRelease(t *testing.T) {
 
 		// The admin re-opens it: the next tenant binds and reads the old rows.
 		cur := &v1alpha1.PostgreSQLDatabase{}
-		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(kdb), cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Binding.Reopen, cur.Spec.Binding.Offered = first, true
-		if err := env.Kube.Update(ctx, cur); err != nil {
-			t.Fatal(err)
-		}
+		cur.SetNamespace(kdb.GetNamespace())
+		cur.SetName(kdb.GetName())
+		providertest.Update(ctx, t, env, cur, func(cur *v1alpha1.PostgreSQLDatabase) {
+			cur.Spec.Binding.Reopen, cur.Spec.Binding.Offered = first, true
+		})
 		now := bindingReady(ctx, t, again, corev1.ConditionTrue, v1alpha1.ReasonBound)
 		if r := phase(ctx, t, kdb, v1alpha1.PhaseBound).Status.Binding.BoundTo; r.UID != string(now.UID) {
 			t.Errorf("bound to %s, want the new binding %s", r.UID, now.UID)

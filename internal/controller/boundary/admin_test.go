@@ -108,10 +108,9 @@ func TestAdminCredentials(t *testing.T) {
 				t.Errorf("the password reached a server asking for %s", tc.method)
 			}
 			// The operator accepts the risk for this Instance.
-			in.Spec.Endpoint.AllowPasswordMethods = []v1alpha1.PasswordMethod{tc.method}
-			if err := env.Kube.Update(ctx, in); err != nil {
-				t.Fatal(err)
-			}
+			providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.Endpoint.AllowPasswordMethods = []v1alpha1.PasswordMethod{tc.method}
+			})
 			env.Ready(ctx, t, in, corev1.ConditionTrue, xpv2.ReasonAvailable)
 		})
 	}

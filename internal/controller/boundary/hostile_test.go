@@ -286,18 +286,15 @@ func TestHostileNamespace(t *testing.T) {
 		// The platform admin widens the superuser Instance's policy: what
 		// it allows now goes through, and nothing else.
 		cur := &v1alpha1.PostgreSQLInstance{}
-		if err := env.Kube.Get(ctx, client.ObjectKey{Name: "main"}, cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Policy = v1alpha1.InstancePolicy{
-			AllowRoleAttributes: []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyCreateRole, v1alpha1.PolicyReplication, v1alpha1.PolicyBypassRLS},
-			AllowTemplates:      []string{"victim"},
-			AllowSettings:       []string{"session_replication_role"},
-			AllowMembershipOf:   []string{"pg_read_server_files"},
-		}
-		if err := env.Kube.Update(ctx, cur); err != nil {
-			t.Fatal(err)
-		}
+		cur.SetName("main")
+		providertest.Update(ctx, t, env, cur, func(cur *v1alpha1.PostgreSQLInstance) {
+			cur.Spec.Policy = v1alpha1.InstancePolicy{
+				AllowRoleAttributes: []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyCreateRole, v1alpha1.PolicyReplication, v1alpha1.PolicyBypassRLS},
+				AllowTemplates:      []string{"victim"},
+				AllowSettings:       []string{"session_replication_role"},
+				AllowMembershipOf:   []string{"pg_read_server_files"},
+			}
+		})
 		// With a managed-service admin the policy lets them through and
 		// PostgreSQL refuses what only a superuser may do (on 16+ also the
 		// grant of a predefined role the admin does not administer): the

@@ -448,14 +448,10 @@ func TestManagedServiceAdmin(t *testing.T) {
 	// Its session would hold the drop below.
 	_ = sc.Close(ctx)
 
-	cur := &v1alpha1.PostgreSQLDatabase{}
-	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: second.Name}
-	if err := env.Kube.Update(ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	cur := d.DeepCopy()
+	providertest.Update(ctx, t, env, cur, func(cur *v1alpha1.PostgreSQLDatabase) {
+		cur.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: second.Name}
+	})
 	err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) { return owner() == "svc_heir", nil })
 	if err != nil {
 		t.Fatalf("the owner was not changed to svc_heir by the non-superuser admin: now %q", owner())

@@ -905,10 +905,9 @@ func expiredRole(ctx context.Context, t *testing.T, instance string, mode v1alph
 		t.Error("an expired role logged in")
 	}
 
-	got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
-	if err := env.Kube.Update(ctx, got); err != nil {
-		t.Fatal(err)
-	}
+	providertest.Update(ctx, t, env, got, func(got *v1alpha1.PostgreSQLRole) {
+		got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
+	})
 	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
 		t.Errorf("the role does not log in with its Secret once validUntil moved forward: %v", err)

@@ -247,10 +247,7 @@ func TestSchemaWithManagedServiceAdmin(t *testing.T) {
 	}
 	noMemberships(t, "after creating the schema")
 
-	s.Spec.ForProvider.Owner = ptr.To("svc_schema_heir")
-	if err := env.Kube.Update(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	providertest.Update(ctx, t, env, s, func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Owner = ptr.To("svc_schema_heir") })
 	err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) {
 		owner, _, _, _ := schemaState(ctx, t, "svcschemas", "svc_app")
 		return owner == "svc_schema_heir", nil
