@@ -45,6 +45,8 @@ func mixedKinds() []client.ObjectList {
 // prefix) and waits until every object is Ready.
 func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int) time.Duration {
 	tb.Helper()
+	watched, stop := watchMixed(ctx, tb)
+	defer stop()
 	start := time.Now()
 	on := v1alpha1.InstanceReference{Name: "main"}
 	ref := func(n string) *v1alpha1.LocalReference { return &v1alpha1.LocalReference{Name: n} }
@@ -87,7 +89,7 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 	var ready int
 	err := providertest.Wait(ctx, 10*time.Minute+time.Duration(units)*time.Second, func(ctx context.Context) (bool, error) {
 		ready = 0
-		objs, err := mixedObjects(ctx, prefix)
+		objs, err := mixedObjects(ctx, watched, prefix, client.UnsafeDisableDeepCopy)
 		for _, o := range objs {
 			if o.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
 				ready++
@@ -101,12 +103,12 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 	return time.Since(start)
 }
 
-// mixedObjects lists the objects of the mixed workload whose names have
-// prefix.
-func mixedObjects(ctx context.Context, prefix string) ([]providertest.Conditioned, error) {
+// mixedObjects lists, from r, the objects of the mixed workload whose
+// names have prefix.
+func mixedObjects(ctx context.Context, r client.Reader, prefix string, opts ...client.ListOption) ([]providertest.Conditioned, error) {
 	var out []providertest.Conditioned
 	for _, l := range mixedKinds() {
-		if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+		if err := r.List(ctx, l, append([]client.ListOption{client.InNamespace("scale")}, opts...)...); err != nil {
 			return nil, err
 		}
 		items, err := meta.ExtractList(l)
@@ -120,6 +122,25 @@ func mixedObjects(ctx context.Context, prefix string) ([]providertest.Conditione
 		}
 	}
 	return out, nil
+}
+
+// watchMixed returns a reader of the mixed workload's kinds in the scale
+// namespace that a watch keeps up to date, and the func that stops it.
+// Waiting for thousands of objects by listing them from the API server
+// every 100 ms would load the API server the provider shares, the more so
+// the more objects there are and the longer the wave lasts: at 5,000
+// objects the benchmark's own lists kept the API server busier than the
+// provider's work did. A watch costs it one event per change.
+func watchMixed(ctx context.Context, tb testing.TB) (client.Reader, func()) {
+	tb.Helper()
+	c, stop := env.Cache(ctx, tb, "scale")
+	// The first list of each kind starts its informer and waits for it to
+	// sync.
+	if _, err := mixedObjects(ctx, c, "", client.UnsafeDisableDeepCopy); err != nil {
+		stop()
+		tb.Fatal(err)
+	}
+	return c, stop
 }
 
 // allReconciles is how many reconciles the managed controllers of the
@@ -528,28 +549,24 @@ func metricValue(tb testing.TB, g gatherFunc, name string) float64 {
 // took.
 func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duration {
 	tb.Helper()
+	watched, stop := watchMixed(ctx, tb)
+	defer stop()
 	start := time.Now()
-	left := func(ctx context.Context, del bool) (int, error) {
-		objs, err := mixedObjects(ctx, prefix)
-		if err != nil {
-			return 0, err
-		}
-		for _, o := range objs {
-			if del && o.GetDeletionTimestamp() == nil {
-				if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
-					return 0, err
-				}
-			}
-		}
-		return len(objs), nil
-	}
-	if _, err := left(ctx, true); err != nil {
+	objs, err := mixedObjects(ctx, env.Kube, prefix)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	for _, o := range objs {
+		if o.GetDeletionTimestamp() == nil {
+			if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
 	var n int
-	err := providertest.Wait(ctx, 30*time.Minute, func(ctx context.Context) (bool, error) {
-		var err error
-		n, err = left(ctx, false)
+	err = providertest.Wait(ctx, 30*time.Minute, func(ctx context.Context) (bool, error) {
+		objs, err := mixedObjects(ctx, watched, prefix, client.UnsafeDisableDeepCopy)
+		n = len(objs)
 		return n == 0, err
 	})
 	if err != nil {

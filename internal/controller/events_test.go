@@ -48,7 +48,7 @@ func TestStatusWritesDoNotReconcile(t *testing.T) {
 		controller string
 	}
 	targets := []target{{obj: &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main"}}, controller: managed.ControllerName(v1alpha1.PostgreSQLInstanceGroupKind)}}
-	objs, err := mixedObjects(ctx, "st")
+	objs, err := mixedObjects(ctx, env.Kube, "st")
 	if err != nil {
 		t.Fatal(err)
 	}
