@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -47,14 +48,18 @@ const (
 	RuleOtherNamespace = "OtherNamespace"
 )
 
-// A Namespace is what is managed from one namespace: the UIDs of its
-// PostgreSQLRoles and PostgreSQLDatabases, which the ownership markers on
-// the server name.
+// A Namespace is what is managed from one namespace: which UIDs are those
+// of its PostgreSQLRoles and PostgreSQLDatabases, which the ownership
+// markers on the server name.
 type Namespace struct {
 	Name      string
-	Roles     map[string]bool
-	Databases map[string]bool
+	Roles     Members
+	Databases Members
 }
+
+// Members reports whether uid is that of a resource of one kind in a
+// namespace ("" is no one's).
+type Members func(ctx context.Context, uid string) (bool, error)
 
 // A Refusal is what the boundary refuses: the field, the rule and why.
 type Refusal struct {
@@ -207,7 +212,11 @@ func (p Policy) Memberships(ctx context.Context, cat Catalog, ns Namespace, role
 				Why:   fmt.Sprintf("role %q has %s on the server: a member, or a role handed its objects, would gain them", r.Name, strings.Join(f.Powers(), ", ")),
 				Allow: p.allowIn("allowMembershipOf", r.Name)}, nil
 		}
-		if !ns.Roles[f.Marker] {
+		mine, err := ns.Roles(ctx, f.Marker)
+		if err != nil {
+			return nil, err
+		}
+		if !mine {
 			return &Refusal{Field: r.Field, Rule: RuleOtherNamespace,
 				Why: fmt.Sprintf("role %q is not managed from namespace %s (no PostgreSQLRole of this namespace created it): its members would reach what it can, another tenant's data or the DBA's",
 					r.Name, ns.Name),
@@ -229,8 +238,11 @@ func (p Policy) Database(ctx context.Context, cat Catalog, ns Namespace, field, 
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read the database's ownership marker")
 	}
-	if !exists || ns.Databases[marker] {
+	if !exists {
 		return nil, nil
+	}
+	if mine, err := ns.Databases(ctx, marker); err != nil || mine {
+		return nil, err
 	}
 	return &Refusal{Field: field, Rule: RuleOtherNamespace,
 		Why: fmt.Sprintf("database %q is not managed from namespace %s (no PostgreSQLDatabase of this namespace created it): privileges there would reach another tenant's data or the DBA's",
@@ -347,24 +359,41 @@ func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string,
 	return marker, true, rows.Err()
 }
 
-// NamespaceOf lists what is managed from namespace ns.
-func NamespaceOf(ctx context.Context, kube client.Reader, ns string) (Namespace, error) {
-	out := Namespace{Name: ns, Roles: map[string]bool{}, Databases: map[string]bool{}}
-	roles := &v1alpha1.PostgreSQLRoleList{}
-	if err := activation.List(ctx, kube, roles, client.InNamespace(ns)); err != nil {
-		return out, errors.Wrap(err, "cannot list the PostgreSQLRoles of the namespace")
+// UIDIndex is the cache's field index of PostgreSQLRoles and
+// PostgreSQLDatabases by UID, which NamespaceOf looks markers up in. The
+// controller of each kind adds it (IndexUID).
+const UIDIndex = "metadata.uid"
+
+// IndexUID adds UIDIndex for obj's kind to indexer.
+func IndexUID(indexer client.FieldIndexer, obj client.Object) error {
+	err := indexer.IndexField(context.Background(), obj, UIDIndex, func(o client.Object) []string { return []string{string(o.GetUID())} })
+	return errors.Wrap(err, "cannot index resources by UID")
+}
+
+// NamespaceOf is what is managed from namespace ns, looked up in kube's
+// cache by UID (UIDIndex) as a check needs it. Checks run before every
+// change of every resource: listing the namespace's roles and databases
+// for each made a wave of thousands of resources cost CPU with the square
+// of their number (docs/performance.md).
+func NamespaceOf(kube client.Reader, ns string) Namespace {
+	return Namespace{
+		Name:      ns,
+		Roles:     members(kube, ns, "PostgreSQLRoles", func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} }),
+		Databases: members(kube, ns, "PostgreSQLDatabases", func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }),
 	}
-	for _, r := range roles.Items {
-		out.Roles[string(r.GetUID())] = true
+}
+
+func members(kube client.Reader, ns, kinds string, newList func() client.ObjectList) Members {
+	return func(ctx context.Context, uid string) (bool, error) {
+		if uid == "" {
+			return false, nil
+		}
+		l := newList()
+		if err := activation.List(ctx, kube, l, client.InNamespace(ns), client.MatchingFields{UIDIndex: uid}, client.UnsafeDisableDeepCopy); err != nil {
+			return false, errors.Wrapf(err, "cannot look up the %s of the namespace", kinds)
+		}
+		return meta.LenList(l) > 0, nil
 	}
-	dbs := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := activation.List(ctx, kube, dbs, client.InNamespace(ns)); err != nil {
-		return out, errors.Wrap(err, "cannot list the PostgreSQLDatabases of the namespace")
-	}
-	for _, d := range dbs.Items {
-		out.Databases[string(d.GetUID())] = true
-	}
-	return out, nil
 }
 
 // Field is the path of a spec.forProvider field set either by name or by
@@ -406,17 +435,17 @@ type Checker struct {
 
 // Check refuses acting in database (when its Name is set) unless it is
 // managed from mg's namespace, and using roles the namespace may not use
-// (see Policy.Database and Policy.Memberships). The namespace is read once.
+// (see Policy.Database and Policy.Memberships).
 func (c Checker) Check(ctx context.Context, mg Resource, database Named, roles ...Named) error {
 	if database.Name == "" && len(roles) == 0 {
 		return nil
 	}
-	ns, err := NamespaceOf(ctx, c.Kube, mg.GetNamespace())
-	if err != nil {
-		return err
-	}
+	ns := NamespaceOf(c.Kube, mg.GetNamespace())
 	p, cat := PolicyOf(c.Instance), ServerCatalog{Q: c.Q}
-	var r *Refusal
+	var (
+		r   *Refusal
+		err error
+	)
 	if database.Name != "" {
 		r, err = p.Database(ctx, cat, ns, database.Field, database.Name)
 	}

@@ -2,6 +2,7 @@ package boundary
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,7 +53,12 @@ var catalog = fakeCatalog{
 }
 
 // shop manages orders and its owner role.
-var shop = Namespace{Name: "shop", Roles: map[string]bool{"uid-orders-owner": true}, Databases: map[string]bool{"uid-orders": true}}
+var shop = Namespace{Name: "shop", Roles: uids("uid-orders-owner"), Databases: uids("uid-orders")}
+
+// uids are Members of exactly these UIDs.
+func uids(in ...string) Members {
+	return func(_ context.Context, uid string) (bool, error) { return slices.Contains(in, uid), nil }
+}
 
 // refusal is what a test compares of a Refusal.
 type refusal struct{ Field, Rule string }

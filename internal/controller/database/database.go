@@ -51,6 +51,10 @@ const ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
 	kube := mgr.GetClient()
+	// The privilege boundary looks databases' markers up by UID.
+	if err := boundary.IndexUID(mgr.GetFieldIndexer(), &v1alpha1.PostgreSQLDatabase{}); err != nil {
+		return err
+	}
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDatabaseList{})
 	if err != nil {
 		return err
@@ -72,8 +76,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		For(&v1alpha1.PostgreSQLDatabase{}, config.OwnChanges(bindingRecorded()))
 	// A database waiting for its owner role goes on as soon as the role
 	// exists.
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
-		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, references, &v1alpha1.PostgreSQLRole{})...)
+	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+		Object: &v1alpha1.PostgreSQLDatabase{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, Refs: references,
+	}, &v1alpha1.PostgreSQLRole{})
+	if err != nil {
+		return err
+	}
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
 
 // references are what a PostgreSQLDatabase refers to.

@@ -53,8 +53,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLDefaultPrivileges{}, config.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
-		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})...)
+	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+		Object: &v1alpha1.PostgreSQLDefaultPrivileges{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, Refs: references,
+	}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})
+	if err != nil {
+		return err
+	}
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
 
 // references are what a PostgreSQLDefaultPrivileges refers to.

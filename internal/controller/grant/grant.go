@@ -57,8 +57,13 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLGrant{}, config.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
-		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, references, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})...)
+	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+		Object: &v1alpha1.PostgreSQLGrant{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, Refs: references,
+	}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})
+	if err != nil {
+		return err
+	}
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
 
 // references are what a PostgreSQLGrant refers to.

@@ -315,7 +315,9 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 	var users []string
 	for _, k := range userKinds {
 		l := k.list()
-		if err := activation.List(ctx, kube, l); err != nil {
+		// Read only, every poll of the Instance: no copy of thousands of
+		// cached resources.
+		if err := activation.List(ctx, kube, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", k.kind)
 		}
 		items, err := apimeta.ExtractList(l)

@@ -21,7 +21,7 @@ func LockedDatabases(ctx context.Context, kube client.Reader, instanceUID string
 	l := &v1alpha1.PostgreSQLDatabaseList{}
 	// Without the kind (not activated, under Crossplane's safe-start) no
 	// PostgreSQLDatabase exists, so none is locked.
-	if err := activation.List(ctx, kube, l); err != nil {
+	if err := activation.List(ctx, kube, l, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases to tell which are locked")
 	}
 	out := map[string][]string{}

@@ -11,3 +11,9 @@ func SetStepHook(h func(ctx context.Context, step string) error) {
 	}
 	stepHook.Store(&h)
 }
+
+// IndexPasswordSecrets adds to indexer the index RolesUsingSecret reads.
+var IndexPasswordSecrets = indexPasswordSecrets
+
+// RolesUsingSecret is the map func of the controller's Secret watch.
+var RolesUsingSecret = rolesUsingSecret

@@ -40,7 +40,8 @@ func (m CredentialMetrics) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	l := &v1alpha1.PostgreSQLRoleList{}
-	if err := activation.List(ctx, m.Roles, l); err != nil {
+	// Read only, at every scrape: no copy of the cached roles.
+	if err := activation.List(ctx, m.Roles, l, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(descCredentialAge, err)
 		return
 	}

@@ -80,6 +80,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
+	if err := indexPasswordSecrets(mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	// The privilege boundary looks roles' markers up by UID.
+	if err := boundary.IndexUID(mgr.GetFieldIndexer(), &v1alpha1.PostgreSQLRole{}); err != nil {
+		return err
+	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
 	if err != nil {
@@ -123,19 +130,35 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Complete(config.Reconciler(name, c, r))
 }
 
+// passwordSecretIndex is the cache's field index of PostgreSQLRoles by the
+// Secret their passwordSecretRef names.
+const passwordSecretIndex = "spec.forProvider.passwordSecretRef.name"
+
+// indexPasswordSecrets adds passwordSecretIndex to indexer.
+func indexPasswordSecrets(indexer client.FieldIndexer) error {
+	err := indexer.IndexField(context.Background(), &v1alpha1.PostgreSQLRole{}, passwordSecretIndex, func(o client.Object) []string {
+		if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && r.Spec.ForProvider.PasswordSecretRef != nil {
+			return []string{r.Spec.ForProvider.PasswordSecretRef.Name}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "cannot index PostgreSQLRoles by their password Secret")
+}
+
 // rolesUsingSecret maps a Secret to the roles of its namespace whose
-// passwordSecretRef names it.
+// passwordSecretRef names it. They are found through an index: every
+// login role writes its connection Secret, so in a wave of thousands of
+// roles a list of the namespace per Secret event made the provider's CPU
+// grow with the square of the roles.
 func rolesUsingSecret(kube client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		l := &v1alpha1.PostgreSQLRoleList{}
-		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace())); err != nil {
+		if err := kube.List(ctx, l, client.InNamespace(obj.GetNamespace()), client.MatchingFields{passwordSecretIndex: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
-		var reqs []reconcile.Request
+		reqs := make([]reconcile.Request, 0, len(l.Items))
 		for _, r := range l.Items {
-			if ref := r.Spec.ForProvider.PasswordSecretRef; ref != nil && ref.Name == obj.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
-			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
 		}
 		return reqs
 	}
@@ -145,7 +168,7 @@ func rolesUsingSecret(kube client.Reader) handler.MapFunc {
 func rolesOnInstance(kube client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		l := &v1alpha1.PostgreSQLRoleList{}
-		if err := kube.List(ctx, l); err != nil {
+		if err := kube.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		var reqs []reconcile.Request
@@ -197,7 +220,8 @@ func (e *external) holdForHeirs(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // it is not.
 func heldFor(ctx context.Context, kube client.Reader, mg *v1alpha1.PostgreSQLRole) error {
 	l := &v1alpha1.PostgreSQLRoleList{}
-	if err := kube.List(ctx, l, client.InNamespace(mg.GetNamespace())); err != nil {
+	// Read only: no copy of the cached roles.
+	if err := kube.List(ctx, l, client.InNamespace(mg.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return errors.Wrap(err, "cannot list the roles that may hand their objects to this one")
 	}
 	for i := range l.Items {
@@ -245,7 +269,7 @@ func heirsOf(kube client.Reader) handler.MapFunc {
 			return nil
 		}
 		l := &v1alpha1.PostgreSQLRoleList{}
-		if err := kube.List(ctx, l, client.InNamespace(d.GetNamespace())); err != nil {
+		if err := kube.List(ctx, l, client.InNamespace(d.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		var reqs []reconcile.Request
@@ -591,7 +615,7 @@ func (e *external) releaseIn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, d
 // databases PostgreSQLDatabases (any namespace) manage on it.
 func (e *external) managedDatabases(ctx context.Context) ([]string, error) {
 	l := &v1alpha1.PostgreSQLDatabaseList{}
-	if err := activation.List(ctx, e.kube, l); err != nil {
+	if err := activation.List(ctx, e.kube, l, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases on the Instance")
 	}
 	dbs := []string{e.target.Endpoint.Database}

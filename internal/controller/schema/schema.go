@@ -57,8 +57,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLSchema{}, config.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r),
-		reference.WakeWaiting(kube, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }, references, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{})...)
+	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+		Object: &v1alpha1.PostgreSQLSchema{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }, Refs: references,
+	}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{})
+	if err != nil {
+		return err
+	}
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }
 
 // references are what a PostgreSQLSchema refers to.

@@ -1,0 +1,93 @@
+package reference_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+// TestWakingReadsOnlyReferrers: when a database appears, finding the
+// schemas that wait for it reads those schemas and no others, however many
+// the namespace holds. A list of the namespace per appearance made a wave
+// of thousands of resources cost CPU with the square of their number; a
+// return to it fails here (it reads every schema of the namespace).
+func TestWakingReadsOnlyReferrers(t *testing.T) {
+	ctx := context.Background()
+	const many = 40
+	in := v1alpha1.InstanceReference{Name: env.Main.Name}
+	schema := func(name string, p v1alpha1.PostgreSQLSchemaParameters) *v1alpha1.PostgreSQLSchema {
+		return &v1alpha1.PostgreSQLSchema{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.PostgreSQLSchemaSpec{InstanceRef: in, ForProvider: p}}
+	}
+	var objs []client.Object
+	for i := range many {
+		objs = append(objs, schema(fmt.Sprintf("ix%d", i), v1alpha1.PostgreSQLSchemaParameters{DatabaseRef: &v1alpha1.LocalReference{Name: fmt.Sprintf("ixdb%d", i)}}))
+	}
+	// One waits for the database by its PostgreSQL name, one for a role
+	// of the same name as the database resource.
+	objs = append(objs,
+		schema("ixpg", v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("ix_seven")}),
+		schema("ixowner", v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("ix_other"), OwnerRef: &v1alpha1.LocalReference{Name: "ixdb7"}}),
+	)
+	env.Create(ctx, t, objs...)
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	c, _ := env.Cache(ctx, t, ns)
+	reader := &providertest.CountingReader{Reader: c}
+	newList := func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }
+	if _, err := reference.WakeWaiting(c, reader, reference.Referrer{Object: &v1alpha1.PostgreSQLSchema{}, List: newList, Refs: schemaRefs}, &v1alpha1.PostgreSQLDatabase{}); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		l := &v1alpha1.PostgreSQLSchemaList{}
+		err := c.List(ctx, l, client.InNamespace(ns))
+		return len(l.Items) >= many+2, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader.Listed()
+
+	appeared := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: "ixdb7", Namespace: ns}}
+	appeared.Status.AtProvider.Name = "ix_seven"
+	got := reference.Waiting(reader, newList)(ctx, appeared)
+	want := []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: "ix7"}}, {NamespacedName: client.ObjectKey{Namespace: ns, Name: "ixpg"}}}
+	less := func(a, b reconcile.Request) bool { return a.Name < b.Name }
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
+		t.Errorf("woken (-want +got):\n%s", diff)
+	}
+	if n := reader.Listed(); n != int64(len(want)) {
+		t.Errorf("finding the %d waiting schemas read %d schemas of the namespace's %d; want only them", len(want), n, many+2)
+	}
+}
+
+// schemaRefs are what the schema controller indexes a schema by: its
+// database and its owner.
+func schemaRefs(o client.Object) []reference.Ref {
+	s, ok := o.(*v1alpha1.PostgreSQLSchema)
+	if !ok {
+		return nil
+	}
+	p := s.Spec.ForProvider
+	return reference.Collect(
+		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
+		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner),
+	)
+}
