@@ -199,11 +199,14 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 			return boundary.Refuse(mg, r)
 		}
 	}
+	// An ownerRef whose role is not there yet is waited for here, before
+	// the create: from Create, crossplane-runtime would mark the create
+	// pending and then failed, two writes of the object for every wait,
+	// which in a wave of thousands of databases created with their owners
+	// was three and a half writes per database.
 	owner, err := e.owner(ctx, mg)
 	if err != nil {
-		// An owner role that does not exist yet: Create waits for it, and
-		// checks it once it does.
-		return nil //nolint:nilerr // Create reports it.
+		return err
 	}
 	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
 		return err
