@@ -54,32 +54,44 @@ func noteConflict(ctx context.Context, err error) error {
 }
 
 // NewClient is the manager's client: controller-runtime's, whose writes
-// note their conflicts in the reconcile's context (see conflictRetry). It
-// is built as client.New builds it for the options the provider passes
-// (ClientOptions: no dry run, field owner or validation).
+// note their conflicts in the reconcile's context (see conflictRetry), and
+// which does not send a managed resource's status write that would change
+// nothing (unchangedStatus). It is built as client.New builds it for the
+// options the provider passes (ClientOptions: no dry run, field owner or
+// validation).
 func NewClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 	c, err := client.NewWithWatch(cfg, o)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create the manager's client")
 	}
-	return notingConflicts(c), nil
+	return notingConflicts(c, newWriteLedger(time.Now)), nil
 }
 
 // notingConflicts wraps c so that its updates and patches, of objects and
-// of their status, note their conflicts in the caller's context.
-func notingConflicts(c client.WithWatch) client.WithWatch {
+// of their status, note their conflicts in the caller's context and their
+// results in l, and a status update that would change nothing is not sent.
+func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
+	done := func(ctx context.Context, o client.Object, err error) error {
+		if err == nil {
+			l.wrote(o)
+		}
+		return noteConflict(ctx, err)
+	}
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			return noteConflict(ctx, c.Update(ctx, o, opts...))
+			return done(ctx, o, c.Update(ctx, o, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return noteConflict(ctx, c.Patch(ctx, o, p, opts...))
+			return done(ctx, o, c.Patch(ctx, o, p, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			return noteConflict(ctx, c.SubResource(sub).Update(ctx, o, opts...))
+			if sub == "status" && len(opts) == 0 && unchangedStatus(ctx, c, l, o) {
+				return nil
+			}
+			return done(ctx, o, c.SubResource(sub).Update(ctx, o, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			return noteConflict(ctx, c.SubResource(sub).Patch(ctx, o, p, opts...))
+			return done(ctx, o, c.SubResource(sub).Patch(ctx, o, p, opts...))
 		},
 	})
 }

@@ -1,0 +1,202 @@
+package config
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+)
+
+// countingTransport counts the status writes that reach the API server.
+type countingTransport struct {
+	next          http.RoundTripper
+	statusUpdates atomic.Int64
+}
+
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") {
+		t.statusUpdates.Add(1)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// lagging is a cache that, while held is set, answers with that version of
+// the object: one that has not seen the latest write yet.
+type lagging struct {
+	client.Reader
+	held atomic.Pointer[v1alpha1.PostgreSQLRole]
+}
+
+func (l *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if h := l.held.Load(); h != nil {
+		if r, ok := obj.(*v1alpha1.PostgreSQLRole); ok {
+			h.DeepCopyInto(r)
+			return nil
+		}
+	}
+	return l.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestUnchangedStatusIsNotSent: through the manager's client, a managed
+// resource's status write that would change nothing (a poll of an
+// up-to-date resource) reaches no API server, while every write that
+// could matter still does: a changed status, a write from a version the
+// cache does not hold, and a write from the version before the provider's
+// own last write (the server refuses both as conflicts, and the reconcile
+// runs again on the newer version).
+func TestUnchangedStatusIsNotSent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &countingTransport{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	mo := ManagerOptions(s, nil)
+	cached, err := cache.New(cfg, cache.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cached.Start(ctx) }()
+	lag := &lagging{Reader: cached}
+	o := mo.Client
+	o.Scheme = s
+	o.Cache.Reader = lag
+	kube, err := mo.NewClient(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := client.New(cp.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	if err := api.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	// read returns the role as the cache holds it, once it holds version rv
+	// (any version when rv is "").
+	read := func(t *testing.T, rv string) *v1alpha1.PostgreSQLRole {
+		t.Helper()
+		got := &v1alpha1.PostgreSQLRole{}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := kube.Get(ctx, client.ObjectKeyFromObject(role), got)
+			if err == nil && (rv == "" || got.ResourceVersion == rv) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache does not show version %q of the role: %v", rv, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	write := func(t *testing.T, r *v1alpha1.PostgreSQLRole) (sent int64, err error) {
+		t.Helper()
+		counter.statusUpdates.Store(0)
+		err = kube.Status().Update(ctx, r)
+		return counter.statusUpdates.Load(), err
+	}
+
+	// A changed status is sent, and stored.
+	r := read(t, role.ResourceVersion)
+	r.SetConditions(xpv2.Available())
+	if sent, err := write(t, r); err != nil || sent != 1 {
+		t.Fatalf("a changed status: %d writes sent (%v), want 1", sent, err)
+	}
+	written := r.ResourceVersion
+	if written == role.ResourceVersion {
+		t.Fatal("the changed status did not change the role")
+	}
+
+	// A cache that has not seen that write yet hands a reconcile the
+	// version before it; the same status as that version's is sent, and
+	// refused.
+	lag.held.Store(role.DeepCopy())
+	if sent, err := write(t, read(t, role.ResourceVersion)); !kerrors.IsConflict(err) || sent != 1 {
+		t.Errorf("a write from the version before the provider's own: %d sent (%v), want 1 and a conflict", sent, err)
+	}
+	lag.held.Store(nil)
+
+	// A version the cache does not hold is sent, and refused.
+	old := role.DeepCopy()
+	if sent, err := write(t, old); !kerrors.IsConflict(err) || sent != 1 {
+		t.Errorf("a write from a version the cache does not hold: %d sent (%v), want 1 and a conflict", sent, err)
+	}
+
+	// Once the cache shows the write, the same status again is not sent.
+	r = read(t, written)
+	r.SetConditions(xpv2.Available())
+	if sent, err := write(t, r); err != nil || sent != 0 {
+		t.Errorf("an unchanged status: %d writes sent (%v), want none", sent, err)
+	}
+	if r.ResourceVersion != written {
+		t.Errorf("an unchanged status moved the version from %s to %s", written, r.ResourceVersion)
+	}
+
+	// A status that differs from the cached one in any field is sent.
+	r = read(t, written)
+	r.SetConditions(xpv2.ReconcileError(context.DeadlineExceeded))
+	if sent, err := write(t, r); err != nil || sent != 1 {
+		t.Errorf("a changed condition: %d writes sent (%v), want 1", sent, err)
+	}
+	if r.ResourceVersion == written {
+		t.Error("the changed condition did not change the role")
+	}
+}
+
+// TestWriteLedger: a write is waited for until the cache shows its version,
+// then forgotten; writes of objects never read again (deleted) leave the
+// ledger after ledgerSweepAfter.
+func TestWriteLedger(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newWriteLedger(func() time.Time { return now })
+	l.sweepSize = 3
+	obj := func(uid, rv string) client.Object {
+		return &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	if !l.settled("a", "1") {
+		t.Error("an object never written: not settled")
+	}
+	l.wrote(obj("a", "2"))
+	if l.settled("a", "1") {
+		t.Error("the cache at the version before the write: settled")
+	}
+	if !l.settled("a", "2") {
+		t.Error("the cache at the written version: not settled")
+	}
+	if _, ok := l.last["a"]; ok {
+		t.Error("a write the cache has shown is still kept")
+	}
+	l.wrote(obj("gone-1", "5"))
+	l.wrote(obj("gone-2", "6"))
+	now = now.Add(ledgerSweepAfter + 2*time.Minute)
+	l.wrote(obj("b", "7"))
+	if diff := cmp.Diff([]types.UID{"b"}, slices.Sorted(maps.Keys(l.last))); diff != "" {
+		t.Errorf("kept after a sweep (-want +got):\n%s", diff)
+	}
+}
