@@ -97,13 +97,24 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 			o = append(o, managed.WithMetricRecorder(c.MetricOptions.MRMetrics))
 		}
 		if c.MetricOptions.MRStateMetrics != nil {
-			rec := statemetrics.NewMRStateRecorder(mgr.GetClient(), c.Logger, c.MetricOptions.MRStateMetrics, list, c.MetricOptions.PollStateMetricInterval)
+			rec := statemetrics.NewMRStateRecorder(uncopiedLists{mgr.GetClient()}, c.Logger, c.MetricOptions.MRStateMetrics, list, c.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(rec); err != nil {
 				return nil, errors.Wrap(err, "cannot add the state metrics recorder")
 			}
 		}
 	}
 	return o, nil
+}
+
+// uncopiedLists lists from the cache without copying what it holds. The
+// state metrics recorder lists every managed resource of its kind at each
+// interval and only counts their conditions: with copies, 5,000 objects
+// every 5 s were a thousand deep copies a second, and a sixth of the live
+// heap at any moment (a heap profile at 5,000 objects).
+type uncopiedLists struct{ client.Client }
+
+func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
 }
 
 // PollIntervalHook returns a poll interval hook that adds up to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -198,5 +199,61 @@ func TestWriteLedger(t *testing.T) {
 	l.wrote(obj("b", "7"))
 	if diff := cmp.Diff([]types.UID{"b"}, slices.Sorted(maps.Keys(l.last))); diff != "" {
 		t.Errorf("kept after a sweep (-want +got):\n%s", diff)
+	}
+}
+
+// TestStateMetricsListWithoutCopies: the state metrics recorder's lists,
+// every few seconds of every managed resource, hand out what the cache
+// holds rather than a deep copy of each object.
+func TestStateMetricsListWithoutCopies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := cache.New(cp.Config, cache.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cached.Start(ctx) }()
+	mo := ManagerOptions(s, nil)
+	o := mo.Client
+	o.Scheme = s
+	o.Cache.Reader = cached
+	kube, err := mo.NewClient(cp.Config, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: "default", Labels: map[string]string{"a": "b"}}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	if err := kube.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	list := func(c client.Client) *v1alpha1.PostgreSQLRoleList {
+		t.Helper()
+		l := &v1alpha1.PostgreSQLRoleList{}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if err := c.List(ctx, l); err == nil && len(l.Items) == 1 {
+				return l
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the cache does not show the role")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	labels := func(l *v1alpha1.PostgreSQLRoleList) uintptr { return reflect.ValueOf(l.Items[0].Labels).Pointer() }
+	if a, b := list(uncopiedLists{kube}), list(uncopiedLists{kube}); labels(a) != labels(b) {
+		t.Error("two lists through uncopiedLists hold different copies of the role")
+	}
+	// The test can tell: the manager's client alone copies.
+	if a, b := list(kube), list(kube); labels(a) == labels(b) {
+		t.Error("two lists through the manager's client share the role: this test cannot tell a copy")
 	}
 }
