@@ -28,7 +28,7 @@ import (
 func TestConflictsRetryWithoutBackOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, s := startControlPlane(ctx, t)
+	cp, s := startControlPlane(ctx, t, controlplane.Options{NoCRDs: true})
 	// The client every provider manager is built with.
 	mo := ManagerOptions(s, nil)
 	if mo.NewClient == nil {
@@ -119,11 +119,11 @@ func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.R
 	return res
 }
 
-// startControlPlane starts an API server (with no CRD) for t and returns
+// startControlPlane starts an API server as o says for t and returns
 // it with the provider's scheme.
-func startControlPlane(ctx context.Context, t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
+func startControlPlane(ctx context.Context, t *testing.T, o controlplane.Options) (*controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	cp, err := controlplane.Start(ctx, controlplane.Options{NoCRDs: true})
+	cp, err := controlplane.Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

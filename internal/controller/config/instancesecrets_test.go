@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 )
 
 // countingReader counts the reads that reach the API server.
@@ -168,7 +169,7 @@ func TestInstanceSecrets(t *testing.T) {
 // memo mk builds on it reading the API server through a counting reader.
 func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager) (T, *memo, error)) (ctrl.Manager, T, *memo, *countingReader) {
 	t.Helper()
-	cp, s := startControlPlane(ctx, t)
+	cp, s := startControlPlane(ctx, t, controlplane.Options{NoCRDs: true})
 	o := ManagerOptions(s, nil)
 	o.Metrics = metricsserver.Options{BindAddress: "0"}
 	mgr, err := ctrl.NewManager(cp.Config, o)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -55,6 +56,36 @@ func (l *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	return l.Reader.Get(ctx, key, obj, opts...)
 }
 
+// cachedClient starts an API server with the provider's CRDs and returns
+// the manager's client over an informer cache of it, as a provider builds
+// it, with the config changed by adjust and cache reads going through
+// reader (each when not nil), and the API server with the scheme.
+func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), reader func(client.Reader) client.Reader) (client.Client, *controlplane.ControlPlane, *runtime.Scheme) {
+	t.Helper()
+	cp, s := startControlPlane(ctx, t, controlplane.Options{})
+	cfg := rest.CopyConfig(cp.Config)
+	if adjust != nil {
+		adjust(cfg)
+	}
+	cached, err := cache.New(cfg, cache.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cached.Start(ctx) }()
+	mo := ManagerOptions(s, nil)
+	o := mo.Client
+	o.Scheme = s
+	o.Cache.Reader = cached
+	if reader != nil {
+		o.Cache.Reader = reader(cached)
+	}
+	kube, err := mo.NewClient(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, cp, s
+}
+
 // TestUnchangedStatusIsNotSent: through the manager's client, a managed
 // resource's status write that would change nothing (a poll of an
 // up-to-date resource) reaches no API server, while every write that
@@ -65,32 +96,13 @@ func (l *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 func TestUnchangedStatusIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	s, err := Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
 	counter := &countingTransport{}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	mo := ManagerOptions(s, nil)
-	cached, err := cache.New(cfg, cache.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cached.Start(ctx) }()
-	lag := &lagging{Reader: cached}
-	o := mo.Client
-	o.Scheme = s
-	o.Cache.Reader = lag
-	kube, err := mo.NewClient(cfg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var lag *lagging
+	kube, cp, s := cachedClient(ctx, t,
+		func(cfg *rest.Config) {
+			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+		},
+		func(r client.Reader) client.Reader { lag = &lagging{Reader: r}; return lag })
 	api, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
@@ -208,28 +220,7 @@ func TestWriteLedger(t *testing.T) {
 func TestStateMetricsListWithoutCopies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	s, err := Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cached, err := cache.New(cp.Config, cache.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cached.Start(ctx) }()
-	mo := ManagerOptions(s, nil)
-	o := mo.Client
-	o.Scheme = s
-	o.Cache.Reader = cached
-	kube, err := mo.NewClient(cp.Config, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, _, _ := cachedClient(ctx, t, nil, nil)
 	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: "default", Labels: map[string]string{"a": "b"}}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := kube.Create(ctx, role); err != nil {
 		t.Fatal(err)

@@ -78,16 +78,9 @@ func TestWakingReadsOnlyReferrers(t *testing.T) {
 	}
 }
 
-// schemaRefs are what the schema controller indexes a schema by: its
-// database and its owner.
+// schemaRefs are what a schema refers to, as far as this test sets it.
 func schemaRefs(o client.Object) []reference.Ref {
-	s, ok := o.(*v1alpha1.PostgreSQLSchema)
-	if !ok {
-		return nil
-	}
-	p := s.Spec.ForProvider
-	return reference.Collect(
-		reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database),
-		reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef), reference.NamedAs(v1alpha1.PostgreSQLRoleKind, p.Owner),
-	)
+	p := o.(*v1alpha1.PostgreSQLSchema).Spec.ForProvider //nolint:forcetypeassert // Only schemas are indexed.
+	db := reference.Collect(reference.RefTo(v1alpha1.PostgreSQLDatabaseKind, p.DatabaseRef), reference.NamedAs(v1alpha1.PostgreSQLDatabaseKind, p.Database))
+	return append(db, reference.RefTo(v1alpha1.PostgreSQLRoleKind, p.OwnerRef)...)
 }
