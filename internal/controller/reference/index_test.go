@@ -22,7 +22,8 @@ import (
 // schemas that wait for it reads those schemas and no others, however many
 // the namespace holds. A list of the namespace per appearance made a wave
 // of thousands of resources cost CPU with the square of their number; a
-// return to it fails here (it reads every schema of the namespace).
+// return to it fails here (it reads every schema of the namespace). A
+// database of another namespace wakes none of them.
 func TestWakingReadsOnlyReferrers(t *testing.T) {
 	ctx := context.Background()
 	const many = 40
@@ -49,7 +50,9 @@ func TestWakingReadsOnlyReferrers(t *testing.T) {
 		}
 	})
 
-	c, _ := env.Cache(ctx, t, ns)
+	// Every namespace, as the provider's cache: a lookup from another
+	// namespace must find nothing because nothing there refers to it.
+	c, _ := env.Cache(ctx, t)
 	reader := &providertest.CountingReader{Reader: c}
 	newList := func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }
 	if _, err := reference.WakeWaiting(c, reader, reference.Referrer{Object: &v1alpha1.PostgreSQLSchema{}, List: newList, Refs: schemaRefs}, &v1alpha1.PostgreSQLDatabase{}); err != nil {
@@ -75,6 +78,14 @@ func TestWakingReadsOnlyReferrers(t *testing.T) {
 	}
 	if n := reader.Listed(); n != int64(len(want)) {
 		t.Errorf("finding the %d waiting schemas read %d schemas of the namespace's %d; want only them", len(want), n, many+2)
+	}
+
+	// Another tenant's database of the same name and PostgreSQL name wakes
+	// nothing here.
+	theirs := appeared.DeepCopy()
+	theirs.Namespace = "elsewhere"
+	if got := reference.Waiting(reader, newList)(ctx, theirs); len(got) != 0 {
+		t.Errorf("a database of another namespace woke %v", got)
 	}
 }
 
