@@ -2,12 +2,16 @@
 package controller
 
 import (
+	"context"
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/binding"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
@@ -66,6 +70,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	return nil
 }
 
+// discoveryLag bounds how long a controller waits for its established kinds
+// to be in discovery before it gives up and fails the provider.
+const discoveryLag = 5 * time.Minute
+
 // SetupGated registers every controller with c.Gate, which starts each one
 // once the CRDs it watches are established. A CRD installed after the
 // provider starts (or missing altogether) therefore never crashes it: the
@@ -81,6 +89,12 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 	}
 	for _, k := range kinds {
 		c.Gate.Register(func() {
+			// Setup indexes the cache by the kind's fields, which needs the
+			// kind in discovery, a moment behind its CRD's Established.
+			if err := activation.WaitMapped(context.Background(), mgr.GetRESTMapper(), discoveryLag, k.gvks...); err != nil {
+				fail(errors.Wrapf(err, "cannot set up the %s controller", k.name))
+				return
+			}
 			if err := k.setup(mgr, c); err != nil {
 				fail(errors.Wrapf(err, "cannot set up the %s controller", k.name))
 			}

@@ -14,6 +14,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -73,10 +74,7 @@ func Complete(mgr ctrl.Manager, gate controller.Gate, log logging.Logger, b *bui
 			// The controller runs on without the watch: it only wakes the
 			// controller sooner than its next poll. Discovery may serve
 			// the kind a moment after its CRD is established.
-			if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-				_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-				return err == nil, nil
-			}); err != nil {
+			if err := WaitMapped(context.Background(), mgr.GetRESTMapper(), time.Minute, gvk); err != nil {
 				log.Info("A kind that became served is not in discovery; its changes are seen at the next poll", "kind", gvk.Kind)
 				return
 			}
@@ -88,6 +86,25 @@ func Complete(mgr ctrl.Manager, gate controller.Gate, log logging.Logger, b *bui
 		}, gvk)
 	}
 	return nil
+}
+
+// WaitMapped waits up to timeout until mapper maps every kind of gvks.
+// The CRD gate calls back when a CRD is established, but discovery (and so
+// the manager's REST mapper) may serve the kind a moment later; a cache
+// index or watch of the kind set up in between fails with "no matches for
+// kind".
+func WaitMapped(ctx context.Context, mapper meta.RESTMapper, timeout time.Duration, gvks ...schema.GroupVersionKind) error {
+	var missing schema.GroupVersionKind
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		for _, gvk := range gvks {
+			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				missing = gvk
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return errors.Wrapf(err, "kind %s is not in discovery", missing.Kind)
 }
 
 // List lists like kube.List, and leaves l empty where its kind is not

@@ -72,7 +72,7 @@ func waitRunning(ctx context.Context, t *testing.T, want, not []string) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("controllers %v do not all run; running: %v: %v", want, running(t), err)
+		t.Fatalf("controllers %v do not all run; running: %v (set-up error: %v): %v", want, running(t), env.SetupError(), err)
 	}
 	for _, n := range not {
 		if slices.Contains(running(t), n) {
