@@ -177,10 +177,9 @@ func TLSConfig(ep Endpoint) (*tls.Config, error) {
 	if ep.SSLMode == SSLModeDisable {
 		return nil, nil
 	}
-	var roots *x509.CertPool
+	var rootPool *x509.CertPool
 	if len(ep.CAPEM) > 0 {
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(ep.CAPEM) {
+		if rootPool = roots.get(ep.CAPEM); rootPool == nil {
 			return nil, ErrInvalidCABundle
 		}
 	}
@@ -188,7 +187,7 @@ func TLSConfig(ep Endpoint) (*tls.Config, error) {
 	verifyChain, verifyNames := false, false
 	switch ep.SSLMode {
 	case SSLModeRequire:
-		verifyChain = roots != nil
+		verifyChain = rootPool != nil
 	case SSLModeVerifyCA:
 		verifyChain = true
 	case SSLModeVerifyFull:
@@ -215,7 +214,7 @@ func TLSConfig(ep Endpoint) (*tls.Config, error) {
 			for _, c := range cs.PeerCertificates[1:] {
 				inter.AddCert(c)
 			}
-			if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter}); err != nil {
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: rootPool, Intermediates: inter}); err != nil {
 				return errors.Errorf("%w: %s", ErrUnknownCA, verifyDetail(err))
 			}
 			if !verifyNames {
