@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -22,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
+	"github.com/ayatori/provider-postgresql/internal/controller/index"
 )
 
 // Rules a refusal names.
@@ -364,9 +366,9 @@ func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string,
 // controller of each kind adds it (IndexUID).
 const UIDIndex = "metadata.uid"
 
-// IndexUID adds UIDIndex for obj's kind to indexer.
-func IndexUID(indexer client.FieldIndexer, obj client.Object) error {
-	err := indexer.IndexField(context.Background(), obj, UIDIndex, func(o client.Object) []string { return []string{string(o.GetUID())} })
+// IndexUID adds UIDIndex for obj's kind to informers.
+func IndexUID(informers cache.Informers, obj client.Object) error {
+	err := index.Field(context.Background(), informers, obj, UIDIndex, func(o client.Object) []string { return []string{string(o.GetUID())} })
 	return errors.Wrap(err, "cannot index resources by UID")
 }
 

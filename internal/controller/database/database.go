@@ -52,7 +52,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
 	kube := mgr.GetClient()
 	// The privilege boundary looks databases' markers up by UID.
-	if err := boundary.IndexUID(mgr.GetFieldIndexer(), &v1alpha1.PostgreSQLDatabase{}); err != nil {
+	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLDatabase{}); err != nil {
 		return err
 	}
 	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDatabaseList{})
@@ -76,7 +76,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		For(&v1alpha1.PostgreSQLDatabase{}, config.OwnChanges(bindingRecorded()))
 	// A database waiting for its owner role goes on as soon as the role
 	// exists.
-	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
 		Object: &v1alpha1.PostgreSQLDatabase{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, Refs: references,
 	}, &v1alpha1.PostgreSQLRole{})
 	if err != nil {

@@ -53,7 +53,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLDefaultPrivileges{}, config.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
-	watches, err := reference.WakeWaiting(mgr.GetFieldIndexer(), kube, reference.Referrer{
+	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
 		Object: &v1alpha1.PostgreSQLDefaultPrivileges{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, Refs: references,
 	}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
+	"github.com/ayatori/provider-postgresql/internal/controller/index"
 )
 
 // A Resolver resolves references of resources in namespace, living on the
@@ -268,12 +270,12 @@ type Referrer struct {
 // them (see package activation).
 //
 // The referring resources are found through a field index of the cache
-// (added to indexer), not by listing the namespace: in a wave of thousands
+// (added to informers), not by listing the namespace: in a wave of thousands
 // of resources every role, database and schema appears once, and a list of
 // the namespace each time cost the provider a quarter of its CPU at 5,000
 // objects (docs/performance.md).
-func WakeWaiting(indexer client.FieldIndexer, kube client.Reader, of Referrer, referenced ...client.Object) ([]activation.Watch, error) {
-	err := indexer.IndexField(context.Background(), of.Object, refsIndex, func(o client.Object) []string {
+func WakeWaiting(informers cache.Informers, kube client.Reader, of Referrer, referenced ...client.Object) ([]activation.Watch, error) {
+	err := index.Field(context.Background(), informers, of.Object, refsIndex, func(o client.Object) []string {
 		refs := of.Refs(o)
 		keys := make([]string, 0, len(refs))
 		for _, r := range refs {

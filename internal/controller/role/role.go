@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,6 +39,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -80,11 +82,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
-	if err := indexPasswordSecrets(mgr.GetFieldIndexer()); err != nil {
+	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
 	}
 	// The privilege boundary looks roles' markers up by UID.
-	if err := boundary.IndexUID(mgr.GetFieldIndexer(), &v1alpha1.PostgreSQLRole{}); err != nil {
+	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLRole{}); err != nil {
 		return err
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
@@ -134,9 +136,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 // Secret their passwordSecretRef names.
 const passwordSecretIndex = "spec.forProvider.passwordSecretRef.name"
 
-// indexPasswordSecrets adds passwordSecretIndex to indexer.
-func indexPasswordSecrets(indexer client.FieldIndexer) error {
-	err := indexer.IndexField(context.Background(), &v1alpha1.PostgreSQLRole{}, passwordSecretIndex, func(o client.Object) []string {
+// indexPasswordSecrets adds passwordSecretIndex to informers.
+func indexPasswordSecrets(informers cache.Informers) error {
+	err := index.Field(context.Background(), informers, &v1alpha1.PostgreSQLRole{}, passwordSecretIndex, func(o client.Object) []string {
 		if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && r.Spec.ForProvider.PasswordSecretRef != nil {
 			return []string{r.Spec.ForProvider.PasswordSecretRef.Name}
 		}
