@@ -104,6 +104,9 @@ func main() {
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	}
+	if pct := setGCPercent(os.Getenv); pct > 0 {
+		log.Info("Garbage collection target set (GOGC overrides it)", "gcPercent", pct)
+	}
 	if soft := setSoftMemoryLimit("/sys/fs/cgroup", os.Getenv); soft > 0 {
 		log.Info("Soft memory limit set from the container's", "limitMiB", soft>>20, "share", memoryLimitShare)
 	}

@@ -56,3 +56,22 @@ func setSoftMemoryLimit(root string, getenv func(string) string) int64 {
 	debug.SetMemoryLimit(soft)
 	return soft
 }
+
+// defaultGCPercent is the collector's target when GOGC does not set one:
+// the heap may grow to 1.5 times the live data between collections, where
+// Go's default lets it double. A provider's live data grows with the
+// objects it manages (about 12 KB each), and at 5,000 objects the doubled
+// heap alone was past the 150 MiB the provider aims at; collecting at 50%
+// costs about twice the collector's CPU, a few percent of a core in steady
+// state (docs/performance.md, Memory).
+const defaultGCPercent = 50
+
+// setGCPercent sets the collector's target to defaultGCPercent unless GOGC
+// already sets one, and returns the target set (0 for none).
+func setGCPercent(getenv func(string) string) int {
+	if getenv("GOGC") != "" {
+		return 0
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent
+}

@@ -75,3 +75,23 @@ func TestSetSoftMemoryLimit(t *testing.T) {
 		t.Errorf("the runtime's limit is %d, want %d", got, want)
 	}
 }
+
+// TestSetGCPercent: the collector's target becomes defaultGCPercent unless
+// GOGC sets one (which the runtime has already applied).
+func TestSetGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	if got := setGCPercent(func(k string) string { return map[string]string{"GOGC": "200"}[k] }); got != 0 {
+		t.Errorf("with GOGC set: set %d, want nothing", got)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set: the runtime's target changed to %d", got)
+	}
+	if got := setGCPercent(func(string) string { return "" }); got != defaultGCPercent {
+		t.Errorf("set %d, want %d", got, defaultGCPercent)
+	}
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("the runtime's target is %d, want %d", got, defaultGCPercent)
+	}
+}
