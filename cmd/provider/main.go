@@ -125,6 +125,7 @@ func main() {
 	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
 	opts.HealthProbeBindAddress = *probeAddr
 	opts.PprofBindAddress = *pprofAddr
+	profileHeap(*pprofAddr)
 	opts.GracefulShutdownTimeout = shutdownTimeout
 	// Leases only, and longer than controller-runtime's defaults: under
 	// load, renewals missing a 10s deadline cost leadership needlessly.

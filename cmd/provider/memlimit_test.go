@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -93,5 +94,28 @@ func TestSetGCPercent(t *testing.T) {
 	}
 	if got := debug.SetGCPercent(100); got != defaultGCPercent {
 		t.Errorf("the runtime's target is %d, want %d", got, defaultGCPercent)
+	}
+}
+
+// TestProfileHeap: heap sampling is off unless the profiler is served.
+func TestProfileHeap(t *testing.T) {
+	before := runtime.MemProfileRate
+	t.Cleanup(func() { runtime.MemProfileRate = before })
+	cases := map[string]struct {
+		addr string
+		want int
+	}{
+		"Served": {addr: "127.0.0.1:6060", want: 512 * 1024},
+		"Off":    {addr: "0"},
+		"Empty":  {addr: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			runtime.MemProfileRate = 512 * 1024
+			profileHeap(tc.addr)
+			if runtime.MemProfileRate != tc.want {
+				t.Errorf("heap sampling rate %d, want %d", runtime.MemProfileRate, tc.want)
+			}
+		})
 	}
 }

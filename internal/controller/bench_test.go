@@ -344,14 +344,16 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // polls of steady state the statements and API writes per object per poll,
 // the server sessions opened per database per poll and the longest
 // interval between two observations of one object (the upper bound of
-// its histogram bucket), the process's resident memory and
-// live heap, and the time to delete everything again (each size starts
+// its histogram bucket), the process's resident memory (at the end of the
+// steady state, and its peak) and heap in use, and the time to delete everything again (each size starts
 // from an empty namespace). BENCH_SCALE_SIZES (objects, comma-separated)
 // picks other sizes; BENCH_HEAP_PROFILE writes the live heap in steady
 // state and BENCH_CPU_PROFILE the process's CPU over the steady-state
 // window (the size is added before either's extension); BENCH_PROVIDER_ARGS
 // (space-separated flags, such as --max-conns=20) runs the provider with
-// other settings than the shipped ones.
+// other settings than the shipped ones. The provider serves its profiler
+// only when a profile is asked for, or BENCH_PPROF is set (to profile it
+// by hand while it runs).
 func BenchmarkScale(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int{1000, 5000}
@@ -383,7 +385,10 @@ func BenchmarkScale(b *testing.B) {
 			for range b.N {
 				// The flags as shipped: nothing but where to listen, and
 				// what BENCH_PROVIDER_ARGS adds to try another setting.
-				p, err := env.RunProvider(ctx, bin, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
+				// The profiler only when a profile is asked for: it keeps
+				// heap samples, which the shipped provider does not.
+				profiled := os.Getenv("BENCH_HEAP_PROFILE") != "" || os.Getenv("BENCH_CPU_PROFILE") != "" || os.Getenv("BENCH_PPROF") != ""
+				p, err := env.RunProvider(ctx, bin, profiled, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -457,6 +462,10 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err != nil {
 		b.Fatal(err)
 	}
+	peakRSS, err := p.PeakRSSMiB()
+	if err != nil {
+		b.Fatal(err)
+	}
 	heap := metricValue(b, p.Gather, "go_memstats_heap_inuse_bytes") / (1 << 20)
 	// The cap the process runs with (--max-conns), as it reports it.
 	connCap := metricValue(b, p.Gather, "provider_postgresql_max_connections")
@@ -484,6 +493,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
 	b.ReportMetric(float64(intervals), "intervals")
 	b.ReportMetric(rss, "MiB-rss")
+	b.ReportMetric(peakRSS, "MiB-rss-peak")
 	b.ReportMetric(heap, "MiB-heap-in-use")
 	b.ReportMetric(deleted.Seconds(), "s-to-delete")
 	if float64(peak) > connCap {
