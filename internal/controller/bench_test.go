@@ -351,7 +351,9 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // state and BENCH_CPU_PROFILE the process's CPU over the steady-state
 // window (the size is added before either's extension); BENCH_PROVIDER_ARGS
 // (space-separated flags, such as --max-conns=20) runs the provider with
-// other settings than the shipped ones. The provider serves its profiler
+// other settings than the shipped ones, and BENCH_PROVIDER_ENV
+// (space-separated KEY=value, such as GOGC=100) with another environment.
+// The provider serves its profiler
 // only when a profile is asked for, or BENCH_PPROF is set (to profile it
 // by hand while it runs).
 func BenchmarkScale(b *testing.B) {
@@ -388,7 +390,9 @@ func BenchmarkScale(b *testing.B) {
 				// The profiler only when a profile is asked for: it keeps
 				// heap samples, which the shipped provider does not.
 				profiled := os.Getenv("BENCH_HEAP_PROFILE") != "" || os.Getenv("BENCH_CPU_PROFILE") != "" || os.Getenv("BENCH_PPROF") != ""
-				p, err := env.RunProvider(ctx, bin, profiled, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
+				p, err := env.RunProvider(ctx, bin, providertest.ProcessOptions{
+					Args: strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS")), Env: strings.Fields(os.Getenv("BENCH_PROVIDER_ENV")), Profiled: profiled,
+				})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -467,6 +471,9 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Fatal(err)
 	}
 	heap := metricValue(b, p.Gather, "go_memstats_heap_inuse_bytes") / (1 << 20)
+	// What the process has spent of the machine's CPU, wave and steady
+	// state together: what a lower GOGC, say, costs.
+	cpu := metricValue(b, p.Gather, "process_cpu_seconds_total")
 	// The cap the process runs with (--max-conns), as it reports it.
 	connCap := metricValue(b, p.Gather, "provider_postgresql_max_connections")
 	if path := sizedPath(os.Getenv("BENCH_HEAP_PROFILE"), size); path != "" {
@@ -494,6 +501,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	b.ReportMetric(float64(intervals), "intervals")
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(peakRSS, "MiB-rss-peak")
+	b.ReportMetric(cpu, "s-provider-cpu")
 	b.ReportMetric(heap, "MiB-heap-in-use")
 	b.ReportMetric(deleted.Seconds(), "s-to-delete")
 	if float64(peak) > connCap {
