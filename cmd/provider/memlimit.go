@@ -59,13 +59,14 @@ func setSoftMemoryLimit(root string, getenv func(string) string) int64 {
 }
 
 // defaultGCPercent is the collector's target when GOGC does not set one:
-// the heap may grow to 1.5 times the live data between collections, where
+// the heap may grow to 1.3 times the live data between collections, where
 // Go's default lets it double. A provider's live data grows with the
-// objects it manages (about 12 KB each), and at 5,000 objects the doubled
-// heap alone was past the 150 MiB the provider aims at; collecting at 50%
-// costs about twice the collector's CPU, a few percent of a core in steady
-// state (docs/performance.md, Memory).
-const defaultGCPercent = 50
+// objects it manages (about 10 KB each), and at 5,000 objects the doubled
+// heap took the provider to 194 MiB against the 150 MiB it aims at. At
+// 5,000 objects 30 peaked at 139 MiB for 3% more of the provider's CPU
+// than 50, which peaked at 154 MiB (docs/performance.md, Memory at 5,000
+// objects).
+const defaultGCPercent = 30
 
 // setGCPercent sets the collector's target to defaultGCPercent unless GOGC
 // already sets one, and returns the target set (0 for none).
