@@ -29,11 +29,7 @@ import (
 func TestPersonas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true, NoCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp := controlplane.StartT(ctx, t, controlplane.Options{ControllerManager: true, NoCRDs: true})
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)

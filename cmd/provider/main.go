@@ -186,7 +186,7 @@ func main() {
 		log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
 	}
 
-	kingpin.FatalIfError(pgcontroller.SetupGated(mgr, config.Config{
+	kingpin.FatalIfError(pgcontroller.SetupGated(ctx, mgr, config.Config{
 		Options:      o,
 		Namespace:    *namespace,
 		PollJitter:   *pollJitter,

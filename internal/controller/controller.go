@@ -78,8 +78,9 @@ const discoveryLag = 5 * time.Minute
 // once the CRDs it watches are established. A CRD installed after the
 // provider starts (or missing altogether) therefore never crashes it: the
 // controller waits. A controller that then fails to start calls fail, since
-// the provider cannot do its job without it.
-func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
+// the provider cannot do its job without it. ctx ends the wait of a
+// controller whose kinds are established but not yet in discovery.
+func SetupGated(ctx context.Context, mgr ctrl.Manager, c config.Config, fail func(error)) error {
 	if c.Gate == nil {
 		return errors.New("gated setup needs a gate")
 	}
@@ -91,7 +92,7 @@ func SetupGated(mgr ctrl.Manager, c config.Config, fail func(error)) error {
 		c.Gate.Register(func() {
 			// Setup indexes the cache by the kind's fields, which needs the
 			// kind in discovery, a moment behind its CRD's Established.
-			if err := activation.WaitMapped(context.Background(), mgr.GetRESTMapper(), discoveryLag, k.gvks...); err != nil {
+			if err := activation.WaitMapped(ctx, mgr.GetRESTMapper(), discoveryLag, k.gvks...); err != nil {
 				fail(errors.Wrapf(err, "cannot set up the %s controller", k.name))
 				return
 			}

@@ -123,11 +123,7 @@ func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.R
 // it with the provider's scheme.
 func startControlPlane(ctx context.Context, t *testing.T, o controlplane.Options) (*controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	cp, err := controlplane.Start(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp := controlplane.StartT(ctx, t, o)
 	s, err := Scheme()
 	if err != nil {
 		t.Fatal(err)

@@ -28,11 +28,7 @@ import (
 // matching the field finds nothing.
 func TestNamespacedIndex(t *testing.T) {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{NoCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	cp := controlplane.StartT(ctx, t, controlplane.Options{NoCRDs: true})
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
