@@ -9,8 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,14 +27,7 @@ import (
 func TestNamespacedIndex(t *testing.T) {
 	ctx := context.Background()
 	cp := controlplane.StartT(ctx, t, controlplane.Options{NoCRDs: true})
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	kube, err := client.New(cp.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube := cp.CoreClient(t)
 	cm := func(ns, name, app string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
 	}
@@ -51,7 +42,7 @@ func TestNamespacedIndex(t *testing.T) {
 		}
 	}
 
-	c, err := cache.New(cp.Config, cache.Options{Scheme: s})
+	c, err := cache.New(cp.Config, cache.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
