@@ -41,14 +41,7 @@ func TestNamespaceLookupReadsOneResource(t *testing.T) {
 		InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("lk_db")},
 	}}
 	objs = append(objs, theirs, db)
-	env.Create(ctx, t, objs...)
-	t.Cleanup(func() {
-		for _, o := range objs {
-			if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	env.CreateForTest(ctx, t, objs...)
 
 	c, _ := env.Cache(ctx, t)
 	for _, o := range []client.Object{&v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}} {

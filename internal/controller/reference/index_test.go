@@ -41,14 +41,7 @@ func TestWakingReadsOnlyReferrers(t *testing.T) {
 		schema("ixpg", v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("ix_seven")}),
 		schema("ixowner", v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("ix_other"), OwnerRef: &v1alpha1.LocalReference{Name: "ixdb7"}}),
 	)
-	env.Create(ctx, t, objs...)
-	t.Cleanup(func() {
-		for _, o := range objs {
-			if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	env.CreateForTest(ctx, t, objs...)
 
 	// Every namespace, as the provider's cache: a lookup from another
 	// namespace must find nothing because nothing there refers to it.

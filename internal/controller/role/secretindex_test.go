@@ -41,14 +41,7 @@ func TestSecretEventReadsOnlyItsRoles(t *testing.T) {
 		objs = append(objs, newRole(fmt.Sprintf("si%d", i), fmt.Sprintf("si-own-%d", i)))
 	}
 	objs = append(objs, newRole("sia", "si-shared"), newRole("sib", "si-shared"))
-	env.Create(ctx, t, objs...)
-	t.Cleanup(func() {
-		for _, o := range objs {
-			if err := client.IgnoreNotFound(env.Kube.Delete(ctx, o)); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	env.CreateForTest(ctx, t, objs...)
 
 	// Every namespace, as the provider's cache: a lookup in another
 	// namespace must find nothing because there is nothing there.
