@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
@@ -340,6 +341,12 @@ const (
 	// what the writes in between trigger; no poll (measured 2.2-2.6,
 	// loaded or not).
 	maxReconcilesPerObject = 3.5
+	// maxWritesPerObject to Ready: the provider's writes of its objects
+	// (metadata and status) and of connection Secrets, and its events,
+	// on the way to Ready, counted by the API server. Each is an etcd
+	// write and a watch event to every watcher; on a 2-core machine the
+	// API server's share of the CPU is what bounds a wave.
+	maxWritesPerObject = 11.0
 	// maxStatementsPerObjectPerPoll in steady state: a role's observation
 	// is one statement, a database with extensions two.
 	maxStatementsPerObjectPerPoll = 2.0
@@ -388,9 +395,13 @@ func TestScaleRegression(t *testing.T) {
 			}
 		}
 	})
-	before, byBefore := reconciles(t), reconcilesByResult(t)
+	before, byBefore, wroteBefore, requestsBefore := reconciles(t), reconcilesByResult(t), providerWrites(ctx, t), apiRequestCounts(ctx, t)
 	took := provision(ctx, t, "reg", regressionPairs)
 	perObject := float64(reconciles(t)-before) / float64(objects)
+	wrotePerObject := writesPerObject(ctx, t, wroteBefore, objects)
+	if wrotePerObject > maxWritesPerObject {
+		logWrites(t, requestsBefore, apiRequestCounts(ctx, t), objects)
+	}
 	if err := env.RestartWith(ctx, func(o *providertest.Options) { o.PollInterval = scalePoll }); err != nil {
 		t.Fatal(err)
 	}
@@ -422,10 +433,13 @@ func TestScaleRegression(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d objects Ready in %s; %.2f reconciles per object; steady state: %.2f statements and %d API writes per object per poll, %.2f Secret reads and %.3f write requests per poll of an object",
-		objects, took.Round(time.Millisecond), perObject, perPoll, writes, secretsPerPoll, writesPerPoll)
+	t.Logf("%d objects Ready in %s; %.2f reconciles and %.2f API writes per object; steady state: %.2f statements and %d API writes per object per poll, %.2f Secret reads and %.3f write requests per poll of an object",
+		objects, took.Round(time.Millisecond), perObject, wrotePerObject, perPoll, writes, secretsPerPoll, writesPerPoll)
 	if perObject > maxReconcilesPerObject {
 		t.Errorf("%.2f reconciles per object to Ready; documented at most %.1f", perObject, maxReconcilesPerObject)
+	}
+	if wrotePerObject > maxWritesPerObject {
+		t.Errorf("%.2f API writes per object to Ready; documented at most %.1f", wrotePerObject, maxWritesPerObject)
 	}
 	if perPoll > maxStatementsPerObjectPerPoll || perPoll == 0 {
 		t.Errorf("%.2f statements per object per poll in steady state; documented at most %.1f (and more than none: the polls must run)", perPoll, maxStatementsPerObjectPerPoll)
@@ -439,6 +453,24 @@ func TestScaleRegression(t *testing.T) {
 	if writesPerPoll > maxWriteRequestsPerPoll {
 		t.Errorf("%.3f write requests to the API server per poll of an object in steady state, changing nothing; documented at most %.2f", writesPerPoll, maxWriteRequestsPerPoll)
 	}
+}
+
+// providerWrites is how many writes the provider's own changes take, so
+// far: of its kinds (the test's creates included, see writesPerObject),
+// of Secrets, and events.
+func providerWrites(ctx context.Context, t testing.TB) float64 {
+	t.Helper()
+	return writeRequests(ctx, t) + apiRequests(ctx, t, func(verb, _, resource string) bool {
+		return (verb == "POST" || verb == "PATCH") && resource == "events"
+	})
+}
+
+// writesPerObject is the provider's writes per object since before
+// (providerWrites), for objects the test created: their creates are the
+// test's, not the provider's.
+func writesPerObject(ctx context.Context, t testing.TB, before float64, objects int) float64 {
+	t.Helper()
+	return (providerWrites(ctx, t) - before - float64(objects)) / float64(objects)
 }
 
 // secretGets is how many Secrets the API server has been asked for, by
@@ -470,6 +502,76 @@ func writeRequests(ctx context.Context, t testing.TB) float64 {
 // that match (its apiserver_request_total, by verb, group and resource).
 func apiRequests(ctx context.Context, t testing.TB, match func(verb, group, resource string) bool) float64 {
 	t.Helper()
+	var n float64
+	for k, v := range apiRequestCounts(ctx, t) {
+		if match(k.verb, k.group, k.resource) {
+			n += v
+		}
+	}
+	return n
+}
+
+// A requestKind is a kind of request the API server counts.
+type requestKind struct{ verb, group, resource, subresource string }
+
+func (k requestKind) String() string {
+	if k.subresource != "" {
+		return k.verb + " " + k.resource + "/" + k.subresource
+	}
+	return k.verb + " " + k.resource
+}
+
+// logWrites logs the provider's writes between two apiRequestCounts, by
+// kind of request, per object: where a change in writes per object went.
+func logWrites(t testing.TB, before, after map[requestKind]float64, objects int) {
+	t.Helper()
+	var lines []string
+	for k, v := range after {
+		d := v - before[k]
+		isWrite := k.verb == "PUT" || k.verb == "PATCH" || k.verb == "POST"
+		if isWrite && d > 0 && (k.group == v1alpha1.Group || k.resource == "secrets" || k.resource == "events") {
+			lines = append(lines, fmt.Sprintf("  %-40s %5.2f per object", k, d/float64(objects)))
+		}
+	}
+	slices.Sort(lines)
+	t.Logf("API writes to Ready by request (the test's own creates among the POSTs):\n%s", strings.Join(lines, "\n"))
+}
+
+// apiRequestCounts is how many requests of each kind the API server has
+// served so far.
+func apiRequestCounts(ctx context.Context, t testing.TB) map[requestKind]float64 {
+	t.Helper()
+	out := map[requestKind]float64{}
+	for _, m := range apiServerMetrics(ctx, t)["apiserver_request_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		out[requestKind{verb: l["verb"], group: l["group"], resource: l["resource"], subresource: l["subresource"]}] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// apiServerCPU is the CPU seconds the API server has spent so far, and
+// of those the seconds it spent evaluating CRD validation rules (CEL).
+func apiServerCPU(ctx context.Context, t testing.TB) (cpu, cel float64) {
+	t.Helper()
+	fams := apiServerMetrics(ctx, t)
+	for _, m := range fams["process_cpu_seconds_total"].GetMetric() {
+		cpu += m.GetCounter().GetValue()
+	}
+	for _, m := range fams["apiserver_cel_evaluation_duration_seconds"].GetMetric() {
+		cel += m.GetHistogram().GetSampleSum()
+	}
+	if cpu == 0 {
+		t.Fatal("the API server reports no CPU time: the metric is not where this test reads it")
+	}
+	return cpu, cel
+}
+
+// apiServerMetrics scrapes the API server's metrics.
+func apiServerMetrics(ctx context.Context, t testing.TB) map[string]*dto.MetricFamily {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.ControlPlane.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -483,17 +585,7 @@ func apiRequests(ctx context.Context, t testing.TB, match func(verb, group, reso
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n float64
-	for _, m := range fams["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if match(l["verb"], l["group"], l["resource"]) {
-			n += m.GetCounter().GetValue()
-		}
-	}
-	return n
+	return fams
 }
 
 // reconciles is how many reconciles the role and database controllers
@@ -786,8 +878,15 @@ func BenchmarkDefaults(b *testing.B) {
 				// starts after a checkpoint, so neither pays for the other's.
 				prefix := fmt.Sprintf("d%dr", i)
 				checkpoint(ctx, b)
-				byBefore := reconcilesByResult(b)
+				byBefore, wroteBefore, requestsBefore := reconcilesByResult(b), providerWrites(ctx, b), apiRequestCounts(ctx, b)
+				cpuBefore, celBefore := apiServerCPU(ctx, b)
 				took := provision(ctx, b, prefix, n)
+				b.ReportMetric(writesPerObject(ctx, b, wroteBefore, 2*n), "writes/object")
+				logWrites(b, requestsBefore, apiRequestCounts(ctx, b), 2*n)
+				cpu, cel := apiServerCPU(ctx, b)
+				b.ReportMetric((cpu-cpuBefore)/took.Seconds(), "apiserver-cores")
+				b.Logf("API server: %.1f CPU seconds over the %.1f s to Ready (%.1f ms per object), %.1f s of it evaluating CRD validation rules",
+					cpu-cpuBefore, took.Seconds(), 1000*(cpu-cpuBefore)/float64(2*n), cel-celBefore)
 				logReconciles(b, byBefore, reconcilesByResult(b), n)
 				logPoolWaits(b, gatherOf(b, env.Pools))
 				checkpoint(ctx, b)
