@@ -91,6 +91,13 @@ func ConnectorFor[T interface {
 // resource that has none: the PostgreSQL name (spec.forProvider.name or a
 // metadata.name the CRD validated), never crossplane-runtime's default of
 // an unvalidated metadata.name.
+//
+// A new resource has no finalizer yet either, and crossplane-runtime
+// writes it in this same reconcile, after a successful observation and
+// before anything is created: the external name set here goes with that
+// write rather than in one of its own. Every object of a wave was written
+// once more for it, an API write, an etcd write and a watch event to every
+// watcher each. A resource that has its finalizer already is written here.
 func ExternalNameInitializer[T resource.Managed](kube client.Client, name func(T) string) managed.Initializer {
 	return managed.InitializerFn(func(ctx context.Context, mg resource.Managed) error {
 		t, ok := mg.(T)
@@ -98,6 +105,9 @@ func ExternalNameInitializer[T resource.Managed](kube client.Client, name func(T
 			return nil
 		}
 		meta.SetExternalName(mg, name(t))
+		if !meta.FinalizerExists(mg, managed.FinalizerName) {
+			return nil
+		}
 		return errors.Wrap(kube.Update(ctx, mg), "cannot record the external name")
 	})
 }
