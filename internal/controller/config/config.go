@@ -347,8 +347,19 @@ func adjust(res reconcile.Result, err error, o outcome, after time.Duration) (re
 // Deletes reports whether mg's management policies let the provider
 // delete what it manages: "*" or Delete.
 func Deletes(mg resource.Managed) bool {
+	return allows(mg, xpv2.ManagementActionDelete)
+}
+
+// Creates reports whether mg's management policies let the provider
+// create what it manages: "*" or Create.
+func Creates(mg resource.Managed) bool {
+	return allows(mg, xpv2.ManagementActionCreate)
+}
+
+// allows reports whether mg's management policies hold "*" or action.
+func allows(mg resource.Managed, action xpv2.ManagementAction) bool {
 	for _, p := range mg.GetManagementPolicies() {
-		if p == xpv2.ManagementActionAll || p == xpv2.ManagementActionDelete {
+		if p == xpv2.ManagementActionAll || p == action {
 			return true
 		}
 	}

@@ -202,9 +202,27 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.instance, mg)
 	if done {
+		if err == nil && !obs.ResourceExists && !meta.WasDeleted(mg) && config.Creates(mg) && !alternating(mg) {
+			// To be created, and allowed to be: see absent.
+			return e.absent(ctx, mg)
+		}
 		return obs, err
 	}
 	return e.observeDrift(ctx, mg, got)
+}
+
+// absent observes a role that is about to be created with the connection
+// details it is created with, its generated password staged in the
+// Secret already (see password). crossplane-runtime publishes the details
+// of every observation, a missing role's too, before it creates: with
+// none, it wrote an empty Secret, which the staging then wrote again, two
+// writes where one holds everything.
+func (e *external) absent(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	pw, err := e.password(ctx, mg, true)
+	if err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
+	}
+	return managed.ExternalObservation{ConnectionDetails: e.details(mg, mg.RoleName(), pw)}, nil
 }
 
 // holdForHeirs keeps a role's resource while another resource of its

@@ -1,12 +1,14 @@
 package role_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1044,4 +1046,84 @@ func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(ctx, t, target)
+}
+
+// TestConnectionSecretWrittenOnce: a login role's connection Secret is
+// written once on its way to Ready, with everything in it: the generated
+// password is staged in it before CREATE ROLE, and crossplane-runtime's
+// publishing of the observation before the create no longer writes an
+// empty Secret first (two writes, and a window in which an application
+// mounting it saw no keys at all). A role the provider may not create
+// (no Create in its management policies) gets no password handed out.
+func TestConnectionSecretWrittenOnce(t *testing.T) {
+	ctx := context.Background()
+	wc, err := client.NewWithWatch(env.ControlPlane.Config, client.Options{Scheme: env.Kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.SecretList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	once := newRole("once")
+	never := newRole("never", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionUpdate, xpv2.ManagementActionDelete}
+	})
+	env.Create(ctx, t, once, never)
+	got := waitCondition(ctx, t, once, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	// Let what the next reconciles would write arrive.
+	time.Sleep(3 * time.Second)
+
+	var writes []string
+	var first map[string][]byte
+	for drained := false; !drained; {
+		select {
+		case ev := <-w.ResultChan():
+			s, ok := ev.Object.(*corev1.Secret)
+			if !ok {
+				continue
+			}
+			switch s.Name {
+			case "once-conn":
+				if len(writes) == 0 {
+					first = s.Data
+				}
+				writes = append(writes, string(ev.Type))
+			case "never-conn":
+				if len(s.Data["password"]) > 0 {
+					t.Errorf("a role the provider may not create was handed a password in its Secret (%s)", ev.Type)
+				}
+			}
+		case <-time.After(time.Second):
+			// The watch hands over one event at a time, as it decodes
+			// them: a second without one is the end of what was written.
+			drained = true
+		}
+	}
+	if diff := cmp.Diff([]string{"ADDED"}, writes); diff != "" {
+		t.Errorf("writes of the connection Secret on the way to Ready: -want +got:\n%s", diff)
+	}
+	final := &corev1.Secret{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once-conn"}, final); err != nil {
+		t.Fatal(err)
+	}
+	if len(final.Data["password"]) == 0 {
+		t.Fatal("the connection Secret holds no password")
+	}
+	// Key names only: the values are credentials, never printed.
+	var differ []string
+	for k, v := range final.Data {
+		if !bytes.Equal(first[k], v) {
+			differ = append(differ, k)
+		}
+	}
+	slices.Sort(differ)
+	if len(differ) > 0 || len(first) != len(final.Data) {
+		t.Errorf("the Secret's first version is not what it holds at Ready: %d keys then, %d now; these differ or were missing: %v", len(first), len(final.Data), differ)
+	}
+	// The staged password is the role's.
+	if user, err := loginWith(ctx, final.Data); err != nil || user != got.Status.AtProvider.Name {
+		t.Errorf("logging in with the Secret: user %q, %v; want %q", user, err, got.Status.AtProvider.Name)
+	}
 }
