@@ -126,6 +126,13 @@ func (s *roleScan) role(withVerifier bool) *ObservedRole {
 	return &o
 }
 
+// RoleExists reports whether the server has a role of that name.
+func RoleExists(ctx context.Context, q Querier, name string) (bool, error) {
+	var ok bool
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)", name).Scan(&ok)
+	return ok, xperrors.Wrapf(err, "cannot look up role %q", name)
+}
+
 // ObserveRole reads a role, and the system identifier of the server it
 // asked. The role is nil when it does not exist. With withVerifier (only
 // for a superuser login) the same round trip reads the role's stored

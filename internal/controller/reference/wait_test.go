@@ -36,10 +36,18 @@ func TestMain(m *testing.M) {
 // reference to a resource not created yet (the database's ownerRef), to
 // one created but not observed yet (the schema's databaseRef), and a
 // PostgreSQL object named directly that is not on the server yet (the
-// grant's database, then its role).
+// grant's database, then its role; a database's owner given by name,
+// which is never tried on the server before the role exists).
 func TestWaitingIsWokenNotRetried(t *testing.T) {
 	ctx := context.Background()
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}
+	logFrom := env.ServerLogLen(t)
+	named := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "w-named", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
+			Name: ptr.To("w_named"), Owner: ptr.To("w_named_owner"),
+		}},
+	}
 	db := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
@@ -61,7 +69,7 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 			Privileges: []v1alpha1.Privilege{"CONNECT"},
 		}},
 	}
-	env.Create(ctx, t, db, s, g)
+	env.Create(ctx, t, db, s, g, named)
 
 	// Failed reconciles, as their aggregated Warning events count them.
 	// The first few seconds bring one or more: the first reconcile and
@@ -69,7 +77,7 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 	// coalesce. After that a waiting resource is left alone until woken;
 	// the error back-off would retry it at 7 s and 15 s.
 	const settle, quiet = 5 * time.Second, 15 * time.Second
-	waiters := []string{db.Name, s.Name, g.Name}
+	waiters := []string{db.Name, s.Name, g.Name, named.Name}
 	time.Sleep(settle)
 	first := map[string]int32{}
 	for _, name := range waiters {
@@ -103,6 +111,19 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 		if err := env.WaitForReady(ctx, o, corev1.ConditionTrue, xpv2.ReasonAvailable, woken); err != nil {
 			t.Fatalf("%s did not go on within %s of what it waits for: %v", o.GetName(), woken, err)
 		}
+	}
+	// A PostgreSQLRole creating the named owner wakes that database too.
+	namedOwner := newRole("w-named-owner", "w_named_owner")
+	env.Create(ctx, t, namedOwner)
+	env.Ready(ctx, t, namedOwner, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if err := env.WaitForReady(ctx, named, corev1.ConditionTrue, xpv2.ReasonAvailable, woken); err != nil {
+		t.Fatalf("%s did not go on within %s of its owner role: %v", named.Name, woken, err)
+	}
+	// While it waited, CREATE DATABASE was never sent for an owner the
+	// server does not have: each failed try was two writes of the object
+	// and a retry with back-off.
+	if log := env.ServerLog(t, logFrom); strings.Contains(log, `role "w_named_owner" does not exist`) {
+		t.Errorf("CREATE DATABASE was tried before its owner role existed:\n%s", log)
 	}
 	// The grant now waits for its role alone.
 	err := providertest.Wait(ctx, woken, func(ctx context.Context) (bool, error) {
