@@ -105,6 +105,12 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 	case v.Deleting:
 		st.Phase, st.Reason, st.Message = v1alpha1.PhaseUnavailable, "Deleting", "the PostgreSQLDatabase is being deleted"
 		return st
+	case !v.Policy.Offered && v.Policy.ProvisionedFor == nil:
+		// Neither offered nor provisioned for a tenant: no tenant gets it,
+		// whether it exists yet or not. Said at once, it is one record
+		// (and one event) for every database a platform team registers,
+		// where Provisioning first was two.
+		return notOffered(st)
 	case !v.Exists:
 		st.Phase, st.Message = v1alpha1.PhaseProvisioning, "waiting for the database to exist and be observed"
 		return st
@@ -119,9 +125,7 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 		}
 	}
 	if !v.Policy.Offered {
-		st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered
-		st.Message = "not offered to tenants: an admin offers it with spec.binding.offered: true"
-		return st
+		return notOffered(st)
 	}
 	var eligible []candidate
 	for _, c := range v.Candidates {
@@ -140,6 +144,13 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 	})
 	w := eligible[0]
 	return bound(&v1alpha1.BindingReference{Name: w.Name, UID: w.UID, Tenant: w.Tenant})
+}
+
+// notOffered is st for a database no admin offered to tenants.
+func notOffered(st v1alpha1.DatabaseBindingStatus) v1alpha1.DatabaseBindingStatus {
+	st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered
+	st.Message = "not offered to tenants: an admin offers it with spec.binding.offered: true"
+	return st
 }
 
 // viewOf reads what decides db's binding from its status, as the managed
@@ -295,7 +306,14 @@ func (b *binder) announce(db *v1alpha1.PostgreSQLDatabase, was, now v1alpha1.Dat
 	if was.Phase == now.Phase {
 		return
 	}
-	if now.Phase == v1alpha1.PhaseUnavailable {
+	// Not offered is how every database an admin registers starts: that
+	// is no news, and a Warning on each would teach people to ignore
+	// Warnings. Withdrawing an offer is news, but no fault.
+	notOffered := now.Phase == v1alpha1.PhaseUnavailable && now.Reason == v1alpha1.ReasonNotOffered
+	if notOffered && was.Phase == "" {
+		return
+	}
+	if now.Phase == v1alpha1.PhaseUnavailable && !notOffered {
 		b.record.Event(db, event.Warning(event.Reason("Binding"+string(now.Phase)), errors.New(now.Message)))
 		return
 	}

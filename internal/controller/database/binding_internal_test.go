@@ -8,9 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -105,6 +108,11 @@ func TestDecide(t *testing.T) {
 			reason: "A database owned by a SUPERUSER/CREATEROLE/BYPASSRLS/REPLICATION role is never delivered.",
 			view:   bindingView{Policy: offered, Exists: true, Blocked: v1alpha1.ReasonPrivilegedOwner, Message: "owner is a superuser", Candidates: []candidate{a}},
 			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonPrivilegedOwner)},
+		},
+		"NotOfferedBeforeItExists": {
+			reason: "A database neither offered nor provisioned for a tenant is no one's from the start: it is not Provisioning for anyone.",
+			view:   bindingView{Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonNotOffered)},
 		},
 		"NotYetExisting": {
 			reason: "Nothing is bound before the database exists and is observed.",
@@ -258,6 +266,44 @@ func TestDecisionChanged(t *testing.T) {
 			got := decisionChanged().Update(ctrlevent.UpdateEvent{ObjectOld: was, ObjectNew: now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nlet through (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// events records what a binder announces.
+type events struct{ got []string }
+
+func (r *events) Event(_ runtime.Object, e event.Event) {
+	r.got = append(r.got, string(e.Type)+" "+string(e.Reason))
+}
+func (r *events) WithAnnotations(...string) event.Recorder { return r }
+
+// TestAnnounce: each change of phase is one event, a Warning only when a
+// database is kept from tenants for a reason someone must act on. A
+// database nobody offered is how every database an admin registers
+// starts: no event; an offer withdrawn is a Normal one.
+func TestAnnounce(t *testing.T) {
+	phase := func(p v1alpha1.DatabasePhase, reason xpv2.ConditionReason) v1alpha1.DatabaseBindingStatus {
+		return v1alpha1.DatabaseBindingStatus{Phase: p, Reason: reason}
+	}
+	cases := map[string]struct {
+		was, now v1alpha1.DatabaseBindingStatus
+		want     []string
+	}{
+		"NotOfferedFromTheStart": {now: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered)},
+		"OfferWithdrawn":         {was: phase(v1alpha1.PhaseAvailable, ""), now: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered), want: []string{"Normal BindingUnavailable"}},
+		"Conflict":               {now: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonConflict), want: []string{"Warning BindingUnavailable"}},
+		"PrivilegedOwner":        {was: phase(v1alpha1.PhaseAvailable, ""), now: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonPrivilegedOwner), want: []string{"Warning BindingUnavailable"}},
+		"Bound":                  {was: phase(v1alpha1.PhaseAvailable, ""), now: phase(v1alpha1.PhaseBound, ""), want: []string{"Normal BindingBound"}},
+		"SamePhase":              {was: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered), now: phase(v1alpha1.PhaseUnavailable, v1alpha1.ReasonConflict)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &events{}
+			(&binder{record: r}).announce(&v1alpha1.PostgreSQLDatabase{}, tc.was, tc.now)
+			if diff := cmp.Diff(tc.want, r.got); diff != "" {
+				t.Errorf("events: -want +got:\n%s", diff)
 			}
 		})
 	}
