@@ -345,8 +345,16 @@ const (
 	// (metadata and status) and of connection Secrets, and its events,
 	// on the way to Ready, counted by the API server. Each is an etcd
 	// write and a watch event to every watcher; on a 2-core machine the
-	// API server's share of the CPU is what bounds a wave.
-	maxWritesPerObject = 11.0
+	// API server's share of the CPU is what bounds a wave. Measured 8.1
+	// (10.2 before the external name went with the finalizer, the Secret
+	// was written once, a database stopped trying CREATE DATABASE before
+	// its owner existed, and the binder stopped recording Provisioning
+	// for a database no tenant can get). The bound leaves room for the
+	// waits a loaded machine adds (a database reached before its owner
+	// costs a status write and an event per wait); a second write per
+	// object, as the external name's was, crosses it, and the other three
+	// have tests of their own.
+	maxWritesPerObject = 9.0
 	// maxStatementsPerObjectPerPoll in steady state: a role's observation
 	// is one statement, a database with extensions two.
 	maxStatementsPerObjectPerPoll = 2.0
