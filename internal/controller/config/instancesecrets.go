@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -93,19 +94,31 @@ func newMemo(mgr ctrl.Manager, kinds []string, keeps func(kind string, key clien
 	// Without this, what was read of every Secret ever deleted (every
 	// deleted role's) would stay in memory.
 	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for _, kind := range kinds {
-			i, err := mgr.GetCache().GetInformer(ctx, metadataOf(kind))
-			if err != nil {
-				return errors.Wrapf(err, "cannot watch %ss for deletions", kind)
-			}
-			if _, err := i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { m.deleted(kind, obj) }}); err != nil {
-				return errors.Wrapf(err, "cannot watch %ss for deletions", kind)
-			}
-		}
-		<-ctx.Done()
-		return nil
+		return m.evict(ctx, mgr.GetCache(), kinds)
 	}))
 	return m, errors.Wrap(err, "cannot add the Secret memo's eviction")
+}
+
+// evict forgets what was read of each object of kinds that informers see
+// deleted, until ctx ends.
+func (m *memo) evict(ctx context.Context, informers cache.Informers, kinds []string) error {
+	for _, kind := range kinds {
+		i, err := informers.GetInformer(ctx, metadataOf(kind))
+		if ctx.Err() != nil {
+			// Stopped before the informer synced (a provider shut down
+			// right after it started): nothing is wrong, and an error
+			// here was logged as one on every such shutdown.
+			return nil
+		}
+		if err != nil {
+			return errors.Wrapf(err, "cannot watch %ss for deletions", kind)
+		}
+		if _, err := i.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { m.deleted(kind, obj) }}); err != nil {
+			return errors.Wrapf(err, "cannot watch %ss for deletions", kind)
+		}
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // metadataOf is an empty metadata-only object of kind, a core v1 kind.

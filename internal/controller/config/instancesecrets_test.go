@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -315,5 +317,38 @@ func TestConnectionSecrets(t *testing.T) {
 	}
 	if n := api.gets.Load() - before; n != 0 {
 		t.Errorf("a Namespace was read through the memo's API reader (%d requests)", n)
+	}
+}
+
+// informersFailing answers GetInformer as a cache does when it cannot
+// sync: with an error, once ctx ends when block is set.
+type informersFailing struct {
+	cache.Informers
+	block bool
+}
+
+func (f informersFailing) GetInformer(ctx context.Context, _ client.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	if f.block {
+		<-ctx.Done()
+	}
+	return nil, errors.New("Timeout: failed waiting for *v1.PartialObjectMetadata Informer to sync")
+}
+
+// TestMemoEvictionStopsQuietly: a provider stopped before the Secret
+// informer synced (shut down right after it started) stops without an
+// error, which its manager logged as one at every such shutdown; an
+// informer that fails while the provider runs is still an error.
+func TestMemoEvictionStopsQuietly(t *testing.T) {
+	m := &memo{read: map[memoKey]client.Object{}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if err := m.evict(ctx, informersFailing{block: true}, []string{"Secret"}); err != nil {
+		t.Errorf("stopped before the informer synced: %v, want no error", err)
+	}
+
+	err := m.evict(context.Background(), informersFailing{}, []string{"Secret"})
+	if err == nil || !strings.Contains(err.Error(), "cannot watch Secrets for deletions") {
+		t.Errorf("an informer failing while running: %v, want the error", err)
 	}
 }
