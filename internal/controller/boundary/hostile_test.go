@@ -360,3 +360,50 @@ func syncedFails(ctx context.Context, obj providertest.Conditioned, want string)
 	}
 	return nil
 }
+
+// TestWaitingOwnerIsNoWayAroundTheBoundary: a database given an owner by
+// name waits while no such role exists (rather than fail CREATE
+// DATABASE). A hostile namespace must not turn that wait into a way to
+// hand its database to a role another tenant creates later: once the role
+// exists, the database is refused like any other owned by another
+// namespace's role, and never created.
+func TestWaitingOwnerIsNoWayAroundTheBoundary(t *testing.T) {
+	ctx := context.Background()
+	lying := database("main", "h_lying_in_wait", v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To("late_victim")})
+	env.Create(ctx, t, lying)
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(lying), lying); err != nil {
+			return false, err
+		}
+		return strings.Contains(lying.GetCondition(xpv2.TypeSynced).Message, `waiting for role "late_victim"`), nil
+	})
+	if err != nil {
+		t.Fatalf("the database does not wait for its owner: %v (Synced: %q)", err, lying.GetCondition(xpv2.TypeSynced).Message)
+	}
+
+	// The victim creates the role.
+	late := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: "late-victim"},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("late_victim"), Login: ptr.To(false)},
+		},
+	}
+	env.Create(ctx, t, late)
+	env.Ready(ctx, t, late, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	// The waiting database is refused within its next looks (the poll is
+	// 2 s here, so is the fallback of a wait).
+	env.Ready(ctx, t, lying, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+	msg := lying.GetCondition(xpv2.TypeReady).Message
+	for _, want := range []string{"spec.forProvider.owner", "rule " + boundary.RuleOtherNamespace, "Nothing was sent to the server"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	var n int
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = 'h_lying_in_wait'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the database exists on the server (%d, %v)", n, err)
+	}
+}

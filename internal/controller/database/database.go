@@ -208,14 +208,14 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	if err != nil {
 		return err
 	}
-	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
-		return err
-	}
 	// An owner given by name may be a role created in the same apply: the
 	// database waits for it rather than fail CREATE DATABASE, which cost
 	// two writes of the object (create pending, then failed) and a retry
 	// with back-off each time; a PostgreSQLRole of that name wakes it
-	// when it has created its role (references).
+	// when it has created its role (references). The boundary is checked
+	// after, against the role as it exists: checked while it was missing
+	// (no one's, so allowed), a role another namespace created meanwhile
+	// would be given the database.
 	if owner != "" && mg.Spec.ForProvider.Owner != nil {
 		ok, err := postgres.RoleExists(ctx, e.pool, owner)
 		if err != nil {
@@ -224,6 +224,9 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 		if !ok {
 			return reference.Wait(ctx, errors.Errorf("spec.forProvider.owner: waiting for role %q to exist on PostgreSQLInstance %q; the database is created once it does", owner, e.instance.GetName()))
 		}
+	}
+	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
+		return err
 	}
 	e.ownerChecked = owner
 	return nil
