@@ -1068,12 +1068,26 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	defer w.Stop()
 	once := newRole("once")
 	never := newRole("never", func(r *v1alpha1.PostgreSQLRole) {
-		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionUpdate, xpv2.ManagementActionDelete}
+		// A set crossplane-runtime supports (one it does not is never
+		// observed at all, and would prove nothing here).
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionUpdate}
 	})
 	env.Create(ctx, t, once, never)
 	got := waitCondition(ctx, t, once, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	// Let what the next reconciles would write arrive.
 	time.Sleep(3 * time.Second)
+
+	// The role that is not created is observed and its details published
+	// all the same (crossplane-runtime writes its Secret, without a key):
+	// the path that could hand out a password did run.
+	if err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-conn"}, &corev1.Secret{})
+		return err == nil, client.IgnoreNotFound(err)
+	}); err != nil {
+		n := &v1alpha1.PostgreSQLRole{}
+		_ = env.Kube.Get(ctx, client.ObjectKeyFromObject(never), n)
+		t.Fatalf("the role without Create was never observed: %v (Synced: %q)", err, n.GetCondition(xpv2.TypeSynced).Message)
+	}
 
 	var writes []string
 	var first map[string][]byte
