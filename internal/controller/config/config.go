@@ -6,11 +6,13 @@ package config
 import (
 	"context"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +26,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -212,8 +215,16 @@ func databaseGroup(mg resource.Managed) string {
 //
 // Where crossplane-runtime counts on that event, the filter lets it
 // through or stands in for it:
-//   - A create's external-create-succeeded annotation is no status: its
-//     event observes what was created at once.
+//   - The observation that follows a create is woken by the create's last
+//     write, the status that records it (Ready Creating, Synced True),
+//     and not, as crossplane-runtime's own filter has it, by the
+//     external-create-succeeded annotation written just before. The
+//     reconcile that annotation woke read the object from a cache that
+//     had not yet seen the status write, so its own status write then
+//     conflicted and waited a second for conflictRetry: a fifth of the
+//     creates in a wave of 200 did (docs/performance.md). A create that
+//     failed records Synced False and is retried with back-off, as
+//     before.
 //   - A write that conflicts with a newer version, read from a cache that
 //     had not seen it yet, is retried after conflictRetry (requeues), not
 //     when the newer version's event arrives: that event is often the
@@ -252,7 +263,44 @@ func ownChanges(also ...predicate.Predicate) predicate.Predicate {
 	resync := UpdatesWhere(func(was, now client.Object) bool { return was.GetResourceVersion() == now.GetResourceVersion() })
 	finalizers := UpdatesWhere(func(was, now client.Object) bool { return !slices.Equal(was.GetFinalizers(), now.GetFinalizers()) })
 	deleting := UpdatesWhere(func(_, now client.Object) bool { return now.GetDeletionTimestamp() != nil })
-	return predicate.Or(append([]predicate.Predicate{resource.DesiredStateChanged(), finalizers, deleting, resync}, also...)...)
+	created := UpdatesWhere(func(was, now client.Object) bool { return createRecorded(now) && !createRecorded(was) })
+	return predicate.Or(append([]predicate.Predicate{desiredStateChanged(), finalizers, deleting, resync, created}, also...)...)
+}
+
+// desiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
+// but for the external-create-succeeded annotation, which it lets through
+// and this filter does not (OwnChanges says why).
+func desiredStateChanged() predicate.Predicate {
+	return predicate.Or(
+		predicate.LabelChangedPredicate{},
+		predicate.GenerationChangedPredicate{},
+		UpdatesWhere(func(was, now client.Object) bool {
+			return !maps.Equal(withoutCreateRecords(was.GetAnnotations()), withoutCreateRecords(now.GetAnnotations()))
+		}),
+	)
+}
+
+// createAnnotations are the annotations in which crossplane-runtime
+// records its creates.
+var createAnnotations = []string{meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed}
+
+// withoutCreateRecords is a copy of annotations without createAnnotations.
+func withoutCreateRecords(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	for _, k := range createAnnotations {
+		delete(out, k)
+	}
+	return out
+}
+
+// createRecorded reports whether o's status is the one crossplane-runtime
+// writes last when a create succeeded: Ready Creating, Synced True.
+func createRecorded(o client.Object) bool {
+	c, ok := o.(resource.Conditioned)
+	if !ok {
+		return false
+	}
+	return c.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating && c.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
 }
 
 // Reconciler wraps a managed reconciler the way every controller of the

@@ -69,29 +69,41 @@ func NewClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 
 // notingConflicts wraps c so that its updates and patches, of objects and
 // of their status, note their conflicts in the caller's context and their
-// results in l, and a status update that would change nothing is not sent.
+// results in l, a status update that would change nothing is not sent,
+// and a read from a cache that has not yet seen the provider's own last
+// write of the object waits a moment for it (writeLedger.catchUp).
 func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
-	done := func(ctx context.Context, o client.Object, err error) error {
+	done := func(ctx context.Context, o client.Object, base string, err error) error {
 		if err == nil {
-			l.wrote(o)
+			l.wrote(o, base)
 		}
 		return noteConflict(ctx, err)
 	}
 	return interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, o, opts...); err != nil {
+				return err
+			}
+			return l.catchUp(ctx, o, func() error { return c.Get(ctx, key, o, opts...) })
+		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			return done(ctx, o, c.Update(ctx, o, opts...))
+			base := o.GetResourceVersion()
+			return done(ctx, o, base, c.Update(ctx, o, opts...))
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return done(ctx, o, c.Patch(ctx, o, p, opts...))
+			base := o.GetResourceVersion()
+			return done(ctx, o, base, c.Patch(ctx, o, p, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
 			if sub == "status" && len(opts) == 0 && unchangedStatus(ctx, c, l, o) {
 				return nil
 			}
-			return done(ctx, o, c.SubResource(sub).Update(ctx, o, opts...))
+			base := o.GetResourceVersion()
+			return done(ctx, o, base, c.SubResource(sub).Update(ctx, o, opts...))
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			return done(ctx, o, c.SubResource(sub).Patch(ctx, o, p, opts...))
+			base := o.GetResourceVersion()
+			return done(ctx, o, base, c.SubResource(sub).Patch(ctx, o, p, opts...))
 		},
 	})
 }

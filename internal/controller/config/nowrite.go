@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,22 +47,38 @@ type writeLedger struct {
 
 type written struct {
 	version string
-	at      time.Time
+	// replaced are the versions the provider's own consecutive writes
+	// replaced, the one just before version last: a cache that shows
+	// one of them has not yet seen version.
+	replaced []string
+	at       time.Time
 }
+
+// maxReplaced bounds the versions a ledger entry remembers.
+const maxReplaced = 8
 
 func newWriteLedger(now func() time.Time) *writeLedger {
 	return &writeLedger{last: map[types.UID]written{}, now: now, sweepSize: 1024}
 }
 
-// wrote records a successful write of o.
-func (l *writeLedger) wrote(o client.Object) {
+// wrote records a successful write of o, made from version base of it.
+func (l *writeLedger) wrote(o client.Object, base string) {
 	if o.GetUID() == "" || o.GetResourceVersion() == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	l.last[o.GetUID()] = written{version: o.GetResourceVersion(), at: now}
+	w := written{version: o.GetResourceVersion(), at: now}
+	if base != "" && base != w.version {
+		// A write made from the provider's own last one extends what the
+		// cache may still show; one made from another version starts over.
+		if prev, ok := l.last[o.GetUID()]; ok && prev.version == base {
+			w.replaced = append(w.replaced, prev.replaced[max(0, len(prev.replaced)-maxReplaced+1):]...)
+		}
+		w.replaced = append(w.replaced, base)
+	}
+	l.last[o.GetUID()] = w
 	// Entries of objects deleted since are dropped now and then, so the
 	// ledger stays the size of a few minutes of writes.
 	if len(l.last) >= l.sweepSize && now.Sub(l.swept) > time.Minute {
@@ -88,6 +105,55 @@ func (l *writeLedger) settled(uid types.UID, version string) bool {
 	}
 	delete(l.last, uid)
 	return true
+}
+
+// behind reports whether the cache, holding uid at version, shows a
+// version that the provider's own last writes of it replaced.
+func (l *writeLedger) behind(uid types.UID, version string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.last[uid]
+	return ok && slices.Contains(w.replaced, version)
+}
+
+// maxCatchUp bounds how long a read waits for the cache to show the
+// provider's own last write of an object: far longer than an informer
+// takes, short of conflictRetry.
+const maxCatchUp = 500 * time.Millisecond
+
+// catchUp, given o as just read from the cache, reads it again with get
+// until the cache no longer shows a version that the provider's own last
+// write replaced, or maxCatchUp has passed; it then returns what get last
+// read (the older version if the wait ran out).
+//
+// A reconcile often starts at once after the one before it: the event of
+// one of that reconcile's own writes queued it while it ran. The cache
+// may not yet show the last of those writes, usually the status; the
+// reconcile would then observe PostgreSQL and write its status from the
+// version before, and the API server would refuse it as a conflict, to be
+// retried a second later (conflictRetry). In a wave of 200 new roles and
+// databases about a third of them did. Only a version the provider itself
+// replaced is waited out: the cache holding it is certain to be behind,
+// whatever the cache holds otherwise (a write by anyone else included)
+// is read at once.
+func (l *writeLedger) catchUp(ctx context.Context, o client.Object, get func() error) error {
+	if !l.behind(o.GetUID(), o.GetResourceVersion()) {
+		return nil
+	}
+	deadline := time.Now().Add(maxCatchUp)
+	for step := time.Millisecond; ; step = min(2*step, 20*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(step):
+		}
+		if err := get(); err != nil {
+			return err
+		}
+		if !l.behind(o.GetUID(), o.GetResourceVersion()) || time.Now().After(deadline) {
+			return nil
+		}
+	}
 }
 
 // unchangedStatus reports whether writing o's status would change nothing:

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -195,7 +196,7 @@ func TestWriteLedger(t *testing.T) {
 	if !l.settled("a", "1") {
 		t.Error("an object never written: not settled")
 	}
-	l.wrote(obj("a", "2"))
+	l.wrote(obj("a", "2"), "1")
 	if l.settled("a", "1") {
 		t.Error("the cache at the version before the write: settled")
 	}
@@ -205,13 +206,180 @@ func TestWriteLedger(t *testing.T) {
 	if _, ok := l.last["a"]; ok {
 		t.Error("a write the cache has shown is still kept")
 	}
-	l.wrote(obj("gone-1", "5"))
-	l.wrote(obj("gone-2", "6"))
+	l.wrote(obj("gone-1", "5"), "")
+	l.wrote(obj("gone-2", "6"), "")
 	now = now.Add(ledgerSweepAfter + 2*time.Minute)
-	l.wrote(obj("b", "7"))
+	l.wrote(obj("b", "7"), "")
 	if diff := cmp.Diff([]types.UID{"b"}, slices.Sorted(maps.Keys(l.last))); diff != "" {
 		t.Errorf("kept after a sweep (-want +got):\n%s", diff)
 	}
+}
+
+// TestWriteLedgerBehind: the versions a cache may show that are certainly
+// older than the provider's own last write of an object are those its own
+// consecutive writes replaced, and no other.
+func TestWriteLedgerBehind(t *testing.T) {
+	type write struct{ base, version string }
+	obj := func(rv string) client.Object {
+		return &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: rv}}
+	}
+	cases := map[string]struct {
+		writes []write
+		// cached: the version the cache shows, and whether it is behind.
+		cached map[string]bool
+	}{
+		"NeverWritten": {
+			cached: map[string]bool{"1": false},
+		},
+		"OneWrite": {
+			writes: []write{{"1", "2"}},
+			cached: map[string]bool{"1": true, "2": false, "3": false},
+		},
+		"ConsecutiveWrites": {
+			// A create: finalizer, create pending, create succeeded, status.
+			writes: []write{{"1", "2"}, {"2", "3"}, {"3", "4"}, {"4", "5"}},
+			cached: map[string]bool{"1": true, "2": true, "3": true, "4": true, "5": false, "6": false},
+		},
+		"AWriteFromAnotherVersionStartsOver": {
+			// Version 3 is someone else's: 2 may or may not be behind it.
+			writes: []write{{"1", "2"}, {"3", "4"}},
+			cached: map[string]bool{"1": false, "2": false, "3": true, "4": false},
+		},
+		"AWriteWithoutAVersion": {
+			// A patch of an object read from nowhere: nothing is known.
+			writes: []write{{"", "2"}},
+			cached: map[string]bool{"1": false, "2": false},
+		},
+		"ALongChainIsBounded": {
+			writes: func() []write {
+				var w []write
+				for i := range 20 {
+					w = append(w, write{strconv.Itoa(i), strconv.Itoa(i + 1)})
+				}
+				return w
+			}(),
+			cached: map[string]bool{"1": false, "11": false, "12": true, "19": true, "20": false},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := newWriteLedger(time.Now)
+			for _, w := range tc.writes {
+				l.wrote(obj(w.version), w.base)
+			}
+			got := map[string]bool{}
+			for v := range tc.cached {
+				got[v] = l.behind("a", v)
+			}
+			if diff := cmp.Diff(tc.cached, got); diff != "" {
+				t.Errorf("behind, by cached version (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReadsWaitForOwnWrites: through the manager's client, a read from a
+// cache that still shows the version the provider's own last write
+// replaced waits until the cache shows that write (then the reconcile's
+// status write is from the current version, and not refused as a
+// conflict); a cache that never catches up is given up on after
+// maxCatchUp; and a read of any other version does not wait. The writes
+// and the conflict are a real API server's.
+func TestReadsWaitForOwnWrites(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var lag *lagging
+	kube, cp, s := cachedClient(ctx, t, nil, func(r client.Reader) client.Reader { lag = &lagging{Reader: r}; return lag })
+	api, err := client.New(cp.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "caughtup", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	if err := api.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(role)
+	// read reads the role through the manager's client, and how long
+	// that took.
+	read := func(t *testing.T) (*v1alpha1.PostgreSQLRole, time.Duration) {
+		t.Helper()
+		got := &v1alpha1.PostgreSQLRole{}
+		start := time.Now()
+		if err := kube.Get(ctx, key, got); err != nil {
+			t.Fatal(err)
+		}
+		return got, time.Since(start)
+	}
+	if err := providertestWait(ctx, func() bool { r, _ := read(t); return r.ResourceVersion == role.ResourceVersion }); err != nil {
+		t.Fatal("the cache never showed the new role")
+	}
+	before := role.DeepCopy()
+
+	// The provider writes the status; the cache still shows the version
+	// before, until released 200 ms later.
+	r, _ := read(t)
+	r.SetConditions(xpv2.Creating())
+	if err := kube.Status().Update(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	lag.held.Store(before.DeepCopy())
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		lag.held.Store(nil)
+	}()
+	got, took := read(t)
+	if got.ResourceVersion != r.ResourceVersion {
+		t.Errorf("read version %s, want the provider's own write %s", got.ResourceVersion, r.ResourceVersion)
+	}
+	if took < 150*time.Millisecond || took > maxCatchUp {
+		t.Errorf("the read took %s: want it to wait for the cache (200 ms), within %s", took, maxCatchUp)
+	}
+	// What it read is current: the next status write is not refused.
+	got.SetConditions(xpv2.Available())
+	if err := kube.Status().Update(ctx, got); err != nil {
+		t.Errorf("a status write from the version read: %v", err)
+	}
+
+	// A cache that never shows the write is given up on: the older
+	// version is read, and the write from it is refused as before.
+	lag.held.Store(got.DeepCopy())
+	got.SetConditions(xpv2.ReconcileError(context.DeadlineExceeded))
+	if err := kube.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	stuck, took := read(t)
+	if took < maxCatchUp || took > maxCatchUp+time.Second {
+		t.Errorf("a cache that never catches up: the read took %s, want about %s", took, maxCatchUp)
+	}
+	if err := kube.Status().Update(ctx, stuck); !kerrors.IsConflict(err) {
+		t.Errorf("a status write from the outdated version: got %v, want a conflict", err)
+	}
+
+	// A version the provider did not replace is read at once, even when
+	// the provider wrote the object since: here, the cache has not seen
+	// the role at all beyond its creation, which the provider did not make
+	// from any version.
+	other := before.DeepCopy()
+	other.ResourceVersion = "1"
+	lag.held.Store(other)
+	if _, took := read(t); took > 50*time.Millisecond {
+		t.Errorf("a version the provider did not replace: the read took %s, want no wait", took)
+	}
+	lag.held.Store(nil)
+}
+
+// providertestWait polls cond until it holds or 30 s pass.
+func providertestWait(ctx context.Context, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // TestStateMetricsListWithoutCopies: the state metrics recorder's lists,

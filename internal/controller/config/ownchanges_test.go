@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"testing"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -39,6 +40,8 @@ func TestOwnChanges(t *testing.T) {
 		return ok && s.Status.AtProvider.Database == "recorded-by-another"
 	}}
 	cases := map[string]struct {
+		// was changes ready() into the object before the update, if set.
+		was  func(*v1alpha1.PostgreSQLSchema)
 		now  *v1alpha1.PostgreSQLSchema
 		also bool
 		want bool
@@ -90,10 +93,40 @@ func TestOwnChanges(t *testing.T) {
 			now:  change(func(s *v1alpha1.PostgreSQLSchema) { s.Annotations[meta.AnnotationKeyReconciliationPaused] = "true" }),
 			want: true,
 		},
-		"TheCreateSucceededAnnotationWakes": {
-			// The observation that follows a create.
-			now:  change(func(s *v1alpha1.PostgreSQLSchema) { meta.SetExternalCreateSucceeded(s, metav1.Now().Time) }),
+		"TheCreateSucceededAnnotationIsIgnored": {
+			// It is not the create's last write: woken by it, the
+			// observation would read the object before the status write
+			// that follows, and its own would conflict.
+			now: change(func(s *v1alpha1.PostgreSQLSchema) { meta.SetExternalCreateSucceeded(s, metav1.Now().Time) }),
+		},
+		"TheCreateFailedAnnotationIsIgnored": {
+			// A failed create is retried with back-off.
+			now: change(func(s *v1alpha1.PostgreSQLSchema) { meta.SetExternalCreateFailed(s, metav1.Now().Time) }),
+		},
+		"ACreateRecordedInStatusWakes": {
+			// The create's last write: the observation that follows it.
+			now:  change(func(s *v1alpha1.PostgreSQLSchema) { s.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess()) }),
 			want: true,
+		},
+		"ACreateThatSucceedsAfterFailingWakes": {
+			was: func(s *v1alpha1.PostgreSQLSchema) {
+				s.SetConditions(xpv2.Creating(), xpv2.ReconcileError(context.Canceled))
+			},
+			now:  change(func(s *v1alpha1.PostgreSQLSchema) { s.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess()) }),
+			want: true,
+		},
+		"AFailedCreateRecordedInStatusIsIgnored": {
+			now: change(func(s *v1alpha1.PostgreSQLSchema) {
+				s.SetConditions(xpv2.Creating(), xpv2.ReconcileError(context.Canceled))
+			}),
+		},
+		"ACreateRecordedAgainIsIgnored": {
+			// Only the change to it wakes, or each write would wake the next.
+			was: func(s *v1alpha1.PostgreSQLSchema) { s.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess()) },
+			now: change(func(s *v1alpha1.PostgreSQLSchema) {
+				s.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
+				s.Status.AtProvider.Database = "app"
+			}),
 		},
 		"AResyncPasses": {
 			now:  ready(),
@@ -111,7 +144,11 @@ func TestOwnChanges(t *testing.T) {
 			if tc.also {
 				p = ownChanges(also)
 			}
-			got := p.Update(ctrlevent.UpdateEvent{ObjectOld: ready(), ObjectNew: tc.now})
+			was := ready()
+			if tc.was != nil {
+				tc.was(was)
+			}
+			got := p.Update(ctrlevent.UpdateEvent{ObjectOld: was, ObjectNew: tc.now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Update(...): -want, +got:\n%s", diff)
 			}
