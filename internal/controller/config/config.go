@@ -215,16 +215,17 @@ func databaseGroup(mg resource.Managed) string {
 //
 // Where crossplane-runtime counts on that event, the filter lets it
 // through or stands in for it:
-//   - The observation that follows a create is woken by the create's last
-//     write, the status that records it (Ready Creating, Synced True),
-//     and not, as crossplane-runtime's own filter has it, by the
-//     external-create-succeeded annotation written just before. The
-//     reconcile that annotation woke read the object from a cache that
-//     had not yet seen the status write, so its own status write then
-//     conflicted and waited a second for conflictRetry: a fifth of the
-//     creates in a wave of 200 did (docs/performance.md). A create that
-//     failed records Synced False and is retried with back-off, as
-//     before.
+//   - The observation that follows a create runs at once in the same
+//     worker (created.go). Where the create's status is written after
+//     all (an observation that creates again), its event, Ready Creating
+//     and Synced True, wakes the observation. The external-create-succeeded
+//     annotation, written just before that status and let through by
+//     crossplane-runtime's own filter, is not: the reconcile it woke read
+//     the object from a cache that had not yet seen the status write, so
+//     its own status write conflicted and waited a second for
+//     conflictRetry (a fifth of the creates in a wave of 200 did,
+//     docs/performance.md). A create that failed records Synced False
+//     and is retried with back-off, as before.
 //   - A write that conflicts with a newer version, read from a cache that
 //     had not seen it yet, is retried after conflictRetry (requeues), not
 //     when the newer version's event arrives: that event is often the
@@ -341,7 +342,9 @@ func (c Config) waitRequeue() time.Duration {
 // with -10); equal, they are served in the order they were queued.
 const PollPriority = handler.LowPriority
 
-// requeues adjusts what the managed reconciler asks of the work queue:
+// requeues runs the managed reconciler, once more at once when a create
+// left its status to the observation (created.go), and adjusts what it
+// asks of the work queue:
 //   - a reconcile marked by reference.Wait is requeued once, after a fixed
 //     delay, rather than with back-off. crossplane-runtime asks for a
 //     rate-limited requeue (Requeue: true) on every error;
@@ -358,10 +361,26 @@ type requeues struct {
 }
 
 func (q requeues) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	created, res, o, err := q.once(ctx, req, true)
+	if err == nil && created.observeNow() {
+		// The create's status was left to this observation (created.go).
+		_, res, o, err = q.once(ctx, req, false)
+	}
+	return adjust(res, err, o, q.after)
+}
+
+// once runs the managed reconciler once, with the notes it may leave: a
+// create note only if creates may leave their status to an observation
+// that follows (not in that observation itself, which may create again).
+func (q requeues) once(ctx context.Context, req reconcile.Request, deferCreate bool) (*createNote, reconcile.Result, outcome, error) {
 	ctx, note := reference.WithNote(ctx)
 	ctx, conflicts := withConflictNote(ctx)
+	var created *createNote
+	if deferCreate {
+		ctx, created = withCreateNote(ctx)
+	}
 	res, err := q.r.Reconcile(ctx, req)
-	return adjust(res, err, outcome{waiting: note.Waiting(), conflicted: conflicts.conflicted()}, q.after)
+	return created, res, outcome{waiting: note.Waiting(), conflicted: conflicts.conflicted()}, err
 }
 
 // outcome is what a reconcile noted about itself.

@@ -69,8 +69,9 @@ func NewClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 
 // notingConflicts wraps c so that its updates and patches, of objects and
 // of their status, note their conflicts in the caller's context and their
-// results in l, a status update that would change nothing is not sent,
-// and a read from a cache that has not yet seen the provider's own last
+// results in l, a status update that would change nothing, or that records
+// a create the observation will follow at once (deferCreating), is not
+// sent, and a read from a cache that has not yet seen the provider's own last
 // write of the object waits a moment for it (writeLedger.catchUp).
 func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
 	done := func(ctx context.Context, o client.Object, base string, err error) error {
@@ -95,7 +96,7 @@ func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
 			return done(ctx, o, base, c.Patch(ctx, o, p, opts...))
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			if sub == "status" && len(opts) == 0 && unchangedStatus(ctx, c, l, o) {
+			if sub == "status" && len(opts) == 0 && (unchangedStatus(ctx, c, l, o) || deferCreating(ctx, o)) {
 				return nil
 			}
 			base := o.GetResourceVersion()

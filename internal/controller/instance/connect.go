@@ -13,6 +13,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
 
 // A Connection is what the external client of a resource living on an
@@ -83,8 +84,23 @@ func ConnectorFor[T interface {
 		if err != nil {
 			return nil, err
 		}
-		return build(conn), nil
+		return createNoting[T]{build(conn)}, nil
 	})
+}
+
+// createNoting notes each successful Create for the reconcile
+// (config.Created), whose status write recording it then waits for the
+// observation that follows at once.
+type createNoting[T resource.Managed] struct {
+	managed.TypedExternalClient[T]
+}
+
+func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
+	created, err := c.TypedExternalClient.Create(ctx, mg)
+	if err == nil {
+		config.Created(ctx)
+	}
+	return created, err
 }
 
 // ExternalNameInitializer records name(mg) as the external name of a

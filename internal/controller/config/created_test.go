@@ -1,0 +1,145 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// TestObservationFollowsACreate: a reconcile whose create left its status
+// to the observation (deferCreating) is followed at once, in the same
+// call, by one more reconcile, whose result is the one returned; that
+// one may not leave a create's status again. Anything else runs once.
+func TestObservationFollowsACreate(t *testing.T) {
+	creating := &v1alpha1.PostgreSQLRole{}
+	creating.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
+	failed := &v1alpha1.PostgreSQLRole{}
+	failed.SetConditions(xpv2.Creating(), xpv2.ReconcileError(errors.New("refused")))
+	poll := reconcile.Result{RequeueAfter: time.Minute}
+	boom := errors.New("boom")
+
+	// A pass: whether it creates, the status it would then write, and what
+	// it returns.
+	type pass struct {
+		creates bool
+		status  *v1alpha1.PostgreSQLRole
+		res     reconcile.Result
+		err     error
+	}
+	cases := map[string]struct {
+		passes  []pass
+		calls   int
+		want    reconcile.Result
+		wantErr error
+	}{
+		"ACreateIsObservedAtOnce": {
+			passes: []pass{{creates: true, status: creating, res: requeue}, {res: poll}},
+			calls:  2, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+		},
+		"AnObservationThatCreatesAgainWritesItsStatus": {
+			passes: []pass{{creates: true, status: creating, res: requeue}, {creates: true, status: creating, res: requeue}},
+			calls:  2, want: requeue,
+		},
+		"AFailedCreateIsLeftToTheBackOff": {
+			passes: []pass{{creates: false, status: failed, res: requeue}},
+			calls:  1, want: requeue,
+		},
+		"NoCreateRunsOnce": {
+			passes: []pass{{res: poll}},
+			calls:  1, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+		},
+		"AnErrorAfterTheCreateIsReturned": {
+			passes: []pass{{creates: true, status: creating, res: requeue, err: boom}},
+			calls:  1, want: requeue, wantErr: boom,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			calls := 0
+			var deferred []bool
+			r := requeues{after: time.Minute, r: reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+				p := tc.passes[calls]
+				calls++
+				if p.creates {
+					Created(ctx)
+				}
+				if p.status != nil {
+					deferred = append(deferred, deferCreating(ctx, p.status))
+				}
+				return p.res, p.err
+			})}
+			got, err := r.Reconcile(context.Background(), reconcile.Request{})
+			if calls != tc.calls {
+				t.Errorf("reconciled %d times, want %d (status writes deferred: %v)", calls, tc.calls, deferred)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("error: got %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestCreateStatusIsNotSent: through the manager's client, the status
+// write that records a create of the reconcile (Created) is not sent to
+// the API server and leaves the object as it was; the same status
+// written without a create noted, or a failed create's, is sent.
+func TestCreateStatusIsNotSent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	counter := &countingTransport{}
+	kube, _, _ := cachedClient(ctx, t, func(cfg *rest.Config) {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	}, nil)
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	if err := kube.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	write := func(ctx context.Context, conditions ...xpv2.Condition) (sent int64, version string) {
+		t.Helper()
+		r := role.DeepCopy()
+		r.SetConditions(conditions...)
+		counter.statusUpdates.Store(0)
+		if err := kube.Status().Update(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		return counter.statusUpdates.Load(), r.ResourceVersion
+	}
+
+	// Inside a reconcile that created: not sent.
+	noted, note := withCreateNote(ctx)
+	Created(noted)
+	if sent, version := write(noted, xpv2.Creating(), xpv2.ReconcileSuccess()); sent != 0 || version != role.ResourceVersion {
+		t.Errorf("a create's status: %d writes sent, version %s -> %s; want none and unchanged", sent, role.ResourceVersion, version)
+	}
+	if !note.observeNow() {
+		t.Error("the create's status was not left to the observation")
+	}
+
+	// A failed create's status is sent, even in a reconcile that created.
+	if sent, _ := write(noted, xpv2.Creating(), xpv2.ReconcileError(errors.New("refused"))); sent != 1 {
+		t.Errorf("a failed create's status: %d writes sent, want 1", sent)
+	}
+
+	// No create noted: sent. role is reread, so the write is not a conflict.
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(role), role); err != nil {
+		t.Fatal(err)
+	}
+	if sent, _ := write(ctx, xpv2.Creating(), xpv2.ReconcileSuccess()); sent != 1 {
+		t.Errorf("Creating written outside a create: %d writes sent, want 1", sent)
+	}
+}

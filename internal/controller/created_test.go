@@ -1,0 +1,117 @@
+package controller_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// TestCreatesGoStraightToAvailable: a new object of every kind on an
+// Instance goes from no Ready condition to Available without ever
+// showing Creating. The status write that recorded each create (a write
+// to the API server and a watch event to every watcher, per object) is
+// left to the observation that follows it at once in the same worker
+// (config/created.go). The create itself is still announced: one
+// CreatedExternalResource event per object. Every version the API server
+// stores is watched, so a Creating written for a moment is seen.
+func TestCreatesGoStraightToAvailable(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const prefix = "cg"
+	dyn, err := dynamic.NewForConfig(env.ControlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{} // kind/name: the Ready reasons of its versions, in order
+	var wg sync.WaitGroup
+	for _, res := range []string{"postgresqlroles", "postgresqldatabases", "postgresqlschemas", "postgresqlgrants", "postgresqldefaultprivileges"} {
+		w, err := dyn.Resource(schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: res}).Namespace("scale").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range w.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || !strings.HasPrefix(u.GetName(), prefix) {
+					continue
+				}
+				conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+				reason := "none"
+				for _, c := range conds {
+					if m, ok := c.(map[string]any); ok && m["type"] == string(xpv2.TypeReady) {
+						reason, _ = m["reason"].(string)
+					}
+				}
+				k := res + "/" + u.GetName()
+				mu.Lock()
+				if r := seen[k]; len(r) == 0 || r[len(r)-1] != reason {
+					seen[k] = append(seen[k], reason)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	provisionMixed(ctx, t, prefix, 1)
+	t.Cleanup(func() { removeMixed(context.Background(), t, prefix) })
+	objs, err := mixedObjects(ctx, env.Kube, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last versions may still be on their way to the watches.
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+
+	if len(seen) != len(objs) {
+		t.Errorf("watched %d objects, want the %d created", len(seen), len(objs))
+	}
+	for k, reasons := range seen {
+		if diff := cmp.Diff([]string{"none", string(xpv2.ReasonAvailable)}, reasons); diff != "" {
+			t.Errorf("%s: Ready reasons of its versions (-want +got):\n%s", k, diff)
+		}
+	}
+
+	// One create event per object, as crossplane-runtime announces it.
+	events := &corev1.EventList{}
+	if err := env.Kube.List(context.Background(), events, client.InNamespace("scale")); err != nil {
+		t.Fatal(err)
+	}
+	created := map[string]int32{}
+	for _, e := range events.Items {
+		if e.Reason == "CreatedExternalResource" && strings.HasPrefix(e.InvolvedObject.Name, prefix) {
+			created[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] += e.Count
+		}
+	}
+	var missing []string
+	for _, o := range objs {
+		gvk, err := env.Kube.GroupVersionKindFor(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := gvk.Kind + "/" + o.GetName(); created[k] != 1 {
+			missing = append(missing, k)
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("objects without exactly one CreatedExternalResource event: %v", missing)
+	}
+}
