@@ -529,17 +529,7 @@ func writeRequests(ctx context.Context, t testing.TB) float64 {
 // refused as conflicts (409) so far, by kind of request.
 func conflicts(ctx context.Context, t testing.TB) map[requestKind]float64 {
 	t.Helper()
-	out := map[requestKind]float64{}
-	for _, m := range apiServerMetrics(ctx, t)["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["group"] == v1alpha1.Group && l["code"] == "409" {
-			out[requestKind{verb: l["verb"], group: l["group"], resource: l["resource"], subresource: l["subresource"]}] += m.GetCounter().GetValue()
-		}
-	}
-	return out
+	return apiRequestCountsWhere(ctx, t, func(l map[string]string) bool { return l["group"] == v1alpha1.Group && l["code"] == "409" })
 }
 
 // conflictsPerObject is the conflicts between two counts of conflicts, per
@@ -600,13 +590,22 @@ func logWrites(t testing.TB, before, after map[requestKind]float64, objects int)
 // served so far.
 func apiRequestCounts(ctx context.Context, t testing.TB) map[requestKind]float64 {
 	t.Helper()
+	return apiRequestCountsWhere(ctx, t, func(map[string]string) bool { return true })
+}
+
+// apiRequestCountsWhere is apiRequestCounts of the requests whose metric
+// labels (verb, group, resource, subresource, code) keep says to count.
+func apiRequestCountsWhere(ctx context.Context, t testing.TB, keep func(labels map[string]string) bool) map[requestKind]float64 {
+	t.Helper()
 	out := map[requestKind]float64{}
 	for _, m := range apiServerMetrics(ctx, t)["apiserver_request_total"].GetMetric() {
 		l := map[string]string{}
 		for _, p := range m.GetLabel() {
 			l[p.GetName()] = p.GetValue()
 		}
-		out[requestKind{verb: l["verb"], group: l["group"], resource: l["resource"], subresource: l["subresource"]}] += m.GetCounter().GetValue()
+		if keep(l) {
+			out[requestKind{verb: l["verb"], group: l["group"], resource: l["resource"], subresource: l["subresource"]}] += m.GetCounter().GetValue()
+		}
 	}
 	return out
 }

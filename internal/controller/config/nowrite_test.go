@@ -310,7 +310,7 @@ func TestReadsWaitForOwnWrites(t *testing.T) {
 		}
 		return got, time.Since(start)
 	}
-	if err := providertestWait(ctx, func() bool { r, _ := read(t); return r.ResourceVersion == role.ResourceVersion }); err != nil {
+	if err := waitFor(ctx, func() bool { r, _ := read(t); return r.ResourceVersion == role.ResourceVersion }); err != nil {
 		t.Fatal("the cache never showed the new role")
 	}
 	before := role.DeepCopy()
@@ -368,8 +368,8 @@ func TestReadsWaitForOwnWrites(t *testing.T) {
 	lag.held.Store(nil)
 }
 
-// providertestWait polls cond until it holds or 30 s pass.
-func providertestWait(ctx context.Context, cond func() bool) error {
+// waitFor polls cond until it holds or 30 s pass.
+func waitFor(ctx context.Context, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for !cond() {
