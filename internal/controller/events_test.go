@@ -102,6 +102,24 @@ func TestStatusWritesDoNotReconcile(t *testing.T) {
 		}
 	}
 
+	// A status that looks like the record of a create (Ready Creating,
+	// Synced True), written by anyone with access to the status: the
+	// observation after a create runs inside the create's own reconcile
+	// (config/created.go), so no status, this one included, wakes a
+	// controller. Otherwise a user could flip it back after each
+	// observation and keep the controller observing in a loop.
+	created := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Creating","lastTransitionTime":%[1]q},{"type":"Synced","status":"True","reason":"ReconcileSuccess","lastTransitionTime":%[1]q}]}}`, now)
+	for _, tg := range targets[1:] {
+		before := counts()[tg.controller]
+		if err := env.Kube.Status().Patch(ctx, tg.obj, client.RawPatch(types.MergePatchType, []byte(created))); err != nil {
+			t.Fatalf("cannot write the status of %s: %v", tg.obj.GetName(), err)
+		}
+		time.Sleep(2 * time.Second)
+		if after := counts()[tg.controller]; after != before {
+			t.Errorf("a status recording a create, written to %s, woke %s: %v reconciles", tg.obj.GetName(), tg.controller, after-before)
+		}
+	}
+
 	// The one part of a status another controller writes for the managed
 	// controller to act on: a database's binding (a Bound database's
 	// deletion goes on once the binder records its release).

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -215,17 +214,17 @@ func databaseGroup(mg resource.Managed) string {
 //
 // Where crossplane-runtime counts on that event, the filter lets it
 // through or stands in for it:
-//   - The observation that follows a create runs at once in the same
-//     worker (created.go). Where the create's status is written after
-//     all (an observation that creates again), its event, Ready Creating
-//     and Synced True, wakes the observation. The external-create-succeeded
-//     annotation, written just before that status and let through by
-//     crossplane-runtime's own filter, is not: the reconcile it woke read
-//     the object from a cache that had not yet seen the status write, so
-//     its own status write conflicted and waited a second for
-//     conflictRetry (a fifth of the creates in a wave of 200 did,
-//     docs/performance.md). A create that failed records Synced False
-//     and is retried with back-off, as before.
+//   - The observation that follows a create runs at once in the
+//     create's own reconcile (created.go), so no event is needed for
+//     it, and none passes: not the external-create-succeeded annotation,
+//     which crossplane-runtime's own filter lets through (written just
+//     before the status, the reconcile it woke read the object from a
+//     cache that had not yet seen that write, and its own status write
+//     conflicted: a fifth of the creates in a wave of 200,
+//     docs/performance.md), and not a status that looks like a create's
+//     record, which anyone with access to the status could write after
+//     each observation to keep the controller observing. A failed create
+//     is retried with back-off, as before.
 //   - A write that conflicts with a newer version, read from a cache that
 //     had not seen it yet, is retried after conflictRetry (requeues), not
 //     when the newer version's event arrives: that event is often the
@@ -264,8 +263,7 @@ func ownChanges(also ...predicate.Predicate) predicate.Predicate {
 	resync := UpdatesWhere(func(was, now client.Object) bool { return was.GetResourceVersion() == now.GetResourceVersion() })
 	finalizers := UpdatesWhere(func(was, now client.Object) bool { return !slices.Equal(was.GetFinalizers(), now.GetFinalizers()) })
 	deleting := UpdatesWhere(func(_, now client.Object) bool { return now.GetDeletionTimestamp() != nil })
-	created := UpdatesWhere(func(was, now client.Object) bool { return createRecorded(now) && !createRecorded(was) })
-	return predicate.Or(append([]predicate.Predicate{desiredStateChanged(), finalizers, deleting, resync, created}, also...)...)
+	return predicate.Or(append([]predicate.Predicate{desiredStateChanged(), finalizers, deleting, resync}, also...)...)
 }
 
 // desiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
@@ -292,16 +290,6 @@ func withoutCreateRecords(annotations map[string]string) map[string]string {
 		delete(out, k)
 	}
 	return out
-}
-
-// createRecorded reports whether o's status is the one crossplane-runtime
-// writes last when a create succeeded: Ready Creating, Synced True.
-func createRecorded(o client.Object) bool {
-	c, ok := o.(resource.Conditioned)
-	if !ok {
-		return false
-	}
-	return c.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating && c.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
 }
 
 // Reconciler wraps a managed reconciler the way every controller of the

@@ -4,7 +4,11 @@ import (
 	"context"
 	"sync/atomic"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
 // After a successful create crossplane-runtime writes the status Creating
@@ -59,3 +63,13 @@ func deferCreating(ctx context.Context, o client.Object) bool {
 // observeNow reports whether the reconcile left its create's status to
 // the observation that should follow at once.
 func (n *createNote) observeNow() bool { return n != nil && n.deferred.Load() }
+
+// createRecorded reports whether o's status is the one crossplane-runtime
+// writes last when a create succeeded: Ready Creating, Synced True.
+func createRecorded(o client.Object) bool {
+	c, ok := o.(resource.Conditioned)
+	if !ok {
+		return false
+	}
+	return c.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating && c.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
+}
