@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,10 +95,12 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 	if err := env.Kube.List(context.Background(), events, client.InNamespace("scale")); err != nil {
 		t.Fatal(err)
 	}
-	created := map[string]int32{}
+	// By UID: events outlive their objects, and the names say nothing of
+	// which object of that name an event was for.
+	created := map[types.UID]int32{}
 	for _, e := range events.Items {
-		if e.Reason == "CreatedExternalResource" && strings.HasPrefix(e.InvolvedObject.Name, prefix) {
-			created[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] += e.Count
+		if e.Reason == "CreatedExternalResource" {
+			created[e.InvolvedObject.UID] += e.Count
 		}
 	}
 	var missing []string
@@ -106,8 +109,8 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k := gvk.Kind + "/" + o.GetName(); created[k] != 1 {
-			missing = append(missing, k)
+		if created[o.GetUID()] != 1 {
+			missing = append(missing, gvk.Kind+"/"+o.GetName())
 		}
 	}
 	slices.Sort(missing)

@@ -87,6 +87,21 @@ func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), 
 	return kube, cp, s
 }
 
+// createRole creates a role named name straight through the API server
+// (not through the manager's client, whose ledger it would enter).
+func createRole(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme, name string) *v1alpha1.PostgreSQLRole {
+	t.Helper()
+	api, err := client.New(cp.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	if err := api.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	return role
+}
+
 // TestUnchangedStatusIsNotSent: through the manager's client, a managed
 // resource's status write that would change nothing (a poll of an
 // up-to-date resource) reaches no API server, while every write that
@@ -104,14 +119,7 @@ func TestUnchangedStatusIsNotSent(t *testing.T) {
 			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
 		},
 		func(r client.Reader) client.Reader { lag = &lagging{Reader: r}; return lag })
-	api, err := client.New(cp.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
-	if err := api.Create(ctx, role); err != nil {
-		t.Fatal(err)
-	}
+	role := createRole(ctx, t, cp, s, "quiet")
 	// read returns the role as the cache holds it, once it holds version rv
 	// (any version when rv is "").
 	read := func(t *testing.T, rv string) *v1alpha1.PostgreSQLRole {
@@ -290,14 +298,7 @@ func TestReadsWaitForOwnWrites(t *testing.T) {
 	defer cancel()
 	var lag *lagging
 	kube, cp, s := cachedClient(ctx, t, nil, func(r client.Reader) client.Reader { lag = &lagging{Reader: r}; return lag })
-	api, err := client.New(cp.Config, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "caughtup", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
-	if err := api.Create(ctx, role); err != nil {
-		t.Fatal(err)
-	}
+	role := createRole(ctx, t, cp, s, "caughtup")
 	key := client.ObjectKeyFromObject(role)
 	// read reads the role through the manager's client, and how long
 	// that took.
