@@ -365,8 +365,8 @@ const (
 	// BenchmarkDefaults 0.34 before reads waited for the provider's own
 	// writes (TestReadsWaitForOwnWrites) and the observation after a
 	// create stopped being woken by the create-succeeded annotation
-	// (TestOwnChanges), 0.07 since. What is left is mostly the binder and
-	// the database controller writing one database's status at once. The
+	// (TestOwnChanges), 0.07 since. What is left is on databases' status,
+	// which the binder writes too (the attribution is inferred). The
 	// bound is for a storm (every create's observation refused is 0.5).
 	maxConflictsPerObject = 0.5
 	// maxStatementsPerObjectPerPoll in steady state: a role's observation

@@ -220,8 +220,8 @@ func databaseGroup(mg resource.Managed) string {
 //     which crossplane-runtime's own filter lets through (written just
 //     before the status, the reconcile it woke read the object from a
 //     cache that had not yet seen that write, and its own status write
-//     conflicted: a fifth of the creates in a wave of 200,
-//     docs/performance.md), and not a status that looks like a create's
+//     conflicted: without it, refused status writes of databases in a
+//     wave of 200 halved, docs/performance.md), and not a status that looks like a create's
 //     record, which anyone with access to the status could write after
 //     each observation to keep the controller observing. A failed create
 //     is retried with back-off, as before.
