@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
@@ -29,6 +32,11 @@ import (
 // (config/created.go). The create itself is still announced: one
 // CreatedExternalResource event per object. Every version the API server
 // stores is watched, so a Creating written for a moment is seen.
+//
+// The same versions show the metadata writes of crossplane-runtime's
+// create protocol: the finalizer and the external name are stored by the
+// create-pending write, not by a write of their own before it
+// (config.Finalizer), and never after anything was created.
 func TestCreatesGoStraightToAvailable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -38,7 +46,8 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	seen := map[string][]string{} // kind/name: the Ready reasons of its versions, in order
+	seen := map[string][]string{}     // kind/name: the Ready reasons of its versions, in order
+	metadata := map[string][]string{} // kind/name: the create protocol's records of its versions, in order
 	var wg sync.WaitGroup
 	for _, res := range []string{"postgresqlroles", "postgresqldatabases", "postgresqlschemas", "postgresqlgrants", "postgresqldefaultprivileges"} {
 		w, err := dyn.Resource(schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: res}).Namespace("scale").Watch(ctx, metav1.ListOptions{})
@@ -62,9 +71,13 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 					}
 				}
 				k := res + "/" + u.GetName()
+				records := createRecords(u)
 				mu.Lock()
 				if r := seen[k]; len(r) == 0 || r[len(r)-1] != reason {
 					seen[k] = append(seen[k], reason)
+				}
+				if r := metadata[k]; len(r) == 0 || r[len(r)-1] != records {
+					metadata[k] = append(metadata[k], records)
 				}
 				mu.Unlock()
 			}
@@ -87,6 +100,16 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 	for k, reasons := range seen {
 		if diff := cmp.Diff([]string{"none", string(xpv2.ReasonAvailable)}, reasons); diff != "" {
 			t.Errorf("%s: Ready reasons of its versions (-want +got):\n%s", k, diff)
+		}
+	}
+	for k, records := range metadata {
+		want := []string{"", "finalizer external-name create-pending", "finalizer external-name create-pending create-succeeded"}
+		if strings.HasPrefix(k, "postgresqlgrants/") || strings.HasPrefix(k, "postgresqldefaultprivileges/") {
+			// Kinds named by what they grant, without an external name.
+			want = []string{"", "finalizer create-pending", "finalizer create-pending create-succeeded"}
+		}
+		if diff := cmp.Diff(want, records); diff != "" {
+			t.Errorf("%s: the create protocol's records of its versions (-want +got):\n%s", k, diff)
 		}
 	}
 
@@ -117,4 +140,24 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("objects without exactly one CreatedExternalResource event: %v", missing)
 	}
+}
+
+// createRecords names what of crossplane-runtime's create protocol u
+// carries: its finalizer, the external name, the create-pending and
+// create-succeeded annotations.
+func createRecords(u *unstructured.Unstructured) string {
+	var r []string
+	if slices.Contains(u.GetFinalizers(), managed.FinalizerName) {
+		r = append(r, "finalizer")
+	}
+	for _, a := range []struct{ key, name string }{
+		{meta.AnnotationKeyExternalName, "external-name"},
+		{meta.AnnotationKeyExternalCreatePending, "create-pending"},
+		{meta.AnnotationKeyExternalCreateSucceeded, "create-succeeded"},
+	} {
+		if _, ok := u.GetAnnotations()[a.key]; ok {
+			r = append(r, a.name)
+		}
+	}
+	return strings.Join(r, " ")
 }

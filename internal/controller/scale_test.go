@@ -346,18 +346,19 @@ const (
 	// (metadata and status) and of connection Secrets, and its events,
 	// on the way to Ready, counted by the API server. Each is an etcd
 	// write and a watch event to every watcher; on a 2-core machine the
-	// API server's share of the CPU is what bounds a wave. Measured 7.1
-	// (6.1-6.6 with the managed admin): 10.2 before the external name
+	// API server's share of the CPU is what bounds a wave. Measured 6.05
+	// (5.1-5.6 with the managed admin): 10.2 before the external name
 	// went with the finalizer, the Secret was written once, a database
 	// stopped trying CREATE DATABASE before its owner existed and the
 	// binder stopped recording Provisioning for a database no tenant can
 	// get; 8.1 before a create's Creating status was left to the
-	// observation that follows it. The bound leaves room for the waits a
-	// loaded machine adds (a database reached before its owner costs a
+	// observation that follows it; 7.05 before the finalizer went with
+	// the create-pending annotation. The bound leaves room for the waits
+	// a loaded machine adds (a database reached before its owner costs a
 	// status write and an event per wait); one more write per object, as
-	// the Creating status was, crosses it, and the others have tests of
+	// each of the last two was, crosses it, and the others have tests of
 	// their own.
-	maxWritesPerObject = 8.0
+	maxWritesPerObject = 7.0
 	// maxConflictsPerObject to Ready: writes of the provider's kinds the
 	// API server refused because the provider wrote from an outdated
 	// version. Each costs a refused write, another observation and a

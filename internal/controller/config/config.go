@@ -93,6 +93,9 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		// refusing to proceed until someone removes an annotation.
 		managed.WithDeterministicExternalName(true),
 		managed.WithCriticalAnnotationUpdater(CriticalAnnotationUpdater(mgr.GetClient(), mgr.GetAPIReader())),
+		// A new object's finalizer goes with its create-pending
+		// annotation (created.go).
+		managed.WithFinalizer(Finalizer(mgr.GetClient())),
 	}
 	if c.MetricOptions != nil {
 		if c.MetricOptions.MRMetrics != nil {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
@@ -28,8 +30,9 @@ import (
 // rate limiter of its own: it is the second half of the create.
 
 // A createNote records that a reconcile created its external resource, and
-// whether the status write recording it was left to the observation.
-type createNote struct{ created, deferred atomic.Bool }
+// whether the status write recording it was left to the observation; and,
+// before that, that its observation found nothing and a create follows.
+type createNote struct{ created, deferred, follows atomic.Bool }
 
 type createNoteKey struct{}
 
@@ -46,6 +49,57 @@ func Created(ctx context.Context) {
 	if n, ok := ctx.Value(createNoteKey{}).(*createNote); ok {
 		n.created.Store(true)
 	}
+}
+
+// Missing records that the observation of the reconcile of ctx found no
+// external resource for mg: unless its policies do not create,
+// crossplane-runtime now adds its finalizer and then writes the
+// create-pending annotation before it creates (Finalizer). (An object
+// being deleted never reaches the finalizer's addition.)
+func Missing(ctx context.Context, mg resource.Managed) {
+	if n, ok := ctx.Value(createNoteKey{}).(*createNote); ok && Creates(mg) {
+		n.follows.Store(true)
+	}
+}
+
+// createFollows reports whether the reconcile of ctx goes on to write the
+// create-pending annotation (Missing).
+func createFollows(ctx context.Context) bool {
+	n, ok := ctx.Value(createNoteKey{}).(*createNote)
+	return ok && n.follows.Load()
+}
+
+// A new object was written twice before its create: once by
+// crossplane-runtime's finalizer (with the external name, left to that
+// write by the initializers), and at once after by the create-pending
+// annotation, which crossplane-runtime writes with a conflict check
+// before it creates anything. Both are writes of the object's metadata,
+// each a write of the API server and etcd and a watch event to every
+// watcher; nothing happens between them but the decision to create.
+//
+// So when the observation found nothing and a create follows (Missing),
+// Finalizer adds the finalizer to the object and leaves it to the
+// create-pending write, which carries it to the server with the external
+// name: no external resource is ever created before its finalizer is
+// stored, since that write must succeed before crossplane-runtime creates.
+// If it does not (a conflict), nothing was created and the next reconcile
+// adds the finalizer again. An object that exists, or that will not be
+// created, gets its finalizer written at once, as before.
+
+// Finalizer is crossplane-runtime's managed resource finalizer, written
+// with kube, but for an object about to be created (above).
+func Finalizer(kube client.Client) resource.Finalizer {
+	return createFinalizer{resource.NewAPIFinalizer(kube, managed.FinalizerName)}
+}
+
+type createFinalizer struct{ resource.Finalizer }
+
+func (f createFinalizer) AddFinalizer(ctx context.Context, obj resource.Object) error {
+	if !meta.FinalizerExists(obj, managed.FinalizerName) && createFollows(ctx) {
+		meta.AddFinalizer(obj, managed.FinalizerName)
+		return nil
+	}
+	return f.Finalizer.AddFinalizer(ctx, obj)
 }
 
 // deferCreating reports whether o's status is the one crossplane-runtime

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -141,5 +145,90 @@ func TestCreateStatusIsNotSent(t *testing.T) {
 	}
 	if sent, _ := write(ctx, xpv2.Creating(), xpv2.ReconcileSuccess()); sent != 1 {
 		t.Errorf("Creating written outside a create: %d writes sent, want 1", sent)
+	}
+}
+
+// TestFinalizerGoesWithCreatePending: through the manager's client, a
+// new object whose observation found nothing, about to be created
+// (Missing), gets crossplane-runtime's finalizer in memory only, and the
+// create-pending write that follows stores it with the external name; in
+// every other case the finalizer is written at once, as
+// crossplane-runtime's own finalizer does.
+func TestFinalizerGoesWithCreatePending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	counter := &countingTransport{}
+	kube, _, _ := cachedClient(ctx, t, func(cfg *rest.Config) {
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	}, nil)
+	observeOnly := xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	cases := map[string]struct {
+		// note: the reconcile has a create note; missing: its observation
+		// found nothing (Missing).
+		note, missing bool
+		policies      xpv2.ManagementPolicies
+		// written: the finalizer is written by AddFinalizer itself.
+		written bool
+	}{
+		"AMissingObjectAboutToBeCreated": {note: true, missing: true, written: false},
+		"AnObjectThatExists":             {note: true, written: true},
+		"AMissingObjectThatIsNotCreated": {note: true, missing: true, policies: observeOnly, written: true},
+		"TheObservationAfterACreate":     {missing: true, written: true},
+	}
+	i := 0
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i++
+			role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fin%d", i), Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+			if tc.policies != nil {
+				role.SetManagementPolicies(tc.policies)
+			}
+			if err := kube.Create(ctx, role); err != nil {
+				t.Fatal(err)
+			}
+			rctx := ctx
+			if tc.note {
+				rctx, _ = withCreateNote(ctx)
+			}
+			if tc.missing {
+				Missing(rctx, role)
+			}
+			meta.SetExternalName(role, role.GetName())
+			counter.updates.Store(0)
+			if err := Finalizer(kube).AddFinalizer(rctx, role); err != nil {
+				t.Fatal(err)
+			}
+			if !meta.FinalizerExists(role, managed.FinalizerName) {
+				t.Fatal("the finalizer is not on the object in memory")
+			}
+			stored := func() *v1alpha1.PostgreSQLRole {
+				t.Helper()
+				r := &v1alpha1.PostgreSQLRole{}
+				if err := kube.Get(ctx, client.ObjectKeyFromObject(role), r); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			if sent := counter.updates.Load(); sent != map[bool]int64{true: 1, false: 0}[tc.written] {
+				t.Errorf("AddFinalizer sent %d writes, want written=%t", sent, tc.written)
+			}
+			if got := meta.FinalizerExists(stored(), managed.FinalizerName); got != tc.written {
+				t.Errorf("finalizer stored after AddFinalizer: %t, want %t", got, tc.written)
+			}
+			if tc.written {
+				return
+			}
+			// crossplane-runtime's create-pending write, which must
+			// succeed before it creates: it stores the finalizer and the
+			// external name.
+			meta.SetExternalCreatePending(role, time.Now())
+			if err := kube.Update(rctx, role); err != nil {
+				t.Fatal(err)
+			}
+			s := stored()
+			if !meta.FinalizerExists(s, managed.FinalizerName) || meta.GetExternalName(s) != role.GetName() {
+				t.Errorf("after the create-pending write: finalizers %v, external name %q; want %s and %q", s.GetFinalizers(), meta.GetExternalName(s), managed.FinalizerName, role.GetName())
+			}
+		})
 	}
 }

@@ -31,11 +31,17 @@ import (
 type countingTransport struct {
 	next          http.RoundTripper
 	statusUpdates atomic.Int64
+	// updates: of anything but a status.
+	updates atomic.Int64
 }
 
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") {
-		t.statusUpdates.Add(1)
+	if r.Method == http.MethodPut {
+		if strings.HasSuffix(r.URL.Path, "/status") {
+			t.statusUpdates.Add(1)
+		} else {
+			t.updates.Add(1)
+		}
 	}
 	return t.next.RoundTrip(r)
 }

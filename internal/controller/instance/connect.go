@@ -88,11 +88,20 @@ func ConnectorFor[T interface {
 	})
 }
 
-// createNoting notes each successful Create for the reconcile
-// (config.Created), whose status write recording it then waits for the
-// observation that follows at once.
+// createNoting notes, for the reconcile, an observation that found
+// nothing (config.Missing: the finalizer then goes with the create-pending
+// annotation) and each successful Create (config.Created: the status
+// write recording it then waits for the observation that follows at once).
 type createNoting[T resource.Managed] struct {
 	managed.TypedExternalClient[T]
+}
+
+func (c createNoting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
+	o, err := c.TypedExternalClient.Observe(ctx, mg)
+	if err == nil && !o.ResourceExists {
+		config.Missing(ctx, mg)
+	}
+	return o, err
 }
 
 func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
@@ -110,8 +119,9 @@ func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCrea
 //
 // A new resource has no finalizer yet either, and crossplane-runtime
 // writes it in this same reconcile, after a successful observation and
-// before anything is created: the external name set here goes with that
-// write rather than in one of its own. Every object of a wave was written
+// before anything is created (with the create-pending annotation when a
+// create follows, config.Finalizer): the external name set here goes with
+// that write rather than in one of its own. Every object of a wave was written
 // once more for it, an API write, an etcd write and a watch event to every
 // watcher each. A resource that has its finalizer already is written here.
 func ExternalNameInitializer[T resource.Managed](kube client.Client, name func(T) string) managed.Initializer {

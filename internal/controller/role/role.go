@@ -100,7 +100,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
-		managed.WithFinalizer(heirFinalizer{Finalizer: resource.NewAPIFinalizer(kube, managed.FinalizerName), kube: kube}),
+		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
 		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
