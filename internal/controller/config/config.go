@@ -236,6 +236,9 @@ func databaseGroup(mg resource.Managed) string {
 // Finalizers pass because crossplane-runtime adds its finalizer after the
 // first Observe, with an Update whose reply resets the status observed so
 // far: it counts on that Update's event for the reconcile that records it.
+// Not when they come with the create-pending annotation (a new object's,
+// Finalizer): that reconcile creates and observes in the same worker, and
+// the write carries nothing but its own changes (notCreatePending).
 // Every update of an object being deleted passes: a deletion that waits
 // (for users, heirs, a tenant) writes its status and is then woken by
 // another object, possibly before its own write has reached the cache;
@@ -266,20 +269,34 @@ func ownChanges(also ...predicate.Predicate) predicate.Predicate {
 	resync := UpdatesWhere(func(was, now client.Object) bool { return was.GetResourceVersion() == now.GetResourceVersion() })
 	finalizers := UpdatesWhere(func(was, now client.Object) bool { return !slices.Equal(was.GetFinalizers(), now.GetFinalizers()) })
 	deleting := UpdatesWhere(func(_, now client.Object) bool { return now.GetDeletionTimestamp() != nil })
-	return predicate.Or(append([]predicate.Predicate{desiredStateChanged(), finalizers, deleting, resync}, also...)...)
+	metadata := predicate.And(notCreatePending(), predicate.Or(labelsOrAnnotationsChanged(), finalizers))
+	return predicate.Or(append([]predicate.Predicate{predicate.GenerationChangedPredicate{}, metadata, deleting, resync}, also...)...)
 }
 
-// desiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
-// but for the external-create-succeeded annotation, which it lets through
-// and this filter does not (OwnChanges says why).
-func desiredStateChanged() predicate.Predicate {
+// labelsOrAnnotationsChanged is crossplane-runtime's
+// resource.DesiredStateChanged without the generation, and but for the
+// external-create-succeeded annotation, which it lets through and this
+// filter does not (OwnChanges says why).
+func labelsOrAnnotationsChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.LabelChangedPredicate{},
-		predicate.GenerationChangedPredicate{},
 		UpdatesWhere(func(was, now client.Object) bool {
 			return !maps.Equal(withoutCreateRecords(was.GetAnnotations()), withoutCreateRecords(now.GetAnnotations()))
 		}),
 	)
+}
+
+// notCreatePending passes every update but crossplane-runtime's
+// create-pending write: the update that sets a new create-pending time.
+// It carries only what the reconcile that writes it put on the object (a
+// change by anyone else in between makes it a conflict): the finalizer and
+// the external name of a new object (Finalizer). That reconcile creates at
+// once and observes what it created in the same worker, so its event
+// would only queue a second observation behind it.
+func notCreatePending() predicate.Predicate {
+	return UpdatesWhere(func(was, now client.Object) bool {
+		return was.GetAnnotations()[meta.AnnotationKeyExternalCreatePending] == now.GetAnnotations()[meta.AnnotationKeyExternalCreatePending]
+	})
 }
 
 // createAnnotations are the annotations in which crossplane-runtime

@@ -75,6 +75,23 @@ func TestOwnChanges(t *testing.T) {
 			}),
 			want: true,
 		},
+		"TheCreatePendingWriteIsIgnored": {
+			// A new object's finalizer and external name go with the
+			// create-pending annotation (Finalizer); the reconcile that
+			// wrote it creates and observes in the same worker.
+			now: change(func(s *v1alpha1.PostgreSQLSchema) {
+				s.Finalizers = append(s.Finalizers, "finalizer.managedresource.crossplane.io")
+				s.Annotations[meta.AnnotationKeyExternalName] = "renamed"
+				meta.SetExternalCreatePending(s, metav1.Now().Time)
+			}),
+		},
+		"ASpecChangeWithCreatePendingWakes": {
+			now: change(func(s *v1alpha1.PostgreSQLSchema) {
+				s.Generation = 2
+				meta.SetExternalCreatePending(s, metav1.Now().Time)
+			}),
+			want: true,
+		},
 		"AStatusWriteDuringDeletionWakes": {
 			// A held deletion's own write, when a conflict needs its event.
 			now: change(func(s *v1alpha1.PostgreSQLSchema) {
