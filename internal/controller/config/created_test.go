@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -106,9 +104,7 @@ func TestCreateStatusIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	counter := &countingTransport{}
-	kube, _, _ := cachedClient(ctx, t, func(cfg *rest.Config) {
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	}, nil)
+	kube, _, _ := cachedClient(ctx, t, counter.wrap, nil)
 	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := kube.Create(ctx, role); err != nil {
 		t.Fatal(err)
@@ -158,9 +154,7 @@ func TestFinalizerGoesWithCreatePending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	counter := &countingTransport{}
-	kube, _, _ := cachedClient(ctx, t, func(cfg *rest.Config) {
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	}, nil)
+	kube, _, _ := cachedClient(ctx, t, counter.wrap, nil)
 	observeOnly := xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
 	cases := map[string]struct {
 		// note: the reconcile has a create note; missing: its observation

@@ -35,6 +35,11 @@ type countingTransport struct {
 	updates atomic.Int64
 }
 
+// wrap makes t count the requests of cfg.
+func (t *countingTransport) wrap(cfg *rest.Config) {
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { t.next = rt; return t }
+}
+
 func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPut {
 		if strings.HasSuffix(r.URL.Path, "/status") {
@@ -120,10 +125,7 @@ func TestUnchangedStatusIsNotSent(t *testing.T) {
 	defer cancel()
 	counter := &countingTransport{}
 	var lag *lagging
-	kube, cp, s := cachedClient(ctx, t,
-		func(cfg *rest.Config) {
-			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-		},
+	kube, cp, s := cachedClient(ctx, t, counter.wrap,
 		func(r client.Reader) client.Reader { lag = &lagging{Reader: r}; return lag })
 	role := createRole(ctx, t, cp, s, "quiet")
 	// read returns the role as the cache holds it, once it holds version rv
