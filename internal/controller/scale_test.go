@@ -342,8 +342,8 @@ const (
 	// the observation after it, in one reconcile (config/created.go), and
 	// what the writes in between trigger; no poll. Measured 2.2-2.6,
 	// loaded or not, then 1.7-2.4 once the observation after a create ran
-	// in the create's own reconcile, and 1.0 waits apart (1.05-1.11 in
-	// all quiet, 1.52 loaded) since the create-pending write wakes nothing
+	// in the create's own reconcile, and 1.0 waits apart (1.05-1.53 in
+	// all, quiet or loaded) since the create-pending write wakes nothing
 	// (config.OwnChanges). With that write's event let through again the
 	// count was 2.35 with PostgreSQL on tmpfs but 1.58 waits apart in a
 	// slow wave on the disk (the second observation it queues does not
@@ -354,9 +354,9 @@ const (
 	// Secrets, and its events, on the way to Ready, counted by the API
 	// server. Each is an etcd write and a watch event to every watcher;
 	// on a 2-core machine the API server's share of the CPU is what
-	// bounds a wave. Measured 5.0 waits apart (5.10-5.15 in all quiet,
-	// 6.02 with 1.01 of them for waits loaded; superuser and managed
-	// admin): 10.2 before the external name went with the finalizer, the
+	// bounds a wave. Measured 5.0 waits apart (5.08-6.05 in all, 0.06-1.03
+	// of them for waits, quiet or loaded; superuser and managed admin):
+	// 10.2 before the external name went with the finalizer, the
 	// Secret was written once, a database stopped trying CREATE DATABASE
 	// before its owner existed and the binder stopped recording
 	// Provisioning for a database no tenant can get; 8.1 before a
