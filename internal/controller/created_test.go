@@ -140,6 +140,15 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("objects without exactly one CreatedExternalResource event: %v", missing)
 	}
+	if t.Failed() {
+		// What the objects went through, to tell a failed create from a
+		// status written twice.
+		for _, e := range events.Items {
+			if strings.HasPrefix(e.InvolvedObject.Name, prefix) {
+				t.Logf("event %s/%s: %s %s (x%d): %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Count, e.Message)
+			}
+		}
+	}
 }
 
 // createRecords names what of crossplane-runtime's create protocol u

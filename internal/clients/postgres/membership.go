@@ -2,9 +2,15 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -45,49 +51,172 @@ type Execer interface {
 // alone, with only the options it needs on 16+ (SET to give ownership,
 // INHERIT to act as an owner), and every grant is revoked afterwards, even
 // when fn fails: the admin does not accumulate tenants' roles.
+//
+// A membership belongs to the server, not to a session, and the
+// controllers act on one role from several sessions at once (a schema
+// owned by a role, its default privileges, a grant on it). So the
+// temporary memberships are shared (memberships): the first ActingAs of a
+// role on a server grants it, the last one revokes it, and one that
+// starts while another's revoke is under way waits for it and grants
+// again. Revoked by whoever finished first, the membership vanished under
+// the others' statements ("must be member of role", "permission denied
+// for schema"), failing a create on a managed server now and then.
 func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error) error {
-	var revokes []string
+	var held []*membership
 	defer func() {
-		// Revoked even when the reconcile was cancelled.
-		for _, r := range revokes {
-			rctx, cancel := cleanupContext(ctx)
-			_, _ = db.Exec(rctx, r)
-			cancel()
+		// Given back even when the reconcile was cancelled.
+		for _, m := range held {
+			_ = m.release(ctx, db)
 		}
 	}()
 	for _, n := range needs {
 		if n.Role == "" {
 			continue
 		}
-		var ok bool
-		var version int
-		if err := db.QueryRow(ctx, hasNeedSQL, n.Role, n.Set, n.Inherit).Scan(&ok, &version); err != nil {
-			return xperrors.Wrapf(describePgError(err), "cannot read whether the admin may act as role %s", QuoteIdentifier(n.Role))
+		m, err := memberships.acquire(ctx, db, n)
+		if err != nil {
+			return err
 		}
-		if ok {
-			continue
-		}
-		grant, revoke := MembershipGrants(n, version)
-		if _, err := db.Exec(ctx, grant); err != nil {
-			return xperrors.Wrapf(describePgError(err), "the admin may not act as role %s and cannot grant itself membership of it: it needs SUPERUSER, or CREATEROLE "+
-				"(and on PostgreSQL 16+ ADMIN OPTION on the role, which it has on roles it created)", QuoteIdentifier(n.Role))
-		}
-		revokes = append(revokes, revoke)
+		held = append(held, m)
 	}
 	err := fn()
 	var failed []string
-	for _, r := range revokes {
-		rctx, cancel := cleanupContext(ctx)
-		if _, rerr := db.Exec(rctx, r); rerr != nil {
-			failed = append(failed, describePgError(rerr).Error())
+	for _, m := range held {
+		if rerr := m.release(ctx, db); rerr != nil {
+			failed = append(failed, rerr.Error())
 		}
-		cancel()
 	}
-	revokes = nil
+	held = nil
 	if len(failed) > 0 {
 		err = xperrors.Join(err, xperrors.Errorf("cannot revoke the admin's temporary membership: %s", strings.Join(failed, "; ")))
 	}
 	return err
+}
+
+// memberships are the temporary memberships ActingAs holds, process-wide.
+var memberships = &membershipTable{held: map[membershipKey]*membership{}}
+
+// A membershipKey names one need of one admin on one server.
+type membershipKey struct {
+	server, user string
+	need         RoleNeed
+}
+
+type membershipTable struct {
+	mu   sync.Mutex
+	held map[membershipKey]*membership
+}
+
+// A membership is one temporary membership and its users.
+type membership struct {
+	table *membershipTable
+	key   membershipKey
+	// users is guarded by table.mu.
+	users int
+	// mu is held while the membership is checked and granted, or revoked;
+	// it guards ready and revoke.
+	mu sync.Mutex
+	// ready: checked, and granted where it was missing.
+	ready bool
+	// revoke gives back what was granted ("" when the admin held it).
+	revoke string
+}
+
+// acquire returns n's membership for the session user of db, granted if
+// it was missing and no other ActingAs holds it.
+func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*membership, error) {
+	k := membershipKey{need: n}
+	k.server, k.user = serverOf(db)
+	t.mu.Lock()
+	m := t.held[k]
+	if m == nil {
+		m = &membership{table: t, key: k}
+		t.held[k] = m
+	}
+	m.users++
+	t.mu.Unlock()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ready {
+		return m, nil
+	}
+	var ok bool
+	var version int
+	err := db.QueryRow(ctx, hasNeedSQL, n.Role, n.Set, n.Inherit).Scan(&ok, &version)
+	if err == nil && !ok {
+		grant, revoke := MembershipGrants(n, version)
+		if _, gerr := db.Exec(ctx, grant); gerr != nil {
+			err = xperrors.Wrapf(describePgError(gerr), "the admin may not act as role %s and cannot grant itself membership of it: it needs SUPERUSER, or CREATEROLE "+
+				"(and on PostgreSQL 16+ ADMIN OPTION on the role, which it has on roles it created)", QuoteIdentifier(n.Role))
+		} else {
+			m.revoke = revoke
+		}
+	} else if err != nil {
+		err = xperrors.Wrapf(describePgError(err), "cannot read whether the admin may act as role %s", QuoteIdentifier(n.Role))
+	}
+	if err != nil {
+		t.leave(m)
+		t.forget(m)
+		return nil, err
+	}
+	m.ready = true
+	return m, nil
+}
+
+// release ends one use of m; the last one revokes what was granted. An
+// acquire that starts meanwhile finds m, waits for the revoke (m.mu) and
+// grants again; m leaves the table only once revoked and unused.
+func (m *membership) release(ctx context.Context, db Execer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer m.table.forget(m)
+	if !m.table.leave(m) || !m.ready {
+		return nil
+	}
+	m.ready = false
+	revoke := m.revoke
+	m.revoke = ""
+	if revoke == "" {
+		return nil
+	}
+	rctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, err := db.Exec(rctx, revoke)
+	return describePgError(err)
+}
+
+// leave ends one use of m and reports whether it was the last.
+func (t *membershipTable) leave(m *membership) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m.users--
+	return m.users == 0
+}
+
+// forget drops m from the table if no one uses it; the caller holds m.mu,
+// having revoked what m granted.
+func (t *membershipTable) forget(m *membership) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m.users == 0 && t.held[m.key] == m {
+		delete(t.held, m.key)
+	}
+}
+
+// serverOf names the server and user db's sessions log in to, which a
+// membership belongs to. An Execer that does not say shares memberships
+// only with itself.
+func serverOf(db Execer) (server, user string) {
+	if p, ok := db.(interface{ Config() *pgxpool.Config }); ok {
+		c := p.Config().ConnConfig
+		return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), c.User
+	}
+	if c, ok := db.(interface{ Config() *pgx.ConnConfig }); ok {
+		cc := c.Config()
+		return net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))), cc.User
+	}
+	return fmt.Sprintf("%p", db), ""
 }
 
 // MembershipGrants returns the statements that grant the session user
