@@ -96,10 +96,10 @@ func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error)
 // memberships are the temporary memberships ActingAs holds, process-wide.
 var memberships = &membershipTable{held: map[membershipKey]*membership{}}
 
-// A membershipKey names one need of one admin on one server.
+// A membershipKey names one role's membership for one admin on one
+// server.
 type membershipKey struct {
-	server, user string
-	need         RoleNeed
+	server, user, role string
 }
 
 type membershipTable struct {
@@ -116,8 +116,12 @@ type membership struct {
 	// mu is held while the membership is checked and granted, or revoked;
 	// it guards ready and revoke.
 	mu sync.Mutex
-	// ready: checked, and granted where it was missing.
+	// ready: need checked, and granted where it was missing.
 	ready bool
+	// need is what the users so far asked for: a later user that asks for
+	// more (SET where INHERIT was granted) has the grant widened, since
+	// the admin's one grant of the role carries both options.
+	need RoleNeed
 	// revoke gives back what was granted ("" when the admin held it).
 	revoke string
 }
@@ -125,7 +129,7 @@ type membership struct {
 // acquire returns n's membership for the session user of db, granted if
 // it was missing and no other ActingAs holds it.
 func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*membership, error) {
-	k := membershipKey{need: n}
+	k := membershipKey{role: n.Role}
 	k.server, k.user = serverOf(db)
 	t.mu.Lock()
 	m := t.held[k]
@@ -138,8 +142,11 @@ func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ready {
+	if m.ready && (m.need.Set || !n.Set) && (m.need.Inherit || !n.Inherit) {
 		return m, nil
+	}
+	if m.ready {
+		n = RoleNeed{Role: n.Role, Set: n.Set || m.need.Set, Inherit: n.Inherit || m.need.Inherit}
 	}
 	var ok bool
 	var version int
@@ -160,7 +167,7 @@ func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*
 		t.forget(m)
 		return nil, err
 	}
-	m.ready = true
+	m.ready, m.need = true, n
 	return m, nil
 }
 
@@ -174,7 +181,7 @@ func (m *membership) release(ctx context.Context, db Execer) error {
 	if !m.table.leave(m) || !m.ready {
 		return nil
 	}
-	m.ready = false
+	m.ready, m.need = false, RoleNeed{}
 	revoke := m.revoke
 	m.revoke = ""
 	if revoke == "" {

@@ -43,7 +43,22 @@ func TestActingAsSharesMemberships(t *testing.T) {
 	if _, err := pools[0].Exec(ctx, "CREATE ROLE acting_owner"); err != nil {
 		t.Fatal(err)
 	}
-	need := []RoleNeed{{Role: "acting_owner", Set: true, Inherit: true}}
+	// A table of the role's: reading it takes its privileges (INHERIT),
+	// where SET ROLE takes SET: the two are one grant of the role, which
+	// a user asking for more widens.
+	if _, err := admin.Exec(ctx, "CREATE TABLE acting_t (); ALTER TABLE acting_t OWNER TO acting_owner"); err != nil {
+		t.Fatal(err)
+	}
+	type work struct {
+		need []RoleNeed
+		db   Execer
+		stmt string
+	}
+	works := []work{
+		{need: []RoleNeed{{Role: "acting_owner", Set: true}}, db: pools[1], stmt: "SET ROLE acting_owner; SELECT pg_sleep(0.002); RESET ROLE"},
+		{need: []RoleNeed{{Role: "acting_owner", Inherit: true}}, db: pools[0], stmt: "SELECT count(*), pg_sleep(0.002) FROM acting_t"},
+		{need: []RoleNeed{{Role: "acting_owner", Set: true, Inherit: true}}, db: pools[0], stmt: "SET ROLE acting_owner; SELECT pg_sleep(0.002); RESET ROLE"},
+	}
 
 	const workers, rounds = 6, 15
 	var mu sync.Mutex
@@ -53,12 +68,12 @@ func TestActingAsSharesMemberships(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			db := pools[w%len(pools)]
+			wk := works[w%len(works)]
 			for i := range rounds {
-				err := ActingAs(ctx, db, need, func() error {
+				err := ActingAs(ctx, wk.db, wk.need, func() error {
 					// What needs the membership, held for a moment as a
 					// statement of a controller is.
-					_, err := db.Exec(ctx, "SET ROLE acting_owner; SELECT pg_sleep(0.002); RESET ROLE")
+					_, err := wk.db.Exec(ctx, wk.stmt)
 					return err
 				})
 				if err != nil {
@@ -78,14 +93,17 @@ func TestActingAsSharesMemberships(t *testing.T) {
 		t.Error(f)
 	}
 
-	// Nothing is left: the admin may not SET ROLE to it any more.
-	var held bool
-	var version int
-	if err := pools[0].QueryRow(ctx, hasNeedSQL, "acting_owner", true, false).Scan(&held, &version); err != nil {
-		t.Fatal(err)
-	}
-	if held {
-		t.Error("the admin still holds the temporary membership of acting_owner")
+	// Nothing is left: the admin may neither SET ROLE to it nor use its
+	// privileges any more.
+	for _, n := range []RoleNeed{{Set: true}, {Inherit: true}} {
+		var held bool
+		var version int
+		if err := pools[0].QueryRow(ctx, hasNeedSQL, "acting_owner", n.Set, n.Inherit).Scan(&held, &version); err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			t.Errorf("the admin still holds the temporary membership of acting_owner (%+v)", n)
+		}
 	}
 	memberships.mu.Lock()
 	left := len(memberships.held)
