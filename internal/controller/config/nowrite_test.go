@@ -98,14 +98,22 @@ func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), 
 	return kube, cp, s
 }
 
-// createRole creates a role named name straight through the API server
-// (not through the manager's client, whose ledger it would enter).
-func createRole(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme, name string) *v1alpha1.PostgreSQLRole {
+// apiClient is a client straight to the API server, without a cache:
+// what tests read through it is what is stored.
+func apiClient(t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme) client.Client {
 	t.Helper()
 	api, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return api
+}
+
+// createRole creates a role named name straight through the API server
+// (not through the manager's client, whose ledger it would enter).
+func createRole(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme, name string) *v1alpha1.PostgreSQLRole {
+	t.Helper()
+	api := apiClient(t, cp, s)
 	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := api.Create(ctx, role); err != nil {
 		t.Fatal(err)
