@@ -1,0 +1,84 @@
+package config
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// TestQueueShutsDown: workers that take items, work on them and mark them
+// done while others keep adding, as a controller's do, all return once the
+// queue is shut down, round after round. controller-runtime's priority
+// queue alone, in place of closingQueue here, deadlocks in the first
+// rounds (kubernetes-sigs/controller-runtime#3538). No worker ever gets
+// one of the wake-up items.
+func TestQueueShutsDown(t *testing.T) {
+	const rounds, workers = 100, 20
+	for round := range rounds {
+		inner := priorityqueue.New[reconcile.Request](fmt.Sprintf("round-%d", round))
+		q := newClosingQueue(inner, 10*time.Second)
+		var wg sync.WaitGroup
+		woken := make(chan string, workers)
+		for range workers {
+			wg.Go(func() {
+				for {
+					key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(rand.Int())}}
+					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(3))}, key)
+					item, _, shutdown := q.GetWithPriority()
+					if shutdown {
+						return
+					}
+					if strings.HasPrefix(item.Name, "\x00") {
+						woken <- item.Name
+					}
+					q.Done(item)
+				}
+			})
+		}
+		time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond)
+		q.ShutDown()
+		stopped := make(chan struct{})
+		go func() { wg.Wait(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("round %d: workers still blocked 15 s after the queue was shut down", round)
+		}
+		close(woken)
+		for name := range woken {
+			t.Errorf("round %d: a worker was handed the wake-up item %q", round, name)
+		}
+		if !q.ShuttingDown() {
+			t.Errorf("round %d: the queue does not say it is shutting down", round)
+		}
+	}
+}
+
+// TestControllersGetTheClosingQueue: every controller set up from Config
+// gets the closing queue, and controller-runtime still sees a priority
+// queue in it (it checks for one and would otherwise drop priorities).
+func TestControllersGetTheClosingQueue(t *testing.T) {
+	o := Config{}.ForControllerRuntime()
+	if o.NewQueue == nil {
+		t.Fatal("ForControllerRuntime sets no NewQueue: controllers get controller-runtime's queue alone")
+	}
+	q := o.NewQueue("test", o.RateLimiter)
+	defer q.ShutDown()
+	if _, ok := q.(*closingQueue); !ok {
+		t.Errorf("NewQueue returns %T, want *closingQueue", q)
+	}
+	if _, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); !ok {
+		t.Errorf("NewQueue returns %T, which controller-runtime does not take for a priority queue", q)
+	}
+	if o.RateLimiter == nil || o.MaxConcurrentReconciles != 0 || o.RecoverPanic == nil || !*o.RecoverPanic {
+		t.Errorf("crossplane-runtime's options are not kept: %+v", o)
+	}
+}
