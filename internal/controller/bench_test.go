@@ -283,9 +283,16 @@ func mixedVersions(ctx context.Context, tb testing.TB, prefix string) map[string
 	return resourceVersions(ctx, tb, prefix, append(mixedKinds(), &corev1.SecretList{})...)
 }
 
-// intervalBuckets returns the cumulative counts of the observation
-// intervals in g by bucket upper bound (+Inf as 0), all kinds together.
-func intervalBuckets(tb testing.TB, g gatherFunc) map[float64]uint64 {
+// The provider's histograms of the time between two observations of one
+// object, and of how late polls came after their scheduled moment.
+const (
+	intervalHistogram = "provider_postgresql_observation_interval_seconds"
+	latenessHistogram = "provider_postgresql_poll_lateness_seconds"
+)
+
+// intervalBuckets returns the cumulative counts of the histogram name in g
+// by bucket upper bound (+Inf as 0), all kinds together.
+func intervalBuckets(tb testing.TB, g gatherFunc, name string) map[float64]uint64 {
 	tb.Helper()
 	fams, err := g()
 	if err != nil {
@@ -293,7 +300,7 @@ func intervalBuckets(tb testing.TB, g gatherFunc) map[float64]uint64 {
 	}
 	out := map[float64]uint64{}
 	for _, f := range fams {
-		if f.GetName() != "provider_postgresql_observation_interval_seconds" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -427,7 +434,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 
 	// Steady state: two polls after a first one has passed.
 	time.Sleep(poll + jitter)
-	obs := intervalBuckets(b, p.Gather)
+	obs, late := intervalBuckets(b, p.Gather, intervalHistogram), intervalBuckets(b, p.Gather, latenessHistogram)
 	versions := mixedVersions(ctx, b, prefix)
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 		b.Fatal(err)
@@ -461,7 +468,8 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 			writes++
 		}
 	}
-	longest, intervals := longestBetween(obs, intervalBuckets(b, p.Gather))
+	longest, intervals := longestBetween(obs, intervalBuckets(b, p.Gather, intervalHistogram))
+	latest, _ := longestBetween(late, intervalBuckets(b, p.Gather, latenessHistogram))
 	rss, err := p.RSSMiB()
 	if err != nil {
 		b.Fatal(err)
@@ -499,6 +507,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	b.ReportMetric(opened/float64(units)/(float64(window)/float64(poll)), "sessions/database/poll")
 	b.ReportMetric(longest.Seconds(), "s-longest-observation-interval")
 	b.ReportMetric(float64(intervals), "intervals")
+	b.ReportMetric(latest.Seconds(), "s-latest-poll")
 	b.ReportMetric(rss, "MiB-rss")
 	b.ReportMetric(peakRSS, "MiB-rss-peak")
 	b.ReportMetric(cpu, "s-provider-cpu")

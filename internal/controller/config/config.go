@@ -126,7 +126,10 @@ func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...cl
 // ±PollJitter at random to the poll interval and, with wake, polls sooner
 // when wake says something is due sooner (a positive duration from now).
 // crossplane-runtime calls it after each successful observation, which it
-// records in Observations.
+// records in Observations, with the moment of the next poll; the far end
+// of the jitter is brought in by how late polls recently came
+// (Observations.Lag), so the time between two observations stays within
+// poll+jitter when the queue delays them.
 //
 // Objects observed over a session into one database of an Instance
 // (v1alpha1.DatabaseUser) are polled together instead: see phased.
@@ -141,21 +144,30 @@ func (c Config) pollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 	jitter := c.PollJitter
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
 		now := clock()
+		// The longest interval scheduled is shortened by how late polls
+		// come now (up to the whole jitter), so the interval between two
+		// observations, lateness included, stays within poll+jitter.
+		var lag time.Duration
 		if c.Observations != nil {
 			c.Observations.Observed(mg, now, poll)
+			lag = min(c.Observations.Lag(now), jitter)
 		}
 		d := poll
 		g := databaseGroup(mg)
 		switch {
 		case jitter > 0 && g != "":
-			d = phased(now, poll, jitter, g)
+			d = phased(now, poll, jitter-lag, g)
 		case jitter > 0:
-			d += time.Duration((rand.Float64() - 0.5) * 2 * float64(jitter)) //nolint:gosec // jitter needs no secure randomness.
+			// Anywhere in [poll-jitter, poll+jitter-lag].
+			d += time.Duration(rand.Float64()*float64(2*jitter-lag)) - jitter //nolint:gosec // jitter needs no secure randomness.
 		}
 		if wake != nil {
 			if w := wake(mg, now); w > 0 && w < d {
-				return w
+				d = w
 			}
+		}
+		if c.Observations != nil {
+			c.Observations.Scheduled(mg, now.Add(d))
 		}
 		return d
 	}

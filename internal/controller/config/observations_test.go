@@ -13,8 +13,14 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
-// histograms gathers o's histograms by kind as (count, sum).
+// histograms gathers o's observation intervals by kind as (count, sum).
 func histograms(t *testing.T, o *Observations) map[string][2]float64 {
+	t.Helper()
+	return histogramsOf(t, o, "provider_postgresql_observation_interval_seconds")
+}
+
+// histogramsOf gathers o's histogram family name by kind as (count, sum).
+func histogramsOf(t *testing.T, o *Observations, name string) map[string][2]float64 {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(o)
@@ -24,6 +30,9 @@ func histograms(t *testing.T, o *Observations) map[string][2]float64 {
 	}
 	out := map[string][2]float64{}
 	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
 		for _, m := range f.GetMetric() {
 			out[label(m, "kind")] = [2]float64{float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum()}
 		}
@@ -87,6 +96,80 @@ func TestObservations(t *testing.T) {
 			got := histograms(t, o)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("intervals (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPollLateness: a poll that comes at or after the moment scheduled for
+// it records how late it came, one woken earlier records nothing, and the
+// worst recent lateness (Lag) halves every lagHalfLife.
+func TestPollLateness(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	role := func(uid string) *v1alpha1.PostgreSQLRole {
+		return &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+	}
+	cases := map[string]struct {
+		observe func(o *Observations)
+		at      time.Time
+		want    map[string][2]float64
+		lag     time.Duration
+	}{
+		"NotScheduled": {
+			observe: func(o *Observations) {
+				o.Observed(role("a"), t0, time.Minute)
+				o.Observed(role("a"), t0.Add(time.Minute), time.Minute)
+			},
+			at:   t0.Add(time.Minute),
+			want: map[string][2]float64{},
+		},
+		"LateBy3s": {
+			observe: func(o *Observations) {
+				o.Observed(role("a"), t0, time.Minute)
+				o.Scheduled(role("a"), t0.Add(time.Minute))
+				o.Observed(role("a"), t0.Add(63*time.Second), time.Minute)
+			},
+			at:   t0.Add(63 * time.Second),
+			want: map[string][2]float64{"PostgreSQLRole": {1, 3}},
+			lag:  3 * time.Second,
+		},
+		"WokenEarly": {
+			observe: func(o *Observations) {
+				o.Observed(role("a"), t0, time.Minute)
+				o.Scheduled(role("a"), t0.Add(time.Minute))
+				o.Observed(role("a"), t0.Add(20*time.Second), time.Minute)
+				// Its next poll was not scheduled: the one after it is
+				// no poll either.
+				o.Observed(role("a"), t0.Add(90*time.Second), time.Minute)
+			},
+			at:   t0.Add(90 * time.Second),
+			want: map[string][2]float64{},
+		},
+		"LagHalvesEveryHalfLife": {
+			observe: func(o *Observations) {
+				o.Observed(role("a"), t0, time.Minute)
+				o.Scheduled(role("a"), t0.Add(time.Minute))
+				o.Observed(role("a"), t0.Add(68*time.Second), time.Minute)
+				// A smaller lateness later does not replace the larger
+				// one while that is still larger.
+				o.Observed(role("b"), t0, time.Minute)
+				o.Scheduled(role("b"), t0.Add(time.Minute))
+				o.Observed(role("b"), t0.Add(61*time.Second), time.Minute)
+			},
+			at:   t0.Add(68*time.Second + lagHalfLife),
+			want: map[string][2]float64{"PostgreSQLRole": {2, 9}},
+			lag:  4 * time.Second,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := NewObservations()
+			tc.observe(o)
+			if diff := cmp.Diff(tc.want, histogramsOf(t, o, "provider_postgresql_poll_lateness_seconds")); diff != "" {
+				t.Errorf("lateness (-want +got):\n%s", diff)
+			}
+			if got := o.Lag(tc.at); got != tc.lag {
+				t.Errorf("Lag: got %s, want %s", got, tc.lag)
 			}
 		})
 	}

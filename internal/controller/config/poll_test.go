@@ -160,3 +160,47 @@ func TestPollIntervalHook(t *testing.T) {
 		t.Errorf("with a wake due in 5s: next poll in %s", d)
 	}
 }
+
+// TestPollsLateStayWithinJitter: when every poll comes late by the same
+// few seconds (the queue, the reconcile rate), the time between two
+// observations of an object still stays within poll+jitter, for an object
+// polled at random and one polled on its database's grid, and the polls do
+// not come more often than poll-jitter.
+func TestPollsLateStayWithinJitter(t *testing.T) {
+	const poll, jitter, late = time.Minute, 10 * time.Second, 3 * time.Second
+	for name, mg := range map[string]resource.Managed{
+		"Random": &v1alpha1.PostgreSQLRole{},
+		"Phased": schemaIn("u1", "shop"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			now := time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC)
+			c := Config{PollJitter: jitter, Observations: NewObservations()}
+			hook := c.pollIntervalHook(nil, func() time.Time { return now })
+			var longest, shortest, sum time.Duration
+			const polls = 500
+			for i := range polls {
+				d := hook(mg, poll)
+				now = now.Add(d + late)
+				// The first poll is scheduled before any lateness was
+				// seen: it may end up late by all of it.
+				if i == 0 {
+					continue
+				}
+				interval := d + late
+				longest, sum = max(longest, interval), sum+interval
+				if shortest == 0 || interval < shortest {
+					shortest = interval
+				}
+			}
+			if longest > poll+jitter {
+				t.Errorf("polls %s late: the longest interval between two observations is %s, want within %s", late, longest, poll+jitter)
+			}
+			if shortest < poll-jitter {
+				t.Errorf("polls %s late: the shortest interval is %s, want at least %s", late, shortest, poll-jitter)
+			}
+			if mean := sum / (polls - 1); mean < poll-jitter/2 {
+				t.Errorf("polls %s late: %s between observations on average, want about %s", late, mean, poll)
+			}
+		})
+	}
+}
