@@ -32,8 +32,8 @@ func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) wor
 
 // closingQueue works around a deadlock of controller-runtime's priority
 // queue at shutdown (kubernetes-sigs/controller-runtime#3538, fixed in
-// v0.25, which needs Kubernetes 0.37 libraries crossplane-runtime v2.4
-// does not build with yet): a worker waiting for an item returns when the
+// v0.25, which also moves every Kubernetes library to 0.37: an upgrade of
+// its own): a worker waiting for an item returns when the
 // queue closes without taking back its place among the waiters, and the
 // queue's dispatcher may then block for good handing an item to nobody,
 // holding the lock every worker needs to finish its item. The controller
