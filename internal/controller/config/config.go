@@ -128,8 +128,9 @@ func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...cl
 // crossplane-runtime calls it after each successful observation, which it
 // records in Observations, with the moment of the next poll; the far end
 // of the jitter is brought in by how late polls recently came
-// (Observations.Lag), so the time between two observations stays within
-// poll+jitter when the queue delays them.
+// (Observations.Lag, up to a quarter of the jitter), so the time between
+// two observations stays within poll+jitter when the queue delays them a
+// little.
 //
 // Objects observed over a session into one database of an Instance
 // (v1alpha1.DatabaseUser) are polled together instead: see phased.
@@ -145,12 +146,14 @@ func (c Config) pollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
 		now := clock()
 		// The longest interval scheduled is shortened by how late polls
-		// come now (up to the whole jitter), so the interval between two
-		// observations, lateness included, stays within poll+jitter.
+		// come now, so the interval between two observations, lateness
+		// included, stays within poll+jitter. By a quarter of the jitter
+		// at most: polls later than that wait for a busy provider (a wave
+		// of creates), and polling more often would only add to it.
 		var lag time.Duration
 		if c.Observations != nil {
 			c.Observations.Observed(mg, now, poll)
-			lag = min(c.Observations.Lag(now), jitter)
+			lag = min(c.Observations.Lag(now), jitter/4)
 		}
 		d := poll
 		g := databaseGroup(mg)

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -19,19 +18,19 @@ import (
 //
 // It also records how late each poll comes after the moment it was
 // scheduled for (the queue, the reconcile rate, the workers and the
-// observation's own round trips), and keeps the recent worst of that as
-// Lag, which the poll interval hook subtracts from the longest interval it
-// schedules: without it an object scheduled at the far end of the jitter
-// was observed a little after poll+jitter (every run of BenchmarkScale
-// recorded intervals in the bucket above 70 s at poll 1m, jitter 10s).
+// observation's own round trips), and keeps the worst of it over the last
+// minute or two as Lag, which the poll interval hook subtracts (up to a
+// quarter of the jitter) from the longest interval it schedules: without
+// it an object scheduled at the far end of the jitter was observed a
+// little after poll+jitter.
 type Observations struct {
 	mu    sync.Mutex
 	last  map[types.UID]observed
 	calls int
-	// lag is the worst lateness seen, as of lagAt; it halves every
-	// lagHalfLife after that.
-	lag   time.Duration
-	lagAt time.Time
+	// lagNow is the worst lateness seen in the window that began at
+	// lagFrom, lagBefore the worst of the window before it.
+	lagNow, lagBefore time.Duration
+	lagFrom           time.Time
 
 	intervals, lateness *prometheus.HistogramVec
 }
@@ -42,10 +41,10 @@ type observed struct {
 	at, due time.Time
 }
 
-// lagHalfLife is how fast a lateness stops counting: one poll at the
-// default, so a wave of creates that delays polls for a while shortens
-// the schedule for about as long, not for good.
-const lagHalfLife = time.Minute
+// lagWindow is how long a lateness counts: between one and two windows.
+// One poll at the default, so the polls made late by a wave of creates
+// stop shortening the schedule a minute or two after the wave, not ten.
+const lagWindow = time.Minute
 
 // NewObservations returns an empty recorder.
 func NewObservations() *Observations {
@@ -85,9 +84,8 @@ func (o *Observations) Observed(mg resource.Managed, now time.Time, poll time.Du
 	late := time.Duration(-1)
 	if seen && !prev.due.IsZero() && !now.Before(prev.due) {
 		late = now.Sub(prev.due)
-		if late > o.lagAsOf(now) {
-			o.lag, o.lagAt = late, now
-		}
+		o.rotateLag(now)
+		o.lagNow = max(o.lagNow, late)
 	}
 	o.calls++
 	if o.calls%pruneEvery == 0 {
@@ -118,23 +116,24 @@ func (o *Observations) Scheduled(mg resource.Managed, due time.Time) {
 	}
 }
 
-// Lag is how late polls have recently come at worst, as of now: the
-// largest lateness seen, halved for every lagHalfLife since.
+// Lag is how late polls have come at worst recently, as of now: over the
+// current window of lagWindow and the one before it.
 func (o *Observations) Lag(now time.Time) time.Duration {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.lagAsOf(now)
+	o.rotateLag(now)
+	return max(o.lagNow, o.lagBefore)
 }
 
-func (o *Observations) lagAsOf(now time.Time) time.Duration {
-	if o.lag <= 0 {
-		return 0
+// rotateLag moves the lateness windows on to the one now falls in.
+func (o *Observations) rotateLag(now time.Time) {
+	switch since := now.Sub(o.lagFrom); {
+	case since < lagWindow:
+	case since < 2*lagWindow:
+		o.lagBefore, o.lagNow, o.lagFrom = o.lagNow, 0, o.lagFrom.Add(lagWindow)
+	default:
+		o.lagBefore, o.lagNow, o.lagFrom = 0, 0, now
 	}
-	since := now.Sub(o.lagAt)
-	if since <= 0 {
-		return o.lag
-	}
-	return time.Duration(float64(o.lag) * math.Exp2(-float64(since)/float64(lagHalfLife)))
 }
 
 // Describe implements prometheus.Collector.

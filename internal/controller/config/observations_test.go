@@ -103,11 +103,18 @@ func TestObservations(t *testing.T) {
 
 // TestPollLateness: a poll that comes at or after the moment scheduled for
 // it records how late it came, one woken earlier records nothing, and the
-// worst recent lateness (Lag) halves every lagHalfLife.
+// worst recent lateness (Lag) counts for one to two lagWindows.
 func TestPollLateness(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	role := func(uid string) *v1alpha1.PostgreSQLRole {
 		return &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}}
+	}
+	lateTwice := func(o *Observations) {
+		o.Observed(role("a"), t0, time.Minute)
+		o.Scheduled(role("a"), t0.Add(time.Minute))
+		o.Observed(role("a"), t0.Add(68*time.Second), time.Minute)
+		o.Scheduled(role("a"), t0.Add(68*time.Second+time.Minute))
+		o.Observed(role("a"), t0.Add(68*time.Second+time.Minute+time.Second), time.Minute)
 	}
 	cases := map[string]struct {
 		observe func(o *Observations)
@@ -145,20 +152,26 @@ func TestPollLateness(t *testing.T) {
 			at:   t0.Add(90 * time.Second),
 			want: map[string][2]float64{},
 		},
-		"LagHalvesEveryHalfLife": {
-			observe: func(o *Observations) {
-				o.Observed(role("a"), t0, time.Minute)
-				o.Scheduled(role("a"), t0.Add(time.Minute))
-				o.Observed(role("a"), t0.Add(68*time.Second), time.Minute)
-				// A smaller lateness later does not replace the larger
-				// one while that is still larger.
-				o.Observed(role("b"), t0, time.Minute)
-				o.Scheduled(role("b"), t0.Add(time.Minute))
-				o.Observed(role("b"), t0.Add(61*time.Second), time.Minute)
-			},
-			at:   t0.Add(68*time.Second + lagHalfLife),
-			want: map[string][2]float64{"PostgreSQLRole": {2, 9}},
-			lag:  4 * time.Second,
+		"LagIsTheWorstOfTheLastWindowOrTwo": {
+			// 8 s late at t0+68s (the first window starts there), 1 s
+			// late 70 s later (the second window): the 8 s still counts.
+			observe: lateTwice,
+			at:      t0.Add(68*time.Second + 110*time.Second),
+			want:    map[string][2]float64{"PostgreSQLRole": {2, 9}},
+			lag:     8 * time.Second,
+		},
+		"LagForgetsAWindowAgo": {
+			// In the third window the first window's 8 s is forgotten,
+			// the second's 1 s is not.
+			observe: lateTwice,
+			at:      t0.Add(68*time.Second + 2*lagWindow + time.Second),
+			want:    map[string][2]float64{"PostgreSQLRole": {2, 9}},
+			lag:     time.Second,
+		},
+		"LagForgetsEverythingAfterTwoQuietWindows": {
+			observe: lateTwice,
+			at:      t0.Add(68*time.Second + 3*lagWindow + time.Second),
+			want:    map[string][2]float64{"PostgreSQLRole": {2, 9}},
 		},
 	}
 	for name, tc := range cases {
