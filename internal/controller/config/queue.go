@@ -103,7 +103,7 @@ func (q *closingQueue) ShutDown() {
 		q.mu.Unlock()
 		for i := range waiting {
 			// Not a name any object can have: no reconciler sees it.
-			q.PriorityQueue.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: fmt.Sprintf("\x00wake-%d", i)}})
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: fmt.Sprintf("\x00wake-%d", i)}})
 		}
 		timer := time.AfterFunc(q.drain, func() {
 			q.mu.Lock()
