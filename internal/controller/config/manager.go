@@ -4,9 +4,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
@@ -48,6 +50,12 @@ func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject
 		Cache:     cache.Options{ByObject: MetadataCache(byObject), DefaultTransform: cache.TransformStripManagedFields()},
 		Client:    ClientOptions(),
 		NewClient: NewClient,
+		// The provider's controllers bring their own queue
+		// (Config.ForControllerRuntime: the priority queue behind
+		// closingQueue). A controller set up without it (crossplane-
+		// runtime's CRD gate) gets client-go's plain work queue instead
+		// of the bare priority queue, which can deadlock at shutdown.
+		Controller: crconfig.Controller{UsePriorityQueue: ptr.To(false)},
 	}
 }
 

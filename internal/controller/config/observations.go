@@ -62,7 +62,7 @@ func NewObservations() *Observations {
 			Name: "provider_postgresql_poll_lateness_seconds",
 			Help: "How long after the moment it was scheduled for a poll observed its managed resource, by kind: " +
 				"the time spent in the queue, waiting for the reconcile rate and a worker, and reading the server. " +
-				"The provider schedules polls earlier by the recent worst of it, so intervals stay within the poll interval plus its jitter.",
+				"The provider schedules polls earlier by the worst of it over the last minute or two, up to a quarter of the jitter, so intervals stay within the poll interval plus its jitter.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}, []string{"kind"}),
 	}

@@ -54,9 +54,9 @@ type closingQueue struct {
 	mu    sync.Mutex
 	left  *sync.Cond
 	// closing: ShutDown has begun; inside: workers waiting in the inner
-	// queue.
-	closing bool
-	inside  int
+	// queue; gaveUp: ShutDown stopped waiting for them after drain.
+	closing, gaveUp bool
+	inside          int
 }
 
 func newClosingQueue(q priorityqueue.PriorityQueue[reconcile.Request], drain time.Duration) *closingQueue {
@@ -105,18 +105,24 @@ func (q *closingQueue) ShutDown() {
 			// Not a name any object can have: no reconciler sees it.
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: fmt.Sprintf("\x00wake-%d", i)}})
 		}
-		timer := time.AfterFunc(q.drain, func() {
+		left := make(chan struct{})
+		go func() {
+			defer close(left)
 			q.mu.Lock()
 			defer q.mu.Unlock()
+			for q.inside > 0 && !q.gaveUp {
+				q.left.Wait()
+			}
+		}()
+		select {
+		case <-left:
+		case <-time.After(q.drain):
+			q.mu.Lock()
+			q.gaveUp = true
 			q.left.Broadcast()
-		})
-		defer timer.Stop()
-		deadline := time.Now().Add(q.drain)
-		q.mu.Lock()
-		for q.inside > 0 && time.Now().Before(deadline) {
-			q.left.Wait()
+			q.mu.Unlock()
+			<-left
 		}
-		q.mu.Unlock()
 		q.PriorityQueue.ShutDown()
 	})
 }

@@ -82,3 +82,65 @@ func TestControllersGetTheClosingQueue(t *testing.T) {
 		t.Errorf("crossplane-runtime's options are not kept: %+v", o)
 	}
 }
+
+// stuckQueue hands out nothing, whatever is added, until it is shut down:
+// a queue whose workers the wake-up items do not reach.
+type stuckQueue struct {
+	priorityqueue.PriorityQueue[reconcile.Request]
+	done chan struct{}
+}
+
+func (s *stuckQueue) Add(reconcile.Request) {}
+func (s *stuckQueue) GetWithPriority() (reconcile.Request, int, bool) {
+	<-s.done
+	return reconcile.Request{}, 0, true
+}
+func (s *stuckQueue) ShutDown() { close(s.done) }
+
+// TestQueueGivesUpWaiting: when the workers waiting on the queue do not
+// leave, ShutDown closes the inner queue after drain anyway, and they
+// return.
+func TestQueueGivesUpWaiting(t *testing.T) {
+	const drain = 200 * time.Millisecond
+	q := newClosingQueue(&stuckQueue{done: make(chan struct{})}, drain)
+	returned := make(chan bool)
+	go func() { _, _, shutdown := q.GetWithPriority(); returned <- shutdown }()
+	for {
+		q.mu.Lock()
+		inside := q.inside
+		q.mu.Unlock()
+		if inside == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	shut := make(chan struct{})
+	go func() { q.ShutDown(); close(shut) }()
+	select {
+	case <-shut:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ShutDown still waits 5 s after its drain of 200 ms")
+	}
+	if took := time.Since(start); took < drain {
+		t.Errorf("ShutDown returned after %s, before its drain of %s", took, drain)
+	}
+	select {
+	case shutdown := <-returned:
+		if !shutdown {
+			t.Error("the waiting worker was not told the queue shut down")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting worker did not return after ShutDown")
+	}
+}
+
+// TestOtherControllersGetThePlainQueue: a controller set up without
+// Config's options (crossplane-runtime's CRD gate) gets client-go's work
+// queue, not the bare priority queue that can deadlock at shutdown.
+func TestOtherControllersGetThePlainQueue(t *testing.T) {
+	o := ManagerOptions(nil, nil)
+	if o.Controller.UsePriorityQueue == nil || *o.Controller.UsePriorityQueue {
+		t.Errorf("the manager's default controllers use the priority queue (UsePriorityQueue %v)", o.Controller.UsePriorityQueue)
+	}
+}
