@@ -96,6 +96,17 @@ func TestObservationFollowsACreate(t *testing.T) {
 	}
 }
 
+// countedClients starts an API server and returns the manager's client
+// over its cache, whose requests counter counts, and a client without
+// cache: what is stored is read through api, since the manager's cache may
+// not yet have seen an object that was only created.
+func countedClients(ctx context.Context, t *testing.T) (kube, api client.Client, counter *countingTransport) {
+	t.Helper()
+	counter = &countingTransport{}
+	kube, cp, s := cachedClient(ctx, t, counter.wrap, nil)
+	return kube, apiClient(t, cp, s), counter
+}
+
 // TestCreateStatusIsNotSent: through the manager's client, the status
 // write that records a create of the reconcile (Created) is not sent to
 // the API server and leaves the object as it was; the same status
@@ -103,9 +114,7 @@ func TestObservationFollowsACreate(t *testing.T) {
 func TestCreateStatusIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	counter := &countingTransport{}
-	kube, cp, s := cachedClient(ctx, t, counter.wrap, nil)
-	api := apiClient(t, cp, s)
+	kube, api, counter := countedClients(ctx, t)
 	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := kube.Create(ctx, role); err != nil {
 		t.Fatal(err)
@@ -155,11 +164,7 @@ func TestCreateStatusIsNotSent(t *testing.T) {
 func TestFinalizerGoesWithCreatePending(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	counter := &countingTransport{}
-	kube, cp, s := cachedClient(ctx, t, counter.wrap, nil)
-	// What is stored is read from the API server itself: the manager's
-	// cache may not have seen an object that was only created.
-	api := apiClient(t, cp, s)
+	kube, api, counter := countedClients(ctx, t)
 	observeOnly := xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
 	cases := map[string]struct {
 		// note: the reconcile has a create note; missing: its observation
