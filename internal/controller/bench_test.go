@@ -290,9 +290,9 @@ const (
 	latenessHistogram = "provider_postgresql_poll_lateness_seconds"
 )
 
-// intervalBuckets returns the cumulative counts of the histogram name in g
+// histogramBuckets returns the cumulative counts of the histogram name in g
 // by bucket upper bound (+Inf as 0), all kinds together.
-func intervalBuckets(tb testing.TB, g gatherFunc, name string) map[float64]uint64 {
+func histogramBuckets(tb testing.TB, g gatherFunc, name string) map[float64]uint64 {
 	tb.Helper()
 	fams, err := g()
 	if err != nil {
@@ -434,7 +434,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 
 	// Steady state: two polls after a first one has passed.
 	time.Sleep(poll + jitter)
-	obs, late := intervalBuckets(b, p.Gather, intervalHistogram), intervalBuckets(b, p.Gather, latenessHistogram)
+	obs, late := histogramBuckets(b, p.Gather, intervalHistogram), histogramBuckets(b, p.Gather, latenessHistogram)
 	versions := mixedVersions(ctx, b, prefix)
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 		b.Fatal(err)
@@ -468,8 +468,8 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 			writes++
 		}
 	}
-	longest, intervals := longestBetween(obs, intervalBuckets(b, p.Gather, intervalHistogram))
-	latest, _ := longestBetween(late, intervalBuckets(b, p.Gather, latenessHistogram))
+	longest, intervals := longestBetween(obs, histogramBuckets(b, p.Gather, intervalHistogram))
+	latest, _ := longestBetween(late, histogramBuckets(b, p.Gather, latenessHistogram))
 	rss, err := p.RSSMiB()
 	if err != nil {
 		b.Fatal(err)
