@@ -45,7 +45,7 @@ func mixedKinds() []client.ObjectList {
 // prefix) and waits until every object is Ready.
 func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int) time.Duration {
 	tb.Helper()
-	watched, stop := watchMixed(ctx, tb)
+	watched, stop := watchScale(ctx, tb)
 	defer stop()
 	start := time.Now()
 	on := v1alpha1.InstanceReference{Name: "main"}
@@ -124,14 +124,16 @@ func mixedObjects(ctx context.Context, r client.Reader, prefix string, opts ...c
 	return out, nil
 }
 
-// watchMixed returns a reader of the mixed workload's kinds in the scale
-// namespace that a watch keeps up to date, and the func that stops it.
-// Waiting for thousands of objects by listing them from the API server
-// every 100 ms would load the API server the provider shares, the more so
-// the more objects there are and the longer the wave lasts: at 5,000
-// objects the benchmark's own lists kept the API server busier than the
-// provider's work did. A watch costs it one event per change.
-func watchMixed(ctx context.Context, tb testing.TB) (client.Reader, func()) {
+// watchScale returns a reader of the managed kinds in the scale namespace
+// (the mixed workload's, roles and databases among them) that a watch
+// keeps up to date, and the func that stops it. Waiting for objects by
+// listing them from the API server every 100 ms would load the API server
+// the provider shares, the more so the more objects there are and the
+// longer the wave lasts: at 5,000 objects the benchmark's own lists kept
+// the API server busier than the provider's work did, and at 200 they
+// were 20 lists a second of 100 objects each during a wave of a few
+// seconds. A watch costs it one event per change.
+func watchScale(ctx context.Context, tb testing.TB) (client.Reader, func()) {
 	tb.Helper()
 	c, stop := env.Cache(ctx, tb, "scale")
 	// The first list of each kind starts its informer and waits for it to
@@ -576,7 +578,7 @@ func metricValue(tb testing.TB, g gatherFunc, name string) float64 {
 // took.
 func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duration {
 	tb.Helper()
-	watched, stop := watchMixed(ctx, tb)
+	watched, stop := watchScale(ctx, tb)
 	defer stop()
 	start := time.Now()
 	objs, err := mixedObjects(ctx, env.Kube, prefix)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,6 +35,9 @@ const peerPairs = 100
 // peerResult is one provider's run of the workload at one setting.
 type peerResult struct {
 	took, floor time.Duration
+	// submit is how long creating the objects took with no provider
+	// running (measureSubmit); zero if not measured.
+	submit time.Duration
 	// conns is how many server sessions the provider opened; peak the
 	// most it held at once.
 	conns, peak int
@@ -47,7 +51,11 @@ func (r peerResult) String() string {
 	if r.notReady > 0 {
 		return fmt.Sprintf("%d of %d objects not Ready after %.0f s (floor %.1f s)", r.notReady, 2*peerPairs, r.took.Seconds(), r.floor.Seconds())
 	}
-	return fmt.Sprintf("%.1f s (%.2f× floor of %.1f s)", r.took.Seconds(), r.ratio(), r.floor.Seconds())
+	out := fmt.Sprintf("%.1f s (%.2f× floor of %.1f s)", r.took.Seconds(), r.ratio(), r.floor.Seconds())
+	if r.submit > 0 {
+		out += fmt.Sprintf("; %.1f s to create the objects alone", r.submit.Seconds())
+	}
+	return out
 }
 
 // BenchmarkPeer runs issue 17's workload (100 login roles with connection
@@ -87,6 +95,7 @@ func BenchmarkPeer(b *testing.B) {
 	for i, s := range settings {
 		b.Run(s.name+"/this", func(b *testing.B) {
 			for range b.N {
+				submit := measureSubmit(ctx, b, fmt.Sprintf("s%dt", i))
 				if err := env.RestartWith(ctx, func(o *providertest.Options) {
 					o.PollInterval, o.MaxReconcileRate, o.MaxConcurrentReconciles = time.Minute, s.ours, config.DefaultMaxConcurrentReconciles
 					o.Pools, o.DiscardLog = postgres.RegistryOptions{}, true
@@ -94,16 +103,19 @@ func BenchmarkPeer(b *testing.B) {
 					b.Fatal(err)
 				}
 				prefix := fmt.Sprintf("p%dt", i)
+				watched, stop := watchScale(ctx, b)
 				r := measurePeerRun(ctx, b, func() (time.Duration, int) {
-					took, err := provisionPairs(ctx, prefix, peerPairs, false)
+					took, err := provisionPairs(ctx, watched, b.Logf, prefix, peerPairs, false)
 					if err != nil {
 						b.Fatal(err)
 					}
 					return took, 0
 				})
+				stop()
 				removeScale(ctx, b, prefix)
 				dropPairs(ctx, b, prefix, peerPairs)
 				r.floor = measureFloor(ctx, b, fmt.Sprintf("fp%dt", i))
+				r.submit = submit
 				results[s.name+"/this"] = r
 				reportPeer(b, r)
 			}
@@ -133,6 +145,10 @@ func BenchmarkPeer(b *testing.B) {
 
 func reportPeer(b *testing.B, r peerResult) {
 	b.ReportMetric(r.ratio(), "x-floor")
+	if r.submit > 0 {
+		b.ReportMetric(r.submit.Seconds(), "s-submit")
+		b.ReportMetric(float64(r.took)/float64(r.submit), "x-submit")
+	}
 	b.ReportMetric(r.took.Seconds(), "s-to-ready")
 	b.ReportMetric(r.floor.Seconds(), "s-floor")
 	b.ReportMetric(float64(r.conns), "sessions-opened")
@@ -154,6 +170,46 @@ func measurePeerRun(ctx context.Context, b *testing.B, run func() (time.Duration
 		}
 	}
 	return r
+}
+
+// measureSubmit is how long creating the workload's objects takes with
+// no provider running: one client creating them one after the other, as
+// kubectl apply does, against the same API server. No provider can have
+// an object Ready before it exists, so this is the floor on the
+// Kubernetes side, as measureFloor is on the server's. The objects are
+// then deleted (nothing has put a finalizer on them). It leaves the
+// controllers stopped: the next RestartWith starts them.
+func measureSubmit(ctx context.Context, b *testing.B, prefix string) time.Duration {
+	b.Helper()
+	if err := env.Pause(); err != nil {
+		b.Fatal(err)
+	}
+	var objs []client.Object
+	start := time.Now()
+	for i := range peerPairs {
+		r, d := pair(fmt.Sprintf("%s%d", prefix, i), false)
+		for _, o := range []client.Object{r, d} {
+			if err := env.Kube.Create(ctx, o); err != nil {
+				b.Fatal(err)
+			}
+			objs = append(objs, o)
+		}
+	}
+	took := time.Since(start)
+	for _, o := range objs {
+		if err := env.Kube.Delete(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, o := range objs {
+		if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(o), o)
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			b.Fatalf("%s is not gone: %v", o.GetName(), err)
+		}
+	}
+	return took
 }
 
 func measureFloor(ctx context.Context, b *testing.B, prefix string) time.Duration {
@@ -255,7 +311,7 @@ func startPeer(ctx context.Context, b *testing.B, dir string, rate int) func() {
 		b.Fatal(err)
 	}
 	if err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		return peerReady(ctx, "Role", "peerprobe") == 1, nil
+		return peerReady(ctx, env.Kube, "Role", "peerprobe") == 1, nil
 	}); err != nil {
 		stop()
 		out, _ := os.ReadFile(logPath)
@@ -281,10 +337,10 @@ func peerObject(kind, name string, forProvider map[string]any) *unstructured.Uns
 
 // peerReady counts provider-sql's objects of kind, named with prefix, that
 // are Ready.
-func peerReady(ctx context.Context, kind, prefix string) int {
+func peerReady(ctx context.Context, r client.Reader, kind, prefix string) int {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(peerGroup.WithKind(kind + "List"))
-	if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+	if err := r.List(ctx, l, client.InNamespace("scale")); err != nil {
 		return -1
 	}
 	n := 0
@@ -317,6 +373,14 @@ const peerPatience = 10 * time.Minute
 // Ready when it gave up.
 func provisionPeer(ctx context.Context, b *testing.B, prefix string) (time.Duration, int) {
 	b.Helper()
+	// Waited for through a watch, as this provider's run is (watchScale).
+	watched, stop := env.Cache(ctx, b, "scale")
+	defer stop()
+	for _, kind := range []string{"Role", "Database"} {
+		if peerReady(ctx, watched, kind, prefix) < 0 {
+			b.Fatalf("cannot watch provider-sql's %ss", kind)
+		}
+	}
 	start := time.Now()
 	for i := range peerPairs {
 		name := fmt.Sprintf("%s%d", prefix, i)
@@ -330,10 +394,10 @@ func provisionPeer(ctx context.Context, b *testing.B, prefix string) (time.Durat
 		}
 	}
 	err := providertest.Wait(ctx, peerPatience, func(ctx context.Context) (bool, error) {
-		return peerReady(ctx, "Role", prefix)+peerReady(ctx, "Database", prefix) == 2*peerPairs, nil
+		return peerReady(ctx, watched, "Role", prefix)+peerReady(ctx, watched, "Database", prefix) == 2*peerPairs, nil
 	})
 	if err != nil {
-		roles, dbs := peerReady(ctx, "Role", prefix), peerReady(ctx, "Database", prefix)
+		roles, dbs := peerReady(ctx, watched, "Role", prefix), peerReady(ctx, watched, "Database", prefix)
 		b.Logf("provider-sql: %d of %d roles and %d of %d databases Ready after %s; %s", roles, peerPairs, dbs, peerPairs, peerPatience, peerWhy(ctx, prefix))
 		return time.Since(start), 2*peerPairs - roles - dbs
 	}

@@ -2,8 +2,10 @@ package controller_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -101,80 +103,180 @@ func (s *peakSampler) done() int64 {
 // databases with the pgcrypto extension, and waits until all are Ready.
 func provision(ctx context.Context, tb testing.TB, prefix string, n int) time.Duration {
 	tb.Helper()
-	took, err := provisionErr(ctx, prefix, n)
+	watched, stop := watchScale(ctx, tb)
+	defer stop()
+	took, err := provisionPairs(ctx, watched, tb.Logf, prefix, n, true)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return took
 }
 
-// provisionErr is provision for callers off the test goroutine.
-func provisionErr(ctx context.Context, prefix string, n int) (time.Duration, error) {
-	return provisionPairs(ctx, prefix, n, true)
-}
-
 // provisionPairs creates n login roles with Secrets and n databases each
 // owned by its role, with the pgcrypto extension if extension, and waits
-// until all are Ready.
-func provisionPairs(ctx context.Context, prefix string, n int, extension bool) (time.Duration, error) {
+// until all are Ready, as watched reads them (watchScale: a watch, not
+// lists, so the waiting costs the API server next to nothing). It may run
+// off the test goroutine. logf, unless nil, is told how the wave went
+// (waveClock).
+func provisionPairs(ctx context.Context, watched client.Reader, logf func(string, ...any), prefix string, n int, extension bool) (time.Duration, error) {
 	start := time.Now()
+	clock := newWaveClock(start, watched, prefix)
+	stop := clock.watch(ctx)
+	defer stop()
 	for i := range n {
 		name := fmt.Sprintf("%s%d", prefix, i)
-		r := &v1alpha1.PostgreSQLRole{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
-			Spec: v1alpha1.PostgreSQLRoleSpec{
-				InstanceRef:                      v1alpha1.InstanceReference{Name: "main"},
-				ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
-				WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
-			},
-		}
-		// Owned by the role, given by name as issue 17's workload has it:
-		// a database the provider reaches before its owner waits for it.
-		// An extension makes the provider connect to each database too:
-		// one pool per database, so the global cap is what bounds them.
-		d := &v1alpha1.PostgreSQLDatabase{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
-			Spec: v1alpha1.PostgreSQLDatabaseSpec{
-				InstanceRef: v1alpha1.InstanceReference{Name: "main"},
-				ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To(name)},
-			},
-		}
-		if extension {
-			d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrypto"}}
-		}
+		r, d := pair(name, extension)
 		if err := env.Kube.Create(ctx, r); err != nil {
 			return 0, err
 		}
+		clock.create("role " + name)
 		if err := env.Kube.Create(ctx, d); err != nil {
 			return 0, err
 		}
+		clock.create("database " + name)
 	}
-	err := providertest.Wait(ctx, 2*time.Minute+time.Duration(n)*time.Second, func(ctx context.Context) (bool, error) {
-		roles := &v1alpha1.PostgreSQLRoleList{}
-		dbs := &v1alpha1.PostgreSQLDatabaseList{}
-		if err := env.Kube.List(ctx, roles, client.InNamespace("scale")); err != nil {
-			return false, err
-		}
-		if err := env.Kube.List(ctx, dbs, client.InNamespace("scale")); err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range roles.Items {
-			if roles.Items[i].GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && len(roles.Items[i].Name) > len(prefix) && roles.Items[i].Name[:len(prefix)] == prefix {
-				ready++
-			}
-		}
-		for i := range dbs.Items {
-			if dbs.Items[i].GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue && len(dbs.Items[i].Name) > len(prefix) && dbs.Items[i].Name[:len(prefix)] == prefix {
-				ready++
-			}
-		}
-		return ready == 2*n, nil
+	stop()
+	err := providertest.WaitEvery(ctx, 2*time.Minute+time.Duration(n)*time.Second, 10*time.Millisecond, func(ctx context.Context) (bool, error) {
+		ready, err := clock.look(ctx)
+		return ready == 2*n, err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("%d roles and %d databases did not all become Ready: %w%s", n, n, err, notReady(ctx, prefix))
 	}
+	if logf != nil {
+		logf("%s", clock)
+	}
 	return time.Since(start), nil
+}
+
+// pair is a unit of issue 17's workload: a login role with a connection
+// Secret, and a database it owns (the owner given by name, so a database
+// the provider reaches before its owner waits for it), with the pgcrypto
+// extension if extension (the provider then connects to each database
+// too: one pool per database, so the global cap is what bounds them).
+func pair(name string, extension bool) (*v1alpha1.PostgreSQLRole, *v1alpha1.PostgreSQLDatabase) {
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef:                      v1alpha1.InstanceReference{Name: "main"},
+			ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+			WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+		},
+	}
+	d := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale"},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To(name)},
+		},
+	}
+	if extension {
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrypto"}}
+	}
+	return r, d
+}
+
+// A waveClock notes when each object of a wave was created and when it
+// was first seen Ready. A wave ends with its slowest object, and its
+// objects are created one after the other, as kubectl apply does: the
+// time from an object's create to its Ready, and from the last create to
+// the last Ready, say whether the provider keeps pace with its client or
+// what holds the tail up (a wait, a retry), which the total does not.
+type waveClock struct {
+	start   time.Time
+	watched client.Reader
+	prefix  string
+
+	mu      sync.Mutex
+	created map[string]time.Duration
+	ready   map[string]time.Duration
+}
+
+func newWaveClock(start time.Time, watched client.Reader, prefix string) *waveClock {
+	return &waveClock{start: start, watched: watched, prefix: prefix, created: map[string]time.Duration{}, ready: map[string]time.Duration{}}
+}
+
+// create notes that the object named key ("role x", "database x") was
+// created now.
+func (c *waveClock) create(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.created[key] = time.Since(c.start)
+}
+
+// look notes the objects Ready now that were not before, and returns how
+// many are Ready.
+func (c *waveClock) look(ctx context.Context) (int, error) {
+	roles := &v1alpha1.PostgreSQLRoleList{}
+	dbs := &v1alpha1.PostgreSQLDatabaseList{}
+	if err := c.watched.List(ctx, roles, client.InNamespace("scale"), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	if err := c.watched.List(ctx, dbs, client.InNamespace("scale"), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	now := time.Since(c.start)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := func(kind string, o providertest.Conditioned) {
+		key := kind + " " + o.GetName()
+		if _, ok := c.ready[key]; !ok && strings.HasPrefix(o.GetName(), c.prefix) && o.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+			c.ready[key] = now
+		}
+	}
+	for i := range roles.Items {
+		seen("role", &roles.Items[i])
+	}
+	for i := range dbs.Items {
+		seen("database", &dbs.Items[i])
+	}
+	return len(c.ready), nil
+}
+
+// watch looks every 10 ms while the objects are being created, until the
+// func it returns is called.
+func (c *waveClock) watch(ctx context.Context) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_, _ = c.look(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// String says how the wave went: creates, and create to Ready per object.
+func (c *waveClock) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lastCreate, lastReady time.Duration
+	took := map[string]time.Duration{}
+	for k, at := range c.ready {
+		took[k] = at - c.created[k]
+		lastReady = max(lastReady, at)
+	}
+	for _, at := range c.created {
+		lastCreate = max(lastCreate, at)
+	}
+	keys := slices.Collect(maps.Keys(took))
+	if len(keys) == 0 {
+		return "no object Ready"
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(took[a], took[b]) })
+	q := func(f float64) float64 { return took[keys[int(f*float64(len(keys)-1))]].Seconds() }
+	last := keys[len(keys)-1]
+	return fmt.Sprintf("%d objects created one after the other over %.2f s, all Ready %.2f s after the last create; "+
+		"from its create to Ready an object took %.2f s (median), %.2f s (90%%), %.2f s (99%%), %.2f s at most (%s)",
+		len(c.created), lastCreate.Seconds(), (lastReady - lastCreate).Seconds(), q(0.5), q(0.9), q(0.99), took[last].Seconds(), last)
 }
 
 // floor runs the statements the provider runs for n pairs, verifiers
@@ -812,8 +914,10 @@ func TestRestartMidwayConverges(t *testing.T) {
 		err  error
 	}
 	done := make(chan result, 1)
+	watched, stop := watchScale(ctx, t)
+	defer stop()
 	go func() {
-		took, err := provisionErr(ctx, "rst", n)
+		took, err := provisionPairs(ctx, watched, nil, "rst", n, true)
 		done <- result{took, err}
 	}()
 	// Let some of the creates happen, then kill the provider mid-way.
