@@ -293,7 +293,7 @@ func floorPairs(ctx context.Context, tb testing.TB, prefix string, n int, extens
 	var inside func(name string) []string
 	if extension {
 		inside = func(string) []string {
-			return postgres.ExtensionStatements([]postgres.ExtensionSpec{{Name: "pgcrypto"}}, nil)
+			return postgres.ExtensionStatements([]postgres.ExtensionSpec{{Name: "pgcrypto"}}, nil, nil)
 		}
 	}
 	return floorOf(ctx, tb, prefix, n, nil, inside)

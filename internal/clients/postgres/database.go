@@ -68,26 +68,26 @@ type ObservedDatabase struct {
 // observeDatabaseSQL reads a database, its open sessions and the identity
 // of the server in one round trip. It always returns a row: the database's
 // columns are NULL when it does not exist.
-const observeDatabaseSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+const observeDatabaseSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
        d.oid IS NOT NULL,
-       coalesce(pg_get_userbyid(d.datdba)::text, ''), coalesce(pg_encoding_to_char(d.encoding)::text, ''),
+       coalesce(pg_catalog.pg_get_userbyid(d.datdba)::pg_catalog.text, ''), coalesce(pg_catalog.pg_encoding_to_char(d.encoding)::pg_catalog.text, ''),
        coalesce(d.datcollate, ''), coalesce(d.datctype, ''),
        coalesce(d.datconnlimit, -1), coalesce(d.datallowconn, false), coalesce(d.datistemplate, false),
-       coalesce(shobj_description(d.oid, 'pg_database'), ''),
-       (SELECT count(*) FROM pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_backend_pid())::int,
-       CASE WHEN pg_has_role(current_user, 'pg_signal_backend', 'USAGE') OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+       coalesce(pg_catalog.shobj_description(d.oid, 'pg_database'), ''),
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity a WHERE a.datid = d.oid AND a.pid <> pg_catalog.pg_backend_pid())::pg_catalog.int4,
+       CASE WHEN pg_catalog.pg_has_role(current_user, 'pg_signal_backend', 'USAGE') OR (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user)
             THEN '{}'
-            ELSE coalesce(ARRAY(SELECT DISTINCT a.usename::text FROM pg_stat_activity a
-                                 WHERE a.datid = d.oid AND a.pid <> pg_backend_pid() AND a.usename IS NOT NULL ORDER BY 1), '{}') END,
-       coalesce(ARRAY(SELECT p.privilege_type FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) AS p
+            ELSE coalesce(ARRAY(SELECT DISTINCT a.usename::pg_catalog.text FROM pg_catalog.pg_stat_activity a
+                                 WHERE a.datid = d.oid AND a.pid <> pg_catalog.pg_backend_pid() AND a.usename IS NOT NULL ORDER BY 1), '{}') END,
+       coalesce(ARRAY(SELECT p.privilege_type FROM pg_catalog.aclexplode(coalesce(d.datacl, pg_catalog.acldefault('d', d.datdba))) AS p
                        WHERE p.grantee = 0 ORDER BY 1), '{}'),
-       d.oid IS NULL OR has_database_privilege(d.oid, 'CONNECT'),
+       d.oid IS NULL OR pg_catalog.has_database_privilege(d.oid, 'CONNECT'),
        coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
                                                         ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has)
                               WHERE a.has)
-                   FROM pg_roles r WHERE r.oid = d.datdba), '{}')
+                   FROM pg_catalog.pg_roles r WHERE r.oid = d.datdba), '{}')
   FROM (SELECT 1) AS one
-  LEFT JOIN pg_database d ON d.datname = $1`
+  LEFT JOIN pg_catalog.pg_database d ON d.datname = $1`
 
 // ObserveDatabase reads a database, and the system identifier of the
 // server it asked. The database is nil when it does not exist.
@@ -197,70 +197,6 @@ func DropDatabaseStatement(name string, force bool) string {
 		s += " WITH (FORCE)"
 	}
 	return s
-}
-
-// ExtensionSpec is an extension wanted in a database. Empty Version and
-// Schema mean "as the server chooses at creation, then left alone".
-type ExtensionSpec struct {
-	Name    string
-	Version string
-	Schema  string
-}
-
-// InstalledExtension is an extension installed in a database.
-type InstalledExtension struct {
-	Name    string
-	Version string
-	Schema  string
-}
-
-// ObserveExtensions reads the named extensions installed in the database q
-// is connected to.
-func ObserveExtensions(ctx context.Context, q RowsQuerier, names []string) (map[string]InstalledExtension, error) {
-	rows, err := q.Query(ctx, `SELECT e.extname::text, e.extversion, n.nspname::text
-  FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
- WHERE e.extname = ANY($1)`, names)
-	if err != nil {
-		return nil, xperrors.Wrap(ClassifyConnectError(err), "cannot read extensions")
-	}
-	got := map[string]InstalledExtension{}
-	for rows.Next() {
-		var e InstalledExtension
-		if err := rows.Scan(&e.Name, &e.Version, &e.Schema); err != nil {
-			return nil, xperrors.Wrap(err, "cannot read extensions")
-		}
-		got[e.Name] = e
-	}
-	return got, xperrors.Wrap(rows.Err(), "cannot read extensions")
-}
-
-// ExtensionStatements returns the statements that make the wanted
-// extensions present at the wanted version and schema: none when they
-// already are. Nothing is ever dropped.
-func ExtensionStatements(want []ExtensionSpec, got map[string]InstalledExtension) []string {
-	var stmts []string
-	for _, w := range want {
-		id := QuoteIdentifier(w.Name)
-		g, ok := got[w.Name]
-		if !ok {
-			s := "CREATE EXTENSION IF NOT EXISTS " + id
-			if w.Schema != "" {
-				s += " SCHEMA " + QuoteIdentifier(w.Schema)
-			}
-			if w.Version != "" {
-				s += " VERSION " + QuoteLiteral(w.Version)
-			}
-			stmts = append(stmts, s)
-			continue
-		}
-		if w.Version != "" && w.Version != g.Version {
-			stmts = append(stmts, "ALTER EXTENSION "+id+" UPDATE TO "+QuoteLiteral(w.Version))
-		}
-		if w.Schema != "" && w.Schema != g.Schema {
-			stmts = append(stmts, "ALTER EXTENSION "+id+" SET SCHEMA "+QuoteIdentifier(w.Schema))
-		}
-	}
-	return stmts
 }
 
 // NearMatches returns up to five of the available names closest to name: those

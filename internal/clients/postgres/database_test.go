@@ -97,17 +97,20 @@ func TestExtensionStatements(t *testing.T) {
 		{Name: "citext", Version: "1.6", Schema: "ext"},
 		{Name: "hstore"},
 	}
-	stmts := ExtensionStatements(want, got)
+	facts := map[string]ExtensionFacts{"plpgsql": {FixedSchema: "pg_catalog"}}
+	stmts := ExtensionStatements(append(want, ExtensionSpec{Name: "plpgsql"}), got, facts)
 	wantStmts := []string{
 		`CREATE EXTENSION IF NOT EXISTS "pgcrypto" SCHEMA "ext"`,
 		`ALTER EXTENSION "citext" UPDATE TO '1.6'`,
 		`ALTER EXTENSION "citext" SET SCHEMA "ext"`,
-		`CREATE EXTENSION IF NOT EXISTS "hstore"`,
+		// Always a schema: the admin's search_path is pg_catalog alone.
+		`CREATE EXTENSION IF NOT EXISTS "hstore" SCHEMA "public"`,
+		`CREATE EXTENSION IF NOT EXISTS "plpgsql" SCHEMA "pg_catalog"`,
 	}
 	if diff := cmp.Diff(wantStmts, stmts); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if s := ExtensionStatements([]ExtensionSpec{{Name: "citext"}}, got); len(s) != 0 {
+	if s := ExtensionStatements([]ExtensionSpec{{Name: "citext"}}, got, nil); len(s) != 0 {
 		t.Errorf("an installed extension without version or schema asked for needs %v", s)
 	}
 }

@@ -37,18 +37,18 @@ type ObservedDefaultPrivileges struct {
 // observeDefaultPrivilegesSQL reads the grantee's own entry for exactly
 // this owner, schema (0 for none) and object type: another entry never
 // makes it look applied (provider-sql #458).
-const observeDefaultPrivilegesSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
-       current_setting('server_version_num')::int,
-       EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
-       EXISTS (SELECT FROM pg_roles WHERE rolname = $2),
-       $3::text = '' OR EXISTS (SELECT FROM pg_namespace WHERE nspname = $3::text),
+const observeDefaultPrivilegesSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
+       EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1),
+       EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $2),
+       $3::pg_catalog.text = '' OR EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $3::pg_catalog.text),
        coalesce(ARRAY(SELECT a.privilege_type || CASE WHEN a.is_grantable THEN '+' ELSE '' END
-                        FROM pg_default_acl d CROSS JOIN LATERAL aclexplode(d.defaclacl) AS a
-                       WHERE d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname = $2)
-                         AND d.defaclnamespace = CASE WHEN $3::text = '' THEN 0::oid
-                                                      ELSE (SELECT oid FROM pg_namespace WHERE nspname = $3::text) END
-                         AND d.defaclobjtype = $4::"char"
-                         AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1)), '{}')`
+                        FROM pg_catalog.pg_default_acl d CROSS JOIN LATERAL pg_catalog.aclexplode(d.defaclacl) AS a
+                       WHERE d.defaclrole = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $2)
+                         AND d.defaclnamespace = CASE WHEN $3::pg_catalog.text = '' THEN 0::pg_catalog.oid
+                                                      ELSE (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $3::pg_catalog.text) END
+                         AND d.defaclobjtype = $4::pg_catalog."char"
+                         AND a.grantee = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)), '{}')`
 
 // ObserveDefaultPrivileges reads role's default privileges for t in the
 // database q is connected to, and the system identifier of the server, in

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
@@ -29,7 +31,8 @@ type GrantTarget struct {
 type ObservedObject struct {
 	// Name as the spec gives it (a signature for functions).
 	Name string
-	// Ref is the object as a statement names it, quoted by the server.
+	// Ref is the object as a statement names it, quoted by the provider
+	// from catalog names (objectRef).
 	Ref  string
 	Held Held
 	// Owner is the role that owns the object: GRANT and REVOKE on it need
@@ -80,22 +83,22 @@ func (o *ObservedGrant) Owners(objects []ObservedObject) []RoleNeed {
 // $1 is the grantee, $2 the database or schema, $3 the named objects.
 // Objects are found through the catalog by name, never by resolving a
 // qualified name, which would ask the admin for USAGE on the schema.
-const grantHeaderSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
-       current_setting('server_version_num')::int,
-       EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
+const grantHeaderSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
+       EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1),
        %s, %s,
-       o.name, o.ref, coalesce(o.found, false),
+       o.name, o.objname, o.args, coalesce(o.found, false),
        coalesce(ARRAY(SELECT a.privilege_type || CASE WHEN a.is_grantable THEN '+' ELSE '' END
-                        FROM aclexplode(o.acl) AS a
-                       WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1)), '{}'),
-       coalesce(pg_get_userbyid(o.owner)::text, '')
+                        FROM pg_catalog.aclexplode(o.acl) AS a
+                       WHERE a.grantee = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)), '{}'),
+       coalesce(pg_catalog.pg_get_userbyid(o.owner)::pg_catalog.text, '')
   FROM (SELECT 1) AS one
   LEFT JOIN (%s) AS o ON true`
 
 const (
-	schemaExistsSQL = `EXISTS (SELECT FROM pg_namespace WHERE nspname = $2)`
-	schemaOwnerSQL  = `coalesce((SELECT pg_get_userbyid(nspowner)::text FROM pg_namespace WHERE nspname = $2), '')`
-	schemaOIDSQL    = `(SELECT oid FROM pg_namespace WHERE nspname = $2)`
+	schemaExistsSQL = `EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $2)`
+	schemaOwnerSQL  = `coalesce((SELECT pg_catalog.pg_get_userbyid(nspowner)::pg_catalog.text FROM pg_catalog.pg_namespace WHERE nspname = $2), '')`
+	schemaOIDSQL    = `(SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = $2)`
 	tableKinds      = `('r', 'p', 'v', 'm', 'f')`
 )
 
@@ -105,13 +108,13 @@ func grantQuery(t GrantTarget) (string, bool) {
 	var objects string
 	switch t.Kind {
 	case KindDatabase:
-		parent, owner = `EXISTS (SELECT FROM pg_database WHERE datname = $2)`, `''`
-		objects = `SELECT datname::text AS name, quote_ident(datname) AS ref, true AS found, coalesce(datacl, acldefault('d', datdba)) AS acl, datdba AS owner
-		             FROM pg_database WHERE datname = $2`
+		parent, owner = `EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $2)`, `''`
+		objects = `SELECT datname::pg_catalog.text AS name, datname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found, coalesce(datacl, pg_catalog.acldefault('d', datdba)) AS acl, datdba AS owner
+		             FROM pg_catalog.pg_database WHERE datname = $2`
 		named = false
 	case KindSchema:
-		objects = `SELECT nspname::text AS name, quote_ident(nspname) AS ref, true AS found, coalesce(nspacl, acldefault('n', nspowner)) AS acl, nspowner AS owner
-		             FROM pg_namespace WHERE nspname = $2`
+		objects = `SELECT nspname::pg_catalog.text AS name, nspname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found, coalesce(nspacl, pg_catalog.acldefault('n', nspowner)) AS acl, nspowner AS owner
+		             FROM pg_catalog.pg_namespace WHERE nspname = $2`
 		named = false
 	case KindTable, KindSequence:
 		kinds, def := tableKinds, "r"
@@ -119,31 +122,38 @@ func grantQuery(t GrantTarget) (string, bool) {
 			kinds, def = `('S')`, "s"
 		}
 		if named {
-			objects = `SELECT s.name, quote_ident($2) || '.' || quote_ident(s.name) AS ref, c.oid IS NOT NULL AS found,
-			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
-			             FROM unnest($3::text[]) AS s(name)
-			             LEFT JOIN pg_class c ON c.relname = s.name AND c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
+			objects = `SELECT s.name, s.name AS objname, '{}'::pg_catalog.text[] AS args, c.oid IS NOT NULL AS found,
+			                  coalesce(c.relacl, pg_catalog.acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
+			             FROM pg_catalog.unnest($3::pg_catalog.text[]) AS s(name)
+			             LEFT JOIN pg_catalog.pg_class c ON c.relname = s.name AND c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
 		} else {
-			objects = `SELECT c.relname::text AS name, quote_ident($2) || '.' || quote_ident(c.relname) AS ref, true AS found,
-			                  coalesce(c.relacl, acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
-			             FROM pg_class c WHERE c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
+			objects = `SELECT c.relname::pg_catalog.text AS name, c.relname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found,
+			                  coalesce(c.relacl, pg_catalog.acldefault('` + def + `', c.relowner)) AS acl, c.relowner AS owner
+			             FROM pg_catalog.pg_class c WHERE c.relkind IN ` + kinds + ` AND c.relnamespace = ` + schemaOIDSQL
 		}
 	case KindFunction:
-		ref := `quote_ident($2) || '.' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')'`
+		// The argument types by schema and name, in order, which the
+		// statement names them by (FunctionRef): quoted here, not by
+		// the server.
+		ref := `p.proname::pg_catalog.text AS objname,
+		        ARRAY(SELECT v.x FROM pg_catalog.unnest(p.proargtypes::pg_catalog.oid[]) WITH ORDINALITY AS a(typ, i)
+		                JOIN pg_catalog.pg_type ty ON ty.oid = a.typ JOIN pg_catalog.pg_namespace tn ON tn.oid = ty.typnamespace
+		                CROSS JOIN LATERAL (VALUES (1, tn.nspname::pg_catalog.text), (2, ty.typname::pg_catalog.text)) AS v(k, x)
+		               ORDER BY a.i, v.k) AS args`
 		if named {
 			// Each signature arrives split (see functionSignatures): the
 			// name as the catalog spells it and the argument types, each
 			// resolved with to_regtype (an unknown one as oid 0, which no
 			// function takes). The spec's text never becomes SQL.
-			objects = `SELECT s.name, ` + ref + ` AS ref, p.oid IS NOT NULL AS found, coalesce(p.proacl, acldefault('f', p.proowner)) AS acl, p.proowner AS owner
-			             FROM jsonb_to_recordset($3::jsonb) AS s(name text, proname text, args text[])
-			             LEFT JOIN pg_proc p ON p.proname = s.proname AND p.pronamespace = ` + schemaOIDSQL + `
-			                                AND p.proargtypes = array_to_string(ARRAY(SELECT coalesce(to_regtype(u.a)::oid, 0) FROM unnest(s.args) WITH ORDINALITY AS u(a, i) ORDER BY u.i), ' ')::oidvector`
+			objects = `SELECT s.name, ` + ref + `, p.oid IS NOT NULL AS found, coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) AS acl, p.proowner AS owner
+			             FROM pg_catalog.jsonb_to_recordset($3::pg_catalog.jsonb) AS s(name text, proname text, args text[])
+			             LEFT JOIN pg_catalog.pg_proc p ON p.proname = s.proname AND p.pronamespace = ` + schemaOIDSQL + `
+			                                AND p.proargtypes = pg_catalog.array_to_string(ARRAY(SELECT coalesce(pg_catalog.to_regtype(u.a)::pg_catalog.oid, 0) FROM pg_catalog.unnest(s.args) WITH ORDINALITY AS u(a, i) ORDER BY u.i), ' ')::pg_catalog.oidvector`
 		} else {
 			// ALL FUNCTIONS IN SCHEMA leaves procedures out.
-			objects = `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS name, ` + ref + ` AS ref, true AS found,
-			                  coalesce(p.proacl, acldefault('f', p.proowner)) AS acl, p.proowner AS owner
-			             FROM pg_proc p WHERE p.prokind <> 'p' AND p.pronamespace = ` + schemaOIDSQL
+			objects = `SELECT p.proname || '(' || pg_catalog.pg_get_function_identity_arguments(p.oid) || ')' AS name, ` + ref + `, true AS found,
+			                  coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) AS acl, p.proowner AS owner
+			             FROM pg_catalog.pg_proc p WHERE p.prokind <> 'p' AND p.pronamespace = ` + schemaOIDSQL
 		}
 	}
 	return fmt.Sprintf(grantHeaderSQL, parent, owner, objects), named
@@ -279,11 +289,11 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 	o := &ObservedGrant{}
 	var system string
 	for rows.Next() {
-		var name, ref *string
+		var name, objname *string
+		var args, items []string
 		var found bool
-		var items []string
 		var owner string
-		if err := rows.Scan(&system, &o.ServerVersion, &o.RoleExists, &o.ParentExists, &o.SchemaOwner, &name, &ref, &found, &items, &owner); err != nil {
+		if err := rows.Scan(&system, &o.ServerVersion, &o.RoleExists, &o.ParentExists, &o.SchemaOwner, &name, &objname, &args, &found, &items, &owner); err != nil {
 			return nil, "", xperrors.Wrap(err, "cannot read privileges")
 		}
 		switch {
@@ -291,13 +301,33 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 		case !found:
 			o.Missing = append(o.Missing, *name)
 		default:
-			o.Objects = append(o.Objects, ObservedObject{Name: *name, Ref: *ref, Held: parseACLItems(items), Owner: owner})
+			o.Objects = append(o.Objects, ObservedObject{Name: *name, Ref: objectRef(t, *objname, args), Held: parseACLItems(items), Owner: owner})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", xperrors.Wrap(ClassifyConnectError(err), "cannot read privileges")
 	}
 	return o, system, nil
+}
+
+// objectRef names an object of t's kind in statements: the database or
+// schema itself, or the object qualified by t's schema, a function with
+// its argument types as schema-qualified names (args holds each type's
+// schema and name in turn). Everything is quoted here: no text the server
+// computed becomes SQL, so no function a database owner shadows could
+// write the statement.
+func objectRef(t GrantTarget, name string, args []string) string {
+	switch t.Kind {
+	case KindDatabase, KindSchema:
+		return QuoteIdentifier(name)
+	case KindFunction:
+		types := make([]string, 0, len(args)/2)
+		for i := 0; i+1 < len(args); i += 2 {
+			types = append(types, pgx.Identifier{args[i], args[i+1]}.Sanitize())
+		}
+		return pgx.Identifier{t.Schema, name}.Sanitize() + "(" + strings.Join(types, ", ") + ")"
+	}
+	return pgx.Identifier{t.Schema, name}.Sanitize()
 }
 
 // on returns the ON clause of a statement on t: the objects by their
@@ -379,17 +409,17 @@ type ObservedMembership struct {
 // observeMembershipSQL reads a membership. to_jsonb reads the PostgreSQL 16
 // options where they exist, so one query serves every version; with several
 // grantors (16+) an option holds if any grant gives it.
-const observeMembershipSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
-       current_setting('server_version_num')::int,
-       EXISTS (SELECT FROM pg_roles WHERE rolname = $1),
-       EXISTS (SELECT FROM pg_roles WHERE rolname = $2),
-       count(m.roleid) > 0,
-       coalesce(bool_or(m.admin_option), false),
-       bool_or((to_jsonb(m) ->> 'inherit_option')::bool),
-       bool_or((to_jsonb(m) ->> 'set_option')::bool)
+const observeMembershipSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
+       EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1),
+       EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $2),
+       pg_catalog.count(m.roleid) > 0,
+       coalesce(pg_catalog.bool_or(m.admin_option), false),
+       pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'inherit_option')::pg_catalog.bool),
+       pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'set_option')::pg_catalog.bool)
   FROM (SELECT 1) AS one
-  LEFT JOIN pg_auth_members m ON m.member = (SELECT oid FROM pg_roles WHERE rolname = $1)
-                             AND m.roleid = (SELECT oid FROM pg_roles WHERE rolname = $2)`
+  LEFT JOIN pg_catalog.pg_auth_members m ON m.member = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)
+                             AND m.roleid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $2)`
 
 // ObserveMembership reads role's membership in group, and the system
 // identifier of the server, in one round trip.

@@ -221,7 +221,7 @@ func TestGrantRoundTrip(t *testing.T) {
 				t.Errorf("%s lacks SELECT with grant option", o.Ref)
 			}
 		}
-		if diff := cmp.Diff([]string{`rt_app.orders`, `rt_app."Items"`}, refs); diff != "" {
+		if diff := cmp.Diff([]string{`"rt_app"."orders"`, `"rt_app"."Items"`}, refs); diff != "" {
 			t.Errorf("refs (-want +got):\n%s", diff)
 		}
 		if _, ok := got.Objects[0].Held["DELETE"]; !ok {
@@ -245,7 +245,7 @@ func TestGrantRoundTrip(t *testing.T) {
 	})
 	t.Run("FunctionBySignature", func(t *testing.T) {
 		got := apply(t, GrantTarget{Kind: KindFunction, Schema: "rt_app", Objects: []string{"add(integer, text)"}}, []string{"EXECUTE"}, false)
-		if len(got.Objects) != 1 || got.Objects[0].Ref != "rt_app.add(a integer, b text)" {
+		if len(got.Objects) != 1 || got.Objects[0].Ref != `"rt_app"."add"("pg_catalog"."int4", "pg_catalog"."text")` {
 			t.Errorf("function: %+v", got.Objects)
 		}
 	})
@@ -264,10 +264,12 @@ func TestGrantRoundTrip(t *testing.T) {
 			found[o.Name] = o.Ref
 		}
 		want := map[string]string{
-			`add(int, text)`:                     "rt_app.add(a integer, b text)",
-			`"Mixed"(numeric(10, 2), integer[])`: `rt_app."Mixed"(numeric, integer[])`,
-			`nothing()`:                          "rt_app.nothing()",
-			`Nothing( )`:                         "rt_app.nothing()",
+			// Named by the provider from catalog names, every part
+			// quoted and qualified (integer[] is pg_catalog._int4).
+			`add(int, text)`:                     `"rt_app"."add"("pg_catalog"."int4", "pg_catalog"."text")`,
+			`"Mixed"(numeric(10, 2), integer[])`: `"rt_app"."Mixed"("pg_catalog"."numeric", "pg_catalog"."_int4")`,
+			`nothing()`:                          `"rt_app"."nothing"()`,
+			`Nothing( )`:                         `"rt_app"."nothing"()`,
 		}
 		if diff := cmp.Diff(want, found); diff != "" {
 			t.Errorf("found (-want +got):\n%s", diff)

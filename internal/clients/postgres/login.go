@@ -22,9 +22,9 @@ type ObservedLogin struct {
 // sessions logged in as each, in one round trip.
 const observeLoginsSQL = `SELECT n.name,
        ` + roleColumnsSQL + `,
-       (SELECT count(*) FROM pg_stat_activity a WHERE a.usename = n.name AND a.pid <> pg_backend_pid())
-  FROM unnest($1::text[]) WITH ORDINALITY AS n(name, i)
-  LEFT JOIN pg_roles r ON r.rolname = n.name
+       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity a WHERE a.usename = n.name AND a.pid <> pg_catalog.pg_backend_pid())
+  FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY AS n(name, i)
+  LEFT JOIN pg_catalog.pg_roles r ON r.rolname = n.name
  ORDER BY n.i`
 
 var (
@@ -82,8 +82,8 @@ func LoginAttributes(base string, want RoleAttributes, login bool) RoleAttribute
 
 // endSessionsSQL ends the sessions logged in as a role, but the caller's
 // own, and counts those it ended.
-const endSessionsSQL = `SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))
-  FROM pg_stat_activity a WHERE a.usename = $1 AND a.pid <> pg_backend_pid()`
+const endSessionsSQL = `SELECT pg_catalog.count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(a.pid))
+  FROM pg_catalog.pg_stat_activity a WHERE a.usename = $1 AND a.pid <> pg_catalog.pg_backend_pid()`
 
 // LoginStatements return the statements that give role name the
 // attributes want and the password verifier: CREATE ROLE when it does not

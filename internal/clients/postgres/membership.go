@@ -31,12 +31,12 @@ type RoleNeed struct {
 // hasNeedSQL reads whether the session user meets a need already: it is
 // a superuser, or it holds the role's privileges (USAGE) and, where asked,
 // may SET ROLE to it (16+) or is its member (up to 15).
-const hasNeedSQL = `SELECT r.rolsuper OR ((NOT $2 OR CASE WHEN current_setting('server_version_num')::int >= 160000
-                                              THEN pg_has_role(current_user, $1, 'SET')
-                                              ELSE pg_has_role(current_user, $1, 'MEMBER') END)
-                         AND (NOT $3 OR pg_has_role(current_user, $1, 'USAGE'))),
-       current_setting('server_version_num')::int
-  FROM pg_roles r WHERE r.rolname = current_user`
+const hasNeedSQL = `SELECT r.rolsuper OR ((NOT $2 OR CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 160000
+                                              THEN pg_catalog.pg_has_role(current_user, $1, 'SET')
+                                              ELSE pg_catalog.pg_has_role(current_user, $1, 'MEMBER') END)
+                         AND (NOT $3 OR pg_catalog.pg_has_role(current_user, $1, 'USAGE'))),
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4
+  FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`
 
 // An Execer runs statements outside a transaction and reads rows.
 type Execer interface {

@@ -56,7 +56,7 @@ func TestActingAsSharesMemberships(t *testing.T) {
 	}
 	works := []work{
 		{need: []RoleNeed{{Role: "acting_owner", Set: true}}, db: pools[1], stmt: "SET ROLE acting_owner; SELECT pg_sleep(0.002); RESET ROLE"},
-		{need: []RoleNeed{{Role: "acting_owner", Inherit: true}}, db: pools[0], stmt: "SELECT count(*), pg_sleep(0.002) FROM acting_t"},
+		{need: []RoleNeed{{Role: "acting_owner", Inherit: true}}, db: pools[0], stmt: "SELECT count(*), pg_sleep(0.002) FROM public.acting_t"},
 		{need: []RoleNeed{{Role: "acting_owner", Set: true, Inherit: true}}, db: pools[0], stmt: "SET ROLE acting_owner; SELECT pg_sleep(0.002); RESET ROLE"},
 	}
 

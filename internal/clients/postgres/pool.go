@@ -69,6 +69,12 @@ func (t Target) In(database string) Target {
 	return t
 }
 
+// inTenantDatabase says whether t's sessions run in a database other than
+// its Instance's own: one whose owner may be a tenant.
+func (t Target) inTenantDatabase() bool {
+	return t.HomeDatabase == "" || t.Endpoint.Database != t.HomeDatabase
+}
+
 // maxConns is the size of t's pool under o.
 func (o RegistryOptions) maxConns(t Target) int32 {
 	if t.HomeDatabase == "" || t.Endpoint.Database == t.HomeDatabase {
@@ -184,6 +190,7 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	if err := applyEndpoint(&cfg.ConnConfig.Config, t.Endpoint, t.Credentials); err != nil {
 		return nil, err
 	}
+	pinSession(&cfg.ConnConfig.Config, t.inTenantDatabase())
 	cfg.MaxConns = r.opts.maxConns(t)
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = r.opts.IdleTimeout
@@ -243,6 +250,9 @@ func (r *Registry) Authenticate(ctx context.Context, t Target) error {
 	if err != nil {
 		return err
 	}
+	// It only logs in and out: the pins keep a database's settings from
+	// failing the login (local_preload_libraries), no reset is needed.
+	pinSession(&cfg.Config, false)
 	cfg.DialFunc = r.dialer(keyOf(t))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -61,23 +61,23 @@ const roleColumnsSQL = `r.oid IS NOT NULL,
        coalesce(r.rolcreaterole, false), coalesce(r.rolreplication, false), coalesce(r.rolbypassrls, false),
        coalesce(r.rolsuper, false), coalesce(r.rolconnlimit, -1), r.rolvaliduntil,
        coalesce(r.rolconfig, '{}'),
-       coalesce(shobj_description(r.oid, 'pg_authid'), ''),
-       ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+       coalesce(pg_catalog.shobj_description(r.oid, 'pg_authid'), ''),
+       ARRAY(SELECT g.rolname::pg_catalog.text FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
               WHERE m.member = r.oid ORDER BY 1),
        %s`
 
 const (
-	noVerifierSQL = "NULL::text"
-	verifierSQL   = "(SELECT a.rolpassword FROM pg_authid a WHERE a.oid = r.oid)"
+	noVerifierSQL = "NULL::pg_catalog.text"
+	verifierSQL   = "(SELECT a.rolpassword FROM pg_catalog.pg_authid a WHERE a.oid = r.oid)"
 )
 
 // observeRoleSQL reads a role and the identity of the server in one round
 // trip. It always returns a row: the role's columns are NULL when it does
 // not exist.
-const observeRoleSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+const observeRoleSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
        ` + roleColumnsSQL + `
   FROM (SELECT 1) AS one
-  LEFT JOIN pg_roles r ON r.rolname = $1`
+  LEFT JOIN pg_catalog.pg_roles r ON r.rolname = $1`
 
 var (
 	observeRoleQuery             = fmt.Sprintf(observeRoleSQL, noVerifierSQL)
@@ -129,7 +129,7 @@ func (s *roleScan) role(withVerifier bool) *ObservedRole {
 // RoleExists reports whether the server has a role of that name.
 func RoleExists(ctx context.Context, q Querier, name string) (bool, error) {
 	var ok bool
-	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1)", name).Scan(&ok)
+	err := q.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1)", name).Scan(&ok)
 	return ok, xperrors.Wrapf(err, "cannot look up role %q", name)
 }
 
@@ -155,7 +155,7 @@ func ObserveRole(ctx context.Context, q Querier, name string, withVerifier bool)
 // creates (INHERIT or SET membership): a server or admin with that set
 // would otherwise accumulate every tenant's privileges. The WHERE keeps
 // set_config from naming a setting 15 does not know.
-const NoSelfGrantSQL = `SELECT set_config('createrole_self_grant', '', true) WHERE current_setting('server_version_num')::int >= 160000`
+const NoSelfGrantSQL = `SELECT pg_catalog.set_config('createrole_self_grant', '', true) WHERE pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 160000`
 
 // CreateRoleStatements returns the statements that create a role with the
 // given attributes, password verifier (may be empty) and ownership marker.
@@ -301,10 +301,10 @@ func sortedKeys(m map[string]string) []string {
 // ownsInSQL lists the databases in which a role owns objects, from the
 // shared catalog pg_shdepend, so one query from any database answers for
 // all of them.
-const ownsInSQL = `SELECT coalesce(array_agg(DISTINCT d.datname ORDER BY d.datname), '{}')
-  FROM pg_shdepend s JOIN pg_database d ON d.oid = s.dbid
- WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype = 'o'
-   AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)`
+const ownsInSQL = `SELECT coalesce(pg_catalog.array_agg(DISTINCT d.datname ORDER BY d.datname), '{}')
+  FROM pg_catalog.pg_shdepend s JOIN pg_catalog.pg_database d ON d.oid = s.dbid
+ WHERE s.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass AND s.deptype = 'o'
+   AND s.refobjid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)`
 
 // dependentDatabasesSQL lists the databases in which a role owns objects
 // or holds privileges (pg_shdepend, shared, so one query from any database
@@ -312,13 +312,13 @@ const ownsInSQL = `SELECT coalesce(array_agg(DISTINCT d.datname ORDER BY d.datna
 // shared objects (databases, tablespaces), with each database's owner and
 // whether the session user may connect to it.
 const dependentDatabasesSQL = `WITH deps AS (
-  SELECT DISTINCT s.dbid FROM pg_shdepend s
-   WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype IN ('o', 'a')
-     AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1))
-SELECT d.datname::text, pg_get_userbyid(d.datdba)::text, has_database_privilege(d.oid, 'CONNECT')
-  FROM pg_database d
+  SELECT DISTINCT s.dbid FROM pg_catalog.pg_shdepend s
+   WHERE s.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass AND s.deptype IN ('o', 'a')
+     AND s.refobjid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1))
+SELECT d.datname::pg_catalog.text, pg_catalog.pg_get_userbyid(d.datdba)::pg_catalog.text, pg_catalog.has_database_privilege(d.oid, 'CONNECT')
+  FROM pg_catalog.pg_database d
  WHERE d.oid IN (SELECT dbid FROM deps)
-    OR (d.datname = current_database() AND EXISTS (SELECT FROM deps WHERE dbid = 0))
+    OR (d.datname = pg_catalog.current_database() AND EXISTS (SELECT FROM deps WHERE dbid = 0))
  ORDER BY 1`
 
 // A DependentDatabase is a database in which a role owns objects or
@@ -353,25 +353,25 @@ func DependentDatabases(ctx context.Context, q RowsQuerier, role string) ([]Depe
 // database (and of shared ones) on which role holds privileges: what DROP
 // OWNED revokes, as their grantor, which a non-superuser admin is only
 // while it acts as the owner.
-const privilegeOwnersSQL = `SELECT coalesce(array_agg(DISTINCT pg_get_userbyid(o.owner)::text ORDER BY pg_get_userbyid(o.owner)::text)
+const privilegeOwnersSQL = `SELECT coalesce(pg_catalog.array_agg(DISTINCT pg_catalog.pg_get_userbyid(o.owner)::pg_catalog.text ORDER BY pg_catalog.pg_get_userbyid(o.owner)::pg_catalog.text)
                            FILTER (WHERE o.owner IS NOT NULL), '{}')
-  FROM pg_shdepend s
+  FROM pg_catalog.pg_shdepend s
   CROSS JOIN LATERAL (SELECT CASE s.classid
-      WHEN 'pg_class'::regclass THEN (SELECT relowner FROM pg_class WHERE oid = s.objid)
-      WHEN 'pg_namespace'::regclass THEN (SELECT nspowner FROM pg_namespace WHERE oid = s.objid)
-      WHEN 'pg_proc'::regclass THEN (SELECT proowner FROM pg_proc WHERE oid = s.objid)
-      WHEN 'pg_type'::regclass THEN (SELECT typowner FROM pg_type WHERE oid = s.objid)
-      WHEN 'pg_default_acl'::regclass THEN (SELECT defaclrole FROM pg_default_acl WHERE oid = s.objid)
-      WHEN 'pg_database'::regclass THEN (SELECT datdba FROM pg_database WHERE oid = s.objid)
-      WHEN 'pg_language'::regclass THEN (SELECT lanowner FROM pg_language WHERE oid = s.objid)
-      WHEN 'pg_largeobject_metadata'::regclass THEN (SELECT lomowner FROM pg_largeobject_metadata WHERE oid = s.objid)
-      WHEN 'pg_foreign_data_wrapper'::regclass THEN (SELECT fdwowner FROM pg_foreign_data_wrapper WHERE oid = s.objid)
-      WHEN 'pg_foreign_server'::regclass THEN (SELECT srvowner FROM pg_foreign_server WHERE oid = s.objid)
-      WHEN 'pg_tablespace'::regclass THEN (SELECT spcowner FROM pg_tablespace WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN (SELECT relowner FROM pg_catalog.pg_class WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_namespace'::pg_catalog.regclass THEN (SELECT nspowner FROM pg_catalog.pg_namespace WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_proc'::pg_catalog.regclass THEN (SELECT proowner FROM pg_catalog.pg_proc WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_type'::pg_catalog.regclass THEN (SELECT typowner FROM pg_catalog.pg_type WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_default_acl'::pg_catalog.regclass THEN (SELECT defaclrole FROM pg_catalog.pg_default_acl WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_database'::pg_catalog.regclass THEN (SELECT datdba FROM pg_catalog.pg_database WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_language'::pg_catalog.regclass THEN (SELECT lanowner FROM pg_catalog.pg_language WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_largeobject_metadata'::pg_catalog.regclass THEN (SELECT lomowner FROM pg_catalog.pg_largeobject_metadata WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_foreign_data_wrapper'::pg_catalog.regclass THEN (SELECT fdwowner FROM pg_catalog.pg_foreign_data_wrapper WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_foreign_server'::pg_catalog.regclass THEN (SELECT srvowner FROM pg_catalog.pg_foreign_server WHERE oid = s.objid)
+      WHEN 'pg_catalog.pg_tablespace'::pg_catalog.regclass THEN (SELECT spcowner FROM pg_catalog.pg_tablespace WHERE oid = s.objid)
     END AS owner) AS o
- WHERE s.refclassid = 'pg_authid'::regclass AND s.deptype = 'a'
-   AND s.refobjid = (SELECT oid FROM pg_roles WHERE rolname = $1)
-   AND s.dbid IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))`
+ WHERE s.refclassid = 'pg_catalog.pg_authid'::pg_catalog.regclass AND s.deptype = 'a'
+   AND s.refobjid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)
+   AND s.dbid IN (0, (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database()))`
 
 // PrivilegeOwners returns, as needs, the owners of the objects on which
 // role holds privileges in the database q runs in: DROP OWNED revokes

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -29,13 +30,13 @@ type ObservedSchema struct {
 
 // observeSchemaSQL reads a schema and the identity of the server in one
 // round trip; the schema's columns are NULL when it does not exist.
-const observeSchemaSQL = `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+const observeSchemaSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
        n.oid IS NOT NULL,
-       coalesce(pg_get_userbyid(n.nspowner)::text, ''),
-       coalesce(obj_description(n.oid, 'pg_namespace'), ''),
-       coalesce(ARRAY(SELECT a.privilege_type FROM aclexplode(n.nspacl) AS a WHERE a.grantee = 0 ORDER BY 1), '{}')
+       coalesce(pg_catalog.pg_get_userbyid(n.nspowner)::pg_catalog.text, ''),
+       coalesce(pg_catalog.obj_description(n.oid, 'pg_namespace'), ''),
+       coalesce(ARRAY(SELECT a.privilege_type FROM pg_catalog.aclexplode(n.nspacl) AS a WHERE a.grantee = 0 ORDER BY 1), '{}')
   FROM (SELECT 1) AS one
-  LEFT JOIN pg_namespace n ON n.nspname = $1`
+  LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = $1`
 
 // ObserveSchema reads a schema of the database q is connected to, and the
 // system identifier of the server. The schema is nil when it does not
@@ -77,8 +78,16 @@ func UpdateSchemaStatements(name string, want SchemaSettings, got ObservedSchema
 	if want.Comment != got.Comment || got.MarkerOwner != uid {
 		stmts = append(stmts, "COMMENT ON SCHEMA "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
 	}
-	if want.RevokePublic && len(got.PublicPrivileges) > 0 {
-		stmts = append(stmts, "REVOKE "+strings.Join(got.PublicPrivileges, ", ")+" ON SCHEMA "+id+" FROM PUBLIC")
+	// The privilege keywords come from the closed set, not from the
+	// server's text.
+	var public []string
+	for _, p := range got.PublicPrivileges {
+		if slices.Contains(AllPrivileges(KindSchema, 0), p) {
+			public = append(public, p)
+		}
+	}
+	if want.RevokePublic && len(public) > 0 {
+		stmts = append(stmts, "REVOKE "+strings.Join(public, ", ")+" ON SCHEMA "+id+" FROM PUBLIC")
 	}
 	return stmts
 }

@@ -50,15 +50,15 @@ func (i ServerInfo) Sufficient() bool {
 }
 
 // observeServerSQL reads everything an Instance reports in one round trip.
-const observeServerSQL = `SELECT current_setting('server_version'),
-       current_setting('server_version_num')::int,
-       (SELECT system_identifier::text FROM pg_control_system()),
+const observeServerSQL = `SELECT pg_catalog.current_setting('server_version'),
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
+       (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
        r.rolsuper, r.rolcreatedb, r.rolcreaterole,
        coalesce(e.names, '{}'), coalesce(e.versions, '{}')
-  FROM pg_roles r,
-       LATERAL (SELECT array_agg(name::text ORDER BY name) AS names,
-                       array_agg(coalesce(default_version, '') ORDER BY name) AS versions
-                  FROM pg_available_extensions) e
+  FROM pg_catalog.pg_roles r,
+       LATERAL (SELECT pg_catalog.array_agg(name::pg_catalog.text ORDER BY name) AS names,
+                       pg_catalog.array_agg(coalesce(default_version, '') ORDER BY name) AS versions
+                  FROM pg_catalog.pg_available_extensions) e
  WHERE r.rolname = current_user`
 
 // ObserveServer reads the server's version, identity, the login role's

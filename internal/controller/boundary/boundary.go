@@ -298,8 +298,8 @@ type ServerCatalog struct {
 	Q postgres.RowsQuerier
 }
 
-const rolesSQL = `SELECT rolname, rolsuper, rolcreaterole, rolbypassrls, rolreplication, coalesce(shobj_description(oid, 'pg_authid'), '')
-  FROM pg_roles WHERE rolname = ANY($1)`
+const rolesSQL = `SELECT rolname, rolsuper, rolcreaterole, rolbypassrls, rolreplication, coalesce(pg_catalog.shobj_description(oid, 'pg_authid'), '')
+  FROM pg_catalog.pg_roles WHERE rolname = ANY($1)`
 
 // Roles implements Catalog.
 func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]RoleFacts, error) {
@@ -321,7 +321,7 @@ func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]Ro
 	return out, rows.Err()
 }
 
-const settingsSQL = `SELECT name, context FROM pg_settings WHERE name = ANY($1)`
+const settingsSQL = `SELECT name, context FROM pg_catalog.pg_settings WHERE name = ANY($1)`
 
 // SettingContexts implements Catalog.
 func (c ServerCatalog) SettingContexts(ctx context.Context, names []string) (map[string]string, error) {
@@ -341,7 +341,7 @@ func (c ServerCatalog) SettingContexts(ctx context.Context, names []string) (map
 	return out, rows.Err()
 }
 
-const databaseMarkerSQL = `SELECT coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1`
+const databaseMarkerSQL = `SELECT coalesce(pg_catalog.shobj_description(oid, 'pg_database'), '') FROM pg_catalog.pg_database WHERE datname = $1`
 
 // DatabaseMarker implements Catalog.
 func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string, bool, error) {

@@ -47,6 +47,11 @@ const createTimeout = 2 * time.Minute
 // available on the server.
 const ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
 
+// ReasonExtensionUnsafe says that an extension the spec asks for is not
+// installed because its script would run with the admin's superuser power
+// in a schema where others may create objects.
+const ReasonExtensionUnsafe xpv2.ConditionReason = "ExtensionUnsafe"
+
 // Setup adds the PostgreSQLDatabase controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
@@ -135,12 +140,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		// looked at from inside once it may enter.
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
-	extStmts, err := e.extensions(ctx, mg)
+	pending, _, err := e.extensions(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	mg.SetConditions(xpv2.Available())
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(extStmts) == 0}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(pending) == 0}, nil
 }
 
 // kind adapts databases to the contract of server objects.
@@ -358,20 +363,21 @@ func (e *external) owner(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (
 	return r.Role(ctx, "spec.forProvider.ownerRef", mg.Spec.ForProvider.Owner, mg.Spec.ForProvider.OwnerRef)
 }
 
-// extensions returns the statements the spec's extensions still need, and
-// records them as observed. It connects to the database itself.
-func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) ([]string, error) {
+// extensions reads the spec's extensions in the database, records them as
+// observed, and returns those still pending. It connects to the database
+// itself.
+func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) ([]postgres.ExtensionSpec, map[string]postgres.InstalledExtension, error) {
 	want := wantedExtensions(mg)
 	if len(want) == 0 {
 		mg.Status.AtProvider.Extensions = nil
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err := e.checkExtensionsAvailable(mg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := e.databasePool(ctx, mg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := make([]string, len(want))
 	for i, w := range want {
@@ -379,7 +385,7 @@ func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDataba
 	}
 	got, err := postgres.ObserveExtensions(ctx, p, names)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mg.Status.AtProvider.Extensions = nil
 	for _, n := range names {
@@ -387,19 +393,30 @@ func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDataba
 			mg.Status.AtProvider.Extensions = append(mg.Status.AtProvider.Extensions, v1alpha1.ObservedExtension{Name: g.Name, Version: g.Version, Schema: g.Schema})
 		}
 	}
-	return postgres.ExtensionStatements(want, got), nil
+	return postgres.PendingExtensions(want, got), got, nil
 }
 
+// applyExtensions installs, updates and moves what extensions() found
+// pending, once the server has said that no script of theirs would run
+// with the admin's power where others may place objects.
 func (e *external) applyExtensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
-	stmts, err := e.extensions(ctx, mg)
-	if err != nil || len(stmts) == 0 {
+	pending, got, err := e.extensions(ctx, mg)
+	if err != nil || len(pending) == 0 {
 		return err
 	}
 	p, err := e.databasePool(ctx, mg)
 	if err != nil {
 		return err
 	}
-	return postgres.Exec(ctx, p, stmts)
+	facts, err := postgres.ObserveExtensionFacts(ctx, p, pending, got)
+	if err != nil {
+		return err
+	}
+	if msg := postgres.UnsafeExtensions(pending, got, facts); msg != "" {
+		mg.SetConditions(condition(ReasonExtensionUnsafe, fmt.Sprintf("database %q: %s", mg.DatabaseName(), msg)))
+		return errors.New(msg)
+	}
+	return postgres.Exec(ctx, p, postgres.ExtensionStatements(pending, got, facts))
 }
 
 func (e *external) databasePool(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (*pgxpool.Pool, error) {

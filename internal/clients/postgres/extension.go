@@ -1,0 +1,197 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// DefaultExtensionSchema is where an extension goes when neither the spec
+// nor its control file names a schema. The schema is always named: the
+// admin's sessions search pg_catalog alone (sessionParams), where an
+// unnamed CREATE EXTENSION would put it.
+const DefaultExtensionSchema = "public"
+
+// ExtensionSpec is an extension wanted in a database. Empty Version and
+// Schema mean "as the server chooses at creation, then left alone".
+type ExtensionSpec struct {
+	Name    string
+	Version string
+	Schema  string
+}
+
+// InstalledExtension is an extension installed in a database.
+type InstalledExtension struct {
+	Name    string
+	Version string
+	Schema  string
+}
+
+// ObserveExtensions reads the named extensions installed in the database q
+// is connected to.
+func ObserveExtensions(ctx context.Context, q RowsQuerier, names []string) (map[string]InstalledExtension, error) {
+	rows, err := q.Query(ctx, `SELECT e.extname::pg_catalog.text, e.extversion, n.nspname::pg_catalog.text
+  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+ WHERE e.extname = ANY($1)`, names)
+	if err != nil {
+		return nil, xperrors.Wrap(ClassifyConnectError(err), "cannot read extensions")
+	}
+	got := map[string]InstalledExtension{}
+	for rows.Next() {
+		var e InstalledExtension
+		if err := rows.Scan(&e.Name, &e.Version, &e.Schema); err != nil {
+			return nil, xperrors.Wrap(err, "cannot read extensions")
+		}
+		got[e.Name] = e
+	}
+	return got, xperrors.Wrap(rows.Err(), "cannot read extensions")
+}
+
+// ExtensionFacts are what the server says of an extension about to be
+// installed or updated, and of the schema its script runs in.
+type ExtensionFacts struct {
+	// Trusted: the version's control file says trusted, so PostgreSQL
+	// lets a database owner install it itself (13+).
+	Trusted bool
+	// FixedSchema is the schema the control file requires, "" when the
+	// extension may go anywhere.
+	FixedSchema string
+	// Schema is the schema the script runs in.
+	Schema string
+	// Writers are the roles other than superusers and the admin that may
+	// create objects in Schema: its owner and those granted CREATE
+	// ("PUBLIC" for everyone).
+	Writers []string
+}
+
+// extensionFactsSQL reads, for each extension ($1) at a version ($2, ""
+// for the default) going to a schema ($3, "" for the control file's or
+// DefaultExtensionSchema), whether that version is trusted, the schema its
+// control file fixes, and who besides superusers and the admin may create
+// objects in the schema its script would run in. The control files are
+// read from the server's disk, so it runs only before a change.
+const extensionFactsSQL = `SELECT w.name, COALESCE(v.trusted, false), COALESCE(v.schema::pg_catalog.text, ''), s.name,
+       COALESCE(ARRAY(SELECT DISTINCT x.r FROM (
+           SELECT o.rolname::pg_catalog.text AS r FROM pg_catalog.pg_roles o
+            WHERE o.oid = n.nspowner AND NOT o.rolsuper AND o.rolname <> CURRENT_USER
+           UNION ALL
+           SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE g.rolname::pg_catalog.text END
+             FROM pg_catalog.aclexplode(n.nspacl) AS a LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
+            WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR NOT g.rolsuper AND g.rolname <> CURRENT_USER)) AS x
+         ORDER BY 1), '{}')
+  FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[])) AS w(name, version, schema)
+  LEFT JOIN pg_catalog.pg_available_extensions d ON d.name = w.name
+  LEFT JOIN pg_catalog.pg_available_extension_versions v ON v.name = w.name AND v.version = COALESCE(NULLIF(w.version, ''), d.default_version)
+  CROSS JOIN LATERAL (SELECT COALESCE(NULLIF(w.schema, ''), v.schema::pg_catalog.text, '` + DefaultExtensionSchema + `') AS name) AS s
+  LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = s.name`
+
+// ObserveExtensionFacts reads the facts of the extensions to be installed
+// or updated (PendingExtensions) in the database q is connected to: the
+// schema a script runs in is the one asked for, or, for an update, the one
+// the extension is in.
+func ObserveExtensionFacts(ctx context.Context, q RowsQuerier, pending []ExtensionSpec, got map[string]InstalledExtension) (map[string]ExtensionFacts, error) {
+	names, versions, schemas := make([]string, len(pending)), make([]string, len(pending)), make([]string, len(pending))
+	for i, p := range pending {
+		names[i], versions[i], schemas[i] = p.Name, p.Version, p.Schema
+		if g, ok := got[p.Name]; ok {
+			schemas[i] = g.Schema
+		}
+	}
+	rows, err := q.Query(ctx, extensionFactsSQL, names, versions, schemas)
+	if err != nil {
+		return nil, xperrors.Wrap(ClassifyConnectError(err), "cannot read what the server says of the extensions")
+	}
+	defer rows.Close()
+	out := map[string]ExtensionFacts{}
+	for rows.Next() {
+		var name string
+		var f ExtensionFacts
+		if err := rows.Scan(&name, &f.Trusted, &f.FixedSchema, &f.Schema, &f.Writers); err != nil {
+			return nil, xperrors.Wrap(err, "cannot read what the server says of the extensions")
+		}
+		out[name] = f
+	}
+	return out, xperrors.Wrap(rows.Err(), "cannot read what the server says of the extensions")
+}
+
+// PendingExtensions returns the wanted extensions that are missing, at
+// another version or in another schema: those ExtensionStatements has
+// statements for.
+func PendingExtensions(want []ExtensionSpec, got map[string]InstalledExtension) []ExtensionSpec {
+	var out []ExtensionSpec
+	for _, w := range want {
+		g, ok := got[w.Name]
+		if !ok || w.Version != "" && w.Version != g.Version || w.Schema != "" && w.Schema != g.Schema {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// UnsafeExtensions says which of the pending extensions the admin must not
+// install or update, and why: one whose script runs with the admin's
+// superuser power (not trusted) in a schema where someone else may create
+// objects. Such a script resolves names in its schema, so objects a
+// database owner placed there first would run as the admin (PostgreSQL's
+// documentation: "Security Considerations for Extensions"). A trusted
+// extension is one PostgreSQL lets the database owner install itself, so
+// the admin installing it hands the owner nothing it could not take.
+// Moving an extension (SET SCHEMA) runs no script. It returns "" when all
+// are safe.
+func UnsafeExtensions(pending []ExtensionSpec, got map[string]InstalledExtension, facts map[string]ExtensionFacts) string {
+	var refused []string
+	for _, p := range pending {
+		g, installed := got[p.Name]
+		if installed && (p.Version == "" || p.Version == g.Version) {
+			continue // Only a move.
+		}
+		f := facts[p.Name]
+		if f.Trusted || len(f.Writers) == 0 {
+			continue
+		}
+		refused = append(refused, fmt.Sprintf("%q (role(s) %s may create objects in schema %q)", p.Name, strings.Join(f.Writers, ", "), f.Schema))
+	}
+	if len(refused) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("extension(s) %s are not trusted: their scripts run with the admin's superuser privileges and resolve names in a schema others can write to, "+
+		"where objects they placed first would run as the admin. Nothing was installed. Name a schema only the admin can create objects in "+
+		"(spec.forProvider.extensions[].schema), or install them by hand after checking the schema", strings.Join(refused, ", "))
+}
+
+// ExtensionStatements returns the statements that make the wanted
+// extensions present at the wanted version and schema: none when they
+// already are. Nothing is ever dropped. A new extension is created in the
+// schema asked for, else the one its control file fixes (facts, when
+// read), else DefaultExtensionSchema.
+func ExtensionStatements(want []ExtensionSpec, got map[string]InstalledExtension, facts map[string]ExtensionFacts) []string {
+	var stmts []string
+	for _, w := range want {
+		id := QuoteIdentifier(w.Name)
+		g, ok := got[w.Name]
+		if !ok {
+			schema := w.Schema
+			if schema == "" {
+				schema = facts[w.Name].FixedSchema
+			}
+			if schema == "" {
+				schema = DefaultExtensionSchema
+			}
+			s := "CREATE EXTENSION IF NOT EXISTS " + id + " SCHEMA " + QuoteIdentifier(schema)
+			if w.Version != "" {
+				s += " VERSION " + QuoteLiteral(w.Version)
+			}
+			stmts = append(stmts, s)
+			continue
+		}
+		if w.Version != "" && w.Version != g.Version {
+			stmts = append(stmts, "ALTER EXTENSION "+id+" UPDATE TO "+QuoteLiteral(w.Version))
+		}
+		if w.Schema != "" && w.Schema != g.Schema {
+			stmts = append(stmts, "ALTER EXTENSION "+id+" SET SCHEMA "+QuoteIdentifier(w.Schema))
+		}
+	}
+	return stmts
+}
