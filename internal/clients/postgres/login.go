@@ -104,3 +104,18 @@ func EndSessions(ctx context.Context, q Querier, role string) (int, error) {
 	}
 	return n, nil
 }
+
+// EndAccessStatements return the statements that take from a role what
+// lets anyone log in as it or act, through it, as another role: LOGIN and
+// its memberships. None when it has neither.
+func EndAccessStatements(name string, got ObservedRole) []string {
+	id := QuoteIdentifier(name)
+	var stmts []string
+	if got.Login {
+		stmts = append(stmts, "ALTER ROLE "+id+" NOLOGIN")
+	}
+	for _, g := range got.MemberOf {
+		stmts = append(stmts, "REVOKE "+QuoteIdentifier(g)+" FROM "+id)
+	}
+	return stmts
+}

@@ -184,3 +184,23 @@ func TestRoleRoundTrip(t *testing.T) {
 		t.Errorf("the error %q does not say what blocks the drop (%q)", err, want)
 	}
 }
+
+func TestEndAccessStatements(t *testing.T) {
+	cases := map[string]struct {
+		got  ObservedRole
+		want []string
+	}{
+		"LoginWithMembership": {
+			got:  ObservedRole{RoleAttributes: RoleAttributes{Login: true, MemberOf: []string{"shop_owner"}}},
+			want: []string{`ALTER ROLE "shop" NOLOGIN`, `REVOKE "shop_owner" FROM "shop"`},
+		},
+		"NothingLeft": {got: ObservedRole{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, EndAccessStatements("shop", tc.got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -476,6 +476,18 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	// statement_timeout follows it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
+	// Access ends before anything its holder can make fail: a tenant can
+	// keep REASSIGN or DROP OWNED failing in its own database (a lock, a
+	// read-only setting, an object it owns), and a role that could still
+	// log in meanwhile would outlive its claim.
+	names := []string{mg.RoleName()}
+	if alternating(mg) {
+		l := loginNames(mg.RoleName())
+		names = append(names, l[:]...)
+	}
+	if err := e.endAccess(ctx, mg, names); err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	if alternating(mg) {
 		if err := e.dropLogins(ctx, mg); err != nil {
 			return managed.ExternalDelete{}, err
@@ -496,6 +508,52 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 }
 
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// reasonAccessEnded is the event of a role being deleted that lost LOGIN
+// and memberships, and whose sessions were ended.
+const reasonAccessEnded event.Reason = "AccessEnded"
+
+// endAccess takes from the roles names that carry mg's marker what lets
+// anyone act as them: LOGIN and memberships, in one transaction, and their
+// sessions, ended before it (so that none holds a lock the ALTER waits
+// for) and after it (one that logged in meanwhile). It runs in the
+// Instance's own database, which no tenant owns.
+func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, names []string) error {
+	got, err := postgres.ObserveLogins(ctx, e.pool, names, false)
+	if err != nil {
+		return err
+	}
+	for _, o := range got {
+		if o.Role == nil || o.Role.Owner != string(mg.GetUID()) {
+			continue
+		}
+		stmts := postgres.EndAccessStatements(o.Name, *o.Role)
+		if len(stmts) == 0 && o.Sessions == 0 {
+			continue
+		}
+		ended := 0
+		err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: o.Name, Inherit: true}}, func() error {
+			for i := range 2 {
+				n, err := postgres.EndSessions(ctx, e.pool, o.Name)
+				if err != nil {
+					return err
+				}
+				ended += n
+				if i == 0 && len(stmts) > 0 {
+					if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return errors.Wrapf(err, "cannot end the access of role %q before it is released and dropped (NOLOGIN, memberships, sessions); the delete is retried", o.Name)
+		}
+		e.events.Event(mg, event.Normal(reasonAccessEnded, fmt.Sprintf("role %q can no longer log in or act as another role (%d statement(s)); %d session(s) ended", o.Name, len(stmts), ended)))
+	}
+	return nil
+}
 
 // checkBoundary refuses, before anything is sent, what the role asks that
 // would cross the Instance's privilege boundary: attributes, memberships,

@@ -1,0 +1,377 @@
+package boundary_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+)
+
+// catalogNames lists the pg_catalog relations and functions the
+// provider's SQL names (in internal/clients/postgres and this package),
+// read from the source so that a new query is covered without a change
+// here. Every one is schema-qualified there (TestCatalogNamesAreQualified).
+func catalogNames(t *testing.T) (relations, functions []string) {
+	t.Helper()
+	var files []string
+	for _, dir := range []string{"../../clients/postgres", "."} {
+		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range m {
+			if !strings.HasSuffix(f, "_test.go") {
+				files = append(files, f)
+			}
+		}
+	}
+	rel, fn := map[string]bool{}, map[string]bool{}
+	name := regexp.MustCompile(`pg_catalog\.([a-z_][a-z0-9_]*)(\s*\()?`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
+			if m[2] != "" {
+				fn[m[1]] = true
+			} else if strings.HasPrefix(m[1], "pg_") {
+				rel[m[1]] = true
+			}
+		}
+	}
+	keys := func(m map[string]bool) []string {
+		out := make([]string, 0, len(m))
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	return keys(rel), keys(fn)
+}
+
+// shadowsSQL is what a database owner runs to make any name the admin's
+// sessions resolve through search_path run its code: an audit function
+// that records who called it and, called by a superuser, makes the
+// tenant's login a superuser; a view over each catalog relation and a
+// function over each catalog function's every signature that call it;
+// and an operator = on names that calls it.
+func shadowsSQL(login string, relations, functions []string) string {
+	q := func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = postgres.QuoteLiteral(s)
+		}
+		return "ARRAY[" + strings.Join(out, ", ") + "]::text[]"
+	}
+	return `CREATE SCHEMA evil;
+CREATE TABLE evil.audit (caller text, session text, what text);
+CREATE SEQUENCE evil.hits;
+GRANT USAGE ON SCHEMA evil TO PUBLIC;
+GRANT INSERT, SELECT ON evil.audit TO PUBLIC;
+GRANT USAGE, UPDATE ON SEQUENCE evil.hits TO PUBLIC;
+CREATE FUNCTION evil.caught(what text) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  -- A sequence keeps the count when the caller's statement fails and
+  -- takes the audit row with it.
+  PERFORM pg_catalog.nextval('evil.hits');
+  INSERT INTO evil.audit VALUES (current_user, session_user, what);
+  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    EXECUTE 'ALTER ROLE ` + login + ` SUPERUSER';
+  END IF;
+  RETURN true;
+END $f$;
+CREATE FUNCTION evil.name_eq(a name, b name) RETURNS boolean LANGUAGE sql AS $f$ SELECT evil.caught('operator =') AND a OPERATOR(pg_catalog.=) b $f$;
+CREATE OPERATOR evil.= (LEFTARG = name, RIGHTARG = name, FUNCTION = evil.name_eq);
+CREATE TABLE evil.made (what text, ok boolean);
+DO $d$
+DECLARE r record; body text;
+BEGIN
+  FOR r IN SELECT c.relname FROM pg_catalog.pg_class c
+            WHERE c.relnamespace = 'pg_catalog'::regnamespace AND c.relname = ANY(` + q(relations) + `) LOOP
+    BEGIN
+      EXECUTE pg_catalog.format('CREATE VIEW evil.%I AS SELECT * FROM pg_catalog.%I WHERE evil.caught(%L)', r.relname, r.relname, r.relname);
+      INSERT INTO evil.made VALUES (r.relname, true);
+    EXCEPTION WHEN OTHERS THEN INSERT INTO evil.made VALUES (r.relname, false);
+    END;
+  END LOOP;
+  FOR r IN SELECT p.oid, p.proname, p.proretset, p.proallargtypes IS NOT NULL AS outs FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.prokind = 'f' AND p.proname = ANY(` + q(functions) + `) LOOP
+    body := CASE WHEN r.proretset OR r.outs THEN 'RETURN;' ELSE 'RETURN NULL;' END;
+    BEGIN
+      EXECUTE pg_catalog.format('CREATE FUNCTION evil.%I(%s) RETURNS %s LANGUAGE plpgsql AS %L',
+        r.proname, pg_catalog.pg_get_function_arguments(r.oid), pg_catalog.pg_get_function_result(r.oid),
+        pg_catalog.format('BEGIN PERFORM evil.caught(%L); %s END', r.proname, body));
+      INSERT INTO evil.made VALUES (r.proname || '()', true);
+    EXCEPTION WHEN OTHERS THEN INSERT INTO evil.made VALUES (r.proname || '()', false);
+    END;
+  END LOOP;
+END $d$;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA evil TO PUBLIC;
+GRANT SELECT ON ALL TABLES IN SCHEMA evil TO PUBLIC`
+}
+
+// hostileSettings are what a database owner sets for every new session in
+// its database (ALTER DATABASE … SET), each of which broke or steered
+// the admin's sessions before they pinned their environment.
+var hostileSettings = []string{
+	"search_path = evil, pg_catalog",
+	"default_transaction_read_only = on",
+	"statement_timeout = 1",
+	"lock_timeout = 1",
+	"idle_in_transaction_session_timeout = 1",
+	"idle_session_timeout = 1",
+	"role = ho_owner",
+	"default_transaction_isolation = serializable",
+	"default_transaction_deferrable = on",
+	"client_min_messages = debug5",
+	"check_function_bodies = off",
+	"temp_tablespaces = 'pg_default'",
+	"extra_float_digits = -15",
+	"DateStyle = 'SQL, DMY'",
+	"TimeZone = 'Pacific/Kiritimati'",
+	"standard_conforming_strings = off",
+	// Last: new sessions of anyone but a session that pins it fail.
+	"local_preload_libraries = 'no_such_library'",
+}
+
+// TestHostileOwner is the tenant at its worst: logged in with its claim's
+// Secret, acting as its database's owner, it shadows every catalog name
+// the provider's SQL uses, sets every session setting that once steered
+// the admin's sessions, and then the provider reconnects (its sessions
+// ended, and once restarted) and has work to do in the database for
+// every kind. Nothing may run as the admin, every change must land, and
+// when the login goes, it cannot log in any more within a poll, though it
+// holds a lock that makes its clean-up wait.
+func TestHostileOwner(t *testing.T) {
+	ctx := context.Background()
+	in := v1alpha1.InstanceReference{Name: env.Main.Name}
+	mk := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	local := func(name string) *v1alpha1.LocalReference { return &v1alpha1.LocalReference{Name: name} }
+	owner := &v1alpha1.PostgreSQLRole{ObjectMeta: mk("ho-owner"), Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("ho_owner")}}}
+	reader := &v1alpha1.PostgreSQLRole{ObjectMeta: mk("ho-reader"), Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("ho_reader")}}}
+	// As the tenant composition makes it: a login acting as the owner,
+	// dropped with the claim, what it owns handed to the owner.
+	login := &v1alpha1.PostgreSQLRole{ObjectMeta: mk("ho-login"), Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: in,
+		ManagementPolicies:               xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+		WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: "ho-login-conn"},
+		ConnectionDatabase:               "ho_db",
+		OwnedObjectsOnDelete:             v1alpha1.OwnedObjectsReassign, ReassignOwnedTo: "ho_owner",
+		ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("ho_login"), Login: ptr.To(true), MemberOf: []string{"ho_owner"},
+			ConfigurationParameters: []v1alpha1.ConfigurationParameter{{Name: "role", Value: "ho_owner"}}}}}
+	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: mk("ho-db"), Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To("ho_db"), OwnerRef: local(owner.Name),
+			Extensions: []v1alpha1.Extension{{Name: "pgcrypto"}}}}}
+	schema := &v1alpha1.PostgreSQLSchema{ObjectMeta: mk("ho-app"), Spec: v1alpha1.PostgreSQLSchemaSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLSchemaParameters{Name: ptr.To("ho_app"), DatabaseRef: local(db.Name), OwnerRef: local(owner.Name)}}}
+	grant := &v1alpha1.PostgreSQLGrant{ObjectMeta: mk("ho-read"), Spec: v1alpha1.PostgreSQLGrantSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLGrantParameters{RoleRef: local(reader.Name), ObjectType: v1alpha1.GrantObjectTable,
+			DatabaseRef: local(db.Name), SchemaRef: local(schema.Name), AllInSchema: ptr.To(true), Privileges: []v1alpha1.Privilege{"SELECT"}}}}
+	defaults := &v1alpha1.PostgreSQLDefaultPrivileges{ObjectMeta: mk("ho-future"), Spec: v1alpha1.PostgreSQLDefaultPrivilegesSpec{InstanceRef: in,
+		ForProvider: v1alpha1.PostgreSQLDefaultPrivilegesParameters{RoleRef: local(reader.Name), OwnerRef: local(owner.Name),
+			DatabaseRef: local(db.Name), SchemaRef: local(schema.Name), ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: []v1alpha1.Privilege{"SELECT"}}}}
+	all := []providertest.Conditioned{owner, reader, login, db, schema, grant, defaults}
+	env.Create(ctx, t, defaults, grant, schema, db, login, reader, owner)
+	for _, o := range all {
+		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+
+	secret, err := env.ConnectionSecret(ctx, ns, "ho-login-conn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := providertest.ConnectWithSecret(ctx, secret, "ho_db")
+	if err != nil {
+		t.Fatalf("the tenant cannot log in with its Secret: %v", err)
+	}
+	defer tenant.Close(ctx) //nolint:errcheck // Test.
+	relations, functions := catalogNames(t)
+	if len(relations) < 10 || len(functions) < 20 {
+		t.Fatalf("found %d catalog relations and %d functions in the provider's SQL; the scan is broken", len(relations), len(functions))
+	}
+	if _, err := tenant.Exec(ctx, shadowsSQL("ho_login", relations, functions)); err != nil {
+		t.Fatalf("the tenant cannot set its traps: %v", err)
+	}
+	var made, failed []string
+	rows, err := tenant.Query(ctx, "SELECT what, ok FROM evil.made ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var what string
+		var ok bool
+		if err := rows.Scan(&what, &ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			made = append(made, what)
+		} else {
+			failed = append(failed, what)
+		}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	t.Logf("shadows of %d names the provider uses; %d signatures could not be shadowed (aggregates, internal types): %s", len(made), len(failed), strings.Join(failed, " "))
+	if len(made) < len(relations)/2 {
+		t.Fatalf("only %d shadows made: %v", len(made), made)
+	}
+	for _, s := range hostileSettings {
+		if _, err := tenant.Exec(ctx, "ALTER DATABASE ho_db SET "+s); err != nil {
+			t.Fatalf("the owner cannot set %s: %v", s, err)
+		}
+	}
+
+	// caught lists who, besides the tenant itself, ran its code.
+	caught := func() []string {
+		var out []string
+		rows, err := tenant.Query(ctx, "SELECT DISTINCT caller || '/' || session || ': ' || what FROM evil.audit WHERE session <> 'ho_login' ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, c)
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		var hits int64
+		if err := tenant.QueryRow(ctx, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM evil.hits").Scan(&hits); err != nil {
+			t.Fatal(err)
+		}
+		if hits > 0 {
+			out = append(out, fmt.Sprintf("%d call(s) of the tenant's code in all, those whose statement failed included", hits))
+		}
+		return out
+	}
+
+	// Work for every kind inside the database, after the provider's
+	// sessions were ended (a reconnect sees the settings), and again
+	// after a restart.
+	endProviderSessions := func() {
+		env.SQL(ctx, t, "postgres", `SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity
+		  WHERE application_name = '`+postgres.ApplicationName+`' AND usename <> 'ho_login'`)
+	}
+	change := func(round int) {
+		endProviderSessions()
+		ext := []string{"citext", "hstore"}[round]
+		providertest.Update(ctx, t, env, db, func(d *v1alpha1.PostgreSQLDatabase) {
+			d.Spec.ForProvider.Extensions = append(d.Spec.ForProvider.Extensions, v1alpha1.Extension{Name: ext})
+		})
+		priv := []v1alpha1.Privilege{"INSERT", "UPDATE"}[round]
+		providertest.Update(ctx, t, env, grant, func(g *v1alpha1.PostgreSQLGrant) {
+			g.Spec.ForProvider.Privileges = append(g.Spec.ForProvider.Privileges, priv)
+		})
+		providertest.Update(ctx, t, env, defaults, func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
+			d.Spec.ForProvider.Privileges = append(d.Spec.ForProvider.Privileges, priv)
+		})
+		providertest.Update(ctx, t, env, schema, func(s *v1alpha1.PostgreSQLSchema) {
+			s.Spec.ForProvider.Comment = ptr.To(fmt.Sprintf("round %d", round))
+		})
+		err := providertest.Wait(ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
+			var n int
+			err := tenant.QueryRow(ctx, `SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_extension WHERE extname = $1)
+			  + (SELECT pg_catalog.count(*) FROM pg_catalog.pg_default_acl d, pg_catalog.aclexplode(d.defaclacl) a
+			      WHERE a.grantee = 'ho_reader'::regrole AND a.privilege_type = $2)
+			  + (SELECT pg_catalog.count(*) FROM pg_catalog.pg_namespace n WHERE n.nspname = 'ho_app'
+			      AND pg_catalog.obj_description(n.oid, 'pg_namespace') LIKE $3)`, ext, string(priv), fmt.Sprintf("round %d%%", round)).Scan(&n)
+			return n == 3, err
+		})
+		if err != nil {
+			t.Fatalf("round %d: the changes did not all land in the owner's database (extension %s, default %s, schema comment): %v; the tenant's code ran as %v",
+				round, ext, priv, err, caught())
+		}
+		for _, o := range all {
+			env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		}
+	}
+	change(0)
+	if err := env.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	change(1)
+	// A table appears for the grant to cover (GRANT … ON ALL TABLES),
+	// made by the login itself (not as the owner, whose default
+	// privileges would cover it): the grant's next poll grants on it from
+	// a fresh session.
+	if _, err := tenant.Exec(ctx, "SET ROLE NONE; CREATE TABLE ho_app.rows (id int); SET ROLE ho_owner"); err != nil {
+		t.Fatal(err)
+	}
+	endProviderSessions()
+	if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		var ok bool
+		err := tenant.QueryRow(ctx, "SELECT pg_catalog.has_table_privilege('ho_reader', 'ho_app.rows', 'UPDATE')").Scan(&ok)
+		return ok, err
+	}); err != nil {
+		t.Errorf("the grant did not cover a new table: %v", err)
+	}
+
+	if caught := caught(); len(caught) > 0 {
+		t.Errorf("the tenant's code ran in the provider's sessions: %v", caught)
+	}
+	var super bool
+	var memberOf []string
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, `SELECT r.rolsuper, ARRAY(SELECT g.rolname::text FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+	  WHERE m.member = r.oid ORDER BY 1) FROM pg_roles r WHERE r.rolname = 'ho_login'`).Scan(&super, &memberOf); err != nil {
+		t.Fatal(err)
+	}
+	if super || strings.Join(memberOf, ",") != "ho_owner" {
+		t.Errorf("the tenant's login changed: superuser %v, member of %v", super, memberOf)
+	}
+
+	t.Run("DepartingTenantLosesItsLoginFirst", func(t *testing.T) {
+		// The login owns a table of its own (not acting as the owner)
+		// and holds a lock on it, so REASSIGN OWNED waits and fails.
+		if _, err := tenant.Exec(ctx, "SET ROLE NONE; CREATE TABLE ho_app.mine (id int); BEGIN; LOCK TABLE ho_app.mine IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := providertest.ConnectWithSecret(ctx, secret, "postgres"); err != nil {
+			t.Fatalf("the login cannot log in before its deletion, so the check below proves nothing: %v", err)
+		} else {
+			_ = c.Close(ctx)
+		}
+		if err := env.Kube.Delete(ctx, login); err != nil {
+			t.Fatal(err)
+		}
+		deleted := time.Now()
+		if err := providertest.WaitEvery(ctx, 5*time.Second, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+			c, err := providertest.ConnectWithSecret(ctx, secret, "postgres")
+			if err != nil {
+				return true, nil
+			}
+			_ = c.Close(ctx)
+			return false, nil
+		}); err != nil {
+			t.Fatalf("the departing login could still log in 5s after its deletion (poll 2s): %v", err)
+		}
+		t.Logf("the login could no longer log in %s after its deletion", time.Since(deleted).Round(10*time.Millisecond))
+		env.Gone(ctx, t, login)
+		var owner string
+		if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*)::text FROM pg_roles WHERE rolname = 'ho_login'").Scan(&owner); err != nil || owner != "0" {
+			t.Errorf("the login role is still on the server (%s roles, err %v)", owner, err)
+		}
+	})
+}
