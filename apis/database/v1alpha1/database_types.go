@@ -31,7 +31,13 @@ type Extension struct {
 	// +optional
 	Version *string `json:"version,omitempty"`
 	// Schema to install the extension's objects in, or move them to (ALTER
-	// EXTENSION … SET SCHEMA). The schema must exist.
+	// EXTENSION … SET SCHEMA). The schema must exist. Absent: the schema
+	// the extension's control file fixes, else public. An extension that
+	// is not trusted (its script runs with superuser privileges) is only
+	// installed or updated in a schema where no one but superusers and
+	// the provider's admin may create objects; elsewhere it is refused
+	// with reason ExtensionUnsafe, since objects placed there first would
+	// run as the admin.
 	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
 	// +optional
 	Schema *string `json:"schema,omitempty"`
