@@ -60,10 +60,16 @@ type ObservedDatabase struct {
 	// revoked (a tenant's database), and then cannot manage what is inside.
 	AdminCanConnect bool
 	// OwnerAttributes are the owner's attributes among SUPERUSER,
-	// CREATEROLE, REPLICATION and BYPASSRLS: powers that membership of the
-	// owner role must never hand to a tenant.
+	// CREATEROLE, REPLICATION and BYPASSRLS, then its memberships, direct
+	// or not, of predefined (pg_*) roles and of roles with one of those
+	// attributes, each as MemberOfPrefix + the role: powers that
+	// membership of the owner role must never hand to a tenant. Read at
+	// every observation, so powers given after binding show too.
 	OwnerAttributes []string
 }
+
+// MemberOfPrefix marks an owner's membership among OwnerAttributes.
+const MemberOfPrefix = "member of "
 
 // observeDatabaseSQL reads a database, its open sessions and the identity
 // of the server in one round trip. It always returns a row: the database's
@@ -85,6 +91,11 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::pg_catalog.text FR
        coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
                                                         ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has)
                               WHERE a.has)
+                        || ARRAY(SELECT '` + MemberOfPrefix + `' || g.rolname::pg_catalog.text FROM pg_catalog.pg_roles g
+                                  WHERE g.oid <> r.oid AND g.rolname <> 'pg_database_owner'
+                                    AND (g.rolname LIKE 'pg\_%' OR g.rolsuper OR g.rolcreaterole OR g.rolreplication OR g.rolbypassrls)
+                                    AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+                                  ORDER BY 1)
                    FROM pg_catalog.pg_roles r WHERE r.oid = d.datdba), '{}')
   FROM (SELECT 1) AS one
   LEFT JOIN pg_catalog.pg_database d ON d.datname = $1`

@@ -160,6 +160,10 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 		}
 	}
 	switch {
+	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()) && st.Reason == v1alpha1.ReasonPrivilegedOwner:
+		// Bound, but its owner gained powers after binding: the login,
+		// a member of the owner, is taken away until they go.
+		return pending(v1alpha1.ReasonPrivilegedOwner, what+" is bound to this tenant but not delivered: "+st.Message), nil
 	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()):
 		d := &v1alpha1.BoundDatabase{
 			Name: db.GetName(), UID: string(db.GetUID()), Instance: db.Spec.InstanceRef.Name,

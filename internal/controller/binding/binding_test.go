@@ -434,3 +434,32 @@ func TestRestartMidBinding(t *testing.T) {
 		t.Errorf("after the restart bound to %+v, was %+v", now, first)
 	}
 }
+
+// TestOwnerPrivilegedAfterBinding: a Bound database's owner is given a
+// predefined role's power after binding (by hand, by whoever may): the
+// database stays bound to its tenant, the binding delivers nothing and
+// says why at the next poll, and delivery resumes once the power goes.
+func TestOwnerPrivilegedAfterBinding(t *testing.T) {
+	ctx := context.Background()
+	db := registered(ctx, t, "shop", "later_priv")
+	b := explicit("shop", "later-priv", db.Name)
+	env.Create(ctx, t, b)
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+
+	env.SQL(ctx, t, "postgres", "GRANT pg_read_server_files TO later_priv_owner")
+	got := bindingReady(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonPrivilegedOwner)
+	if got.Status.Database != nil {
+		t.Errorf("still delivers %+v", got.Status.Database)
+	}
+	if c := got.GetCondition(xpv2.TypeReady); !strings.Contains(c.Message, "member of pg_read_server_files") {
+		t.Errorf("the condition does not say why: %q", c.Message)
+	}
+	if d := phase(ctx, t, db, v1alpha1.PhaseBound); d.Status.Binding.BoundTo == nil || d.Status.Binding.BoundTo.UID != string(got.GetUID()) {
+		t.Errorf("the database is no longer bound to its tenant: %+v", d.Status.Binding)
+	}
+
+	env.SQL(ctx, t, "postgres", "REVOKE pg_read_server_files FROM later_priv_owner")
+	if got := bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound); got.Status.Database == nil {
+		t.Error("delivery did not resume once the owner lost the power")
+	}
+}

@@ -88,7 +88,15 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 	}
 	if cur := v.Current; cur != nil {
 		if v.alive(cur.UID) != nil {
-			return bound(cur)
+			st := bound(cur)
+			if v.Blocked == v1alpha1.ReasonPrivilegedOwner {
+				// The data stays the tenant's, but its access goes: its
+				// login is a member of the owner, and with it of what
+				// the owner was given since.
+				st.Reason = v1alpha1.ReasonPrivilegedOwner
+				st.Message += "; nothing is delivered while " + v.Message
+			}
+			return st
 		}
 		if v.Policy.Reopen != cur.UID {
 			st.Phase, st.BoundTo = v1alpha1.PhaseReleased, cur
@@ -169,7 +177,7 @@ func viewOf(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBindi
 			"an admin takes over its management (see docs/binding.md) before offering it"
 	case len(db.Status.AtProvider.OwnerAttributes) > 0:
 		v.Blocked = v1alpha1.ReasonPrivilegedOwner
-		v.Message = fmt.Sprintf("its owner %q has %s: a tenant becomes a member of the owner role, so such a database is never delivered. Give it an owner without them",
+		v.Message = fmt.Sprintf("its owner %q has %s: a tenant becomes a member of the owner role, so such a database is never delivered. Give it an owner without them (or take them from it)",
 			db.Status.AtProvider.Owner, strings.Join(db.Status.AtProvider.OwnerAttributes, ", "))
 	}
 	v.Exists = ready.Status == corev1.ConditionTrue && ready.Reason == xpv2.ReasonAvailable && db.Status.AtProvider.Owner != ""

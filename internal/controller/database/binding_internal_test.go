@@ -53,6 +53,12 @@ func TestDecide(t *testing.T) {
 			view:   bindingView{Policy: offered, Exists: true, Current: refB, Candidates: []candidate{a, b}},
 			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refB},
 		},
+		"OwnerPrivilegedAfterBinding": {
+			reason: "An owner given SUPERUSER (or a pg_* role) after binding keeps the database bound to its tenant, and says that nothing is delivered.",
+			view: bindingView{Policy: offered, Exists: true, Current: refA, Candidates: []candidate{a},
+				Blocked: v1alpha1.ReasonPrivilegedOwner, Message: `its owner "o" has SUPERUSER`},
+			want: want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, Reason: string(v1alpha1.ReasonPrivilegedOwner), BoundTo: refA},
+		},
 		"GoneBindingReleases": {
 			reason: "When the bound binding goes, the database is Released and keeps its old identity; a waiting request gets nothing.",
 			view:   bindingView{Policy: offered, Exists: true, Current: refA, Candidates: []candidate{b}},

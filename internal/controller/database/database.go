@@ -182,11 +182,20 @@ func (k kind) Foreign(mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatab
 		name, k.e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
 }
 
-func (kind) Record(mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) {
+func (k kind) Record(mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) {
 	ap := &mg.Status.AtProvider
 	ap.Name = mg.DatabaseName()
 	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
-	ap.OwnerAttributes = got.OwnerAttributes
+	// Memberships the Instance's policy allows (allowMembershipOf) are
+	// the platform's choice, not a reason to withhold the database.
+	allowed := boundary.PolicyOf(k.e.instance).AllowMembershipOf
+	ap.OwnerAttributes = slices.DeleteFunc(slices.Clone(got.OwnerAttributes), func(a string) bool {
+		r, ok := strings.CutPrefix(a, postgres.MemberOfPrefix)
+		return ok && slices.Contains(allowed, r)
+	})
+	if len(ap.OwnerAttributes) == 0 {
+		ap.OwnerAttributes = nil
+	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 }
 
