@@ -68,7 +68,8 @@ type ObservedDatabase struct {
 	OwnerAttributes []string
 }
 
-// MemberOfPrefix marks an owner's membership among OwnerAttributes.
+// MemberOfPrefix marks an owner's membership among OwnerAttributes, as
+// observeDatabaseSQL writes it.
 const MemberOfPrefix = "member of "
 
 // observeDatabaseSQL reads a database, its open sessions and the identity
@@ -91,7 +92,7 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::pg_catalog.text FR
        coalesce((SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
                                                         ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has)
                               WHERE a.has)
-                        || ARRAY(SELECT '` + MemberOfPrefix + `' || g.rolname::pg_catalog.text FROM pg_catalog.pg_roles g
+                        || ARRAY(SELECT 'member of ' || g.rolname::pg_catalog.text FROM pg_catalog.pg_roles g
                                   WHERE g.oid <> r.oid AND g.rolname <> 'pg_database_owner'
                                     AND (g.rolname LIKE 'pg\_%' OR g.rolsuper OR g.rolcreaterole OR g.rolreplication OR g.rolbypassrls)
                                     AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')

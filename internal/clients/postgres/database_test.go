@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,5 +271,11 @@ func TestStatementTimeoutFollowsLongDeadlines(t *testing.T) {
 				t.Errorf("statement_timeout after the statements = %q (%v), want the session's 1min", after, err)
 			}
 		})
+	}
+}
+
+func TestMemberOfPrefixIsWhatTheQueryWrites(t *testing.T) {
+	if !strings.Contains(observeDatabaseSQL, "'"+MemberOfPrefix+"'") {
+		t.Errorf("observeDatabaseSQL does not write memberships as %q", MemberOfPrefix)
 	}
 }

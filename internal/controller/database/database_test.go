@@ -166,7 +166,7 @@ func TestDatabaseLifecycle(t *testing.T) {
 		time.Sleep(7 * time.Second)
 		after, _ := env.Postgres.Log()
 		log := string(after[len(before):])
-		if n := strings.Count(log, "LEFT JOIN pg_database d ON d.datname"); n < 2 {
+		if n := strings.Count(log, "LEFT JOIN pg_catalog.pg_database d ON d.datname"); n < 2 {
 			t.Fatalf("only %d observations in 7s", n)
 		}
 		for _, ddl := range []string{"ALTER DATABASE", "CREATE DATABASE", "COMMENT ON", "CREATE EXTENSION", "ALTER EXTENSION"} {

@@ -404,7 +404,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		// The role holds privileges and ownership and does not log in;
 		// the next reconcile makes its first login.
 		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), "", string(mg.GetUID()))
-		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+		if err := e.guarded(ctx, mg, stmts); err != nil {
 			return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 		}
 		applied(mg)
@@ -421,7 +421,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		}
 	}
 	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg), verifier, string(mg.GetUID()))
-	if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+	if err := e.guarded(ctx, mg, stmts); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
 	applied(mg)
@@ -458,7 +458,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		}
 	}
 	if len(stmts) > 0 {
-		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+		if err := e.guarded(ctx, mg, stmts); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
 		}
 	}
@@ -559,6 +559,21 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 // would cross the Instance's privilege boundary: attributes, memberships,
 // settings, and the heir of what it owns.
 func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	return e.checkBoundaryOn(ctx, mg, e.pool)
+}
+
+// guarded runs stmts for mg in one transaction with the boundary check
+// read through it, under the locks of the role names it becomes a member
+// of: no role of those names can be created by another of the provider's
+// sessions between the check and the GRANTs (postgres.ExecGuarded).
+func (e *external) guarded(ctx context.Context, mg *v1alpha1.PostgreSQLRole, stmts []string) error {
+	return postgres.ExecGuarded(ctx, e.pool, mg.Spec.ForProvider.MemberOf, func(q postgres.TxQuerier) error {
+		return e.checkBoundaryOn(ctx, mg, q)
+	}, stmts)
+}
+
+// checkBoundaryOn is checkBoundary reading the catalog through q.
+func (e *external) checkBoundaryOn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, q postgres.RowsQuerier) error {
 	p, fp := boundary.PolicyOf(e.instance), mg.Spec.ForProvider
 	asked := map[v1alpha1.PolicyRoleAttribute]string{}
 	for a, v := range map[v1alpha1.PolicyRoleAttribute]*bool{
@@ -580,14 +595,16 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if h := mg.Spec.ReassignOwnedTo; h != "" && mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
 		roles = append(roles, boundary.Named{Field: "spec.reassignOwnedTo", Name: h})
 	}
-	if err := e.checker().Check(ctx, mg, boundary.Named{}, roles...); err != nil {
+	checker := e.checker()
+	checker.Q = q
+	if err := checker.Check(ctx, mg, boundary.Named{}, roles...); err != nil {
 		return err
 	}
 	var settings []boundary.Named
 	for i, c := range fp.ConfigurationParameters {
 		settings = append(settings, boundary.Named{Field: fmt.Sprintf("spec.forProvider.configurationParameters[%d].name", i), Name: c.Name})
 	}
-	r, err := p.Settings(ctx, boundary.ServerCatalog{Q: e.pool}, settings)
+	r, err := p.Settings(ctx, boundary.ServerCatalog{Q: q}, settings)
 	return boundary.Result(mg, r, err)
 }
 

@@ -250,7 +250,7 @@ func TestRoleLifecycle(t *testing.T) {
 		before := env.ServerLogLen(t)
 		time.Sleep(7 * time.Second) // About three polls.
 		log := env.ServerLog(t, before)
-		if n := strings.Count(log, "LEFT JOIN pg_roles r ON r.rolname"); n < 2 {
+		if n := strings.Count(log, "LEFT JOIN pg_catalog.pg_roles r ON r.rolname"); n < 2 {
 			t.Fatalf("only %d observations in 7s; the poll is not running", n)
 		}
 		for _, ddl := range []string{"ALTER ROLE", "CREATE ROLE", "COMMENT ON", "GRANT ", "REVOKE "} {
@@ -406,7 +406,7 @@ func TestRoleDropBlockedByOwnedObjects(t *testing.T) {
 		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
 			return false, err
 		}
-		return strings.Contains(got.GetCondition(xpv2.TypeSynced).Message, "owner of table owned_by_owner"), nil
+		return strings.Contains(got.GetCondition(xpv2.TypeSynced).Message, "owner of table public.owned_by_owner"), nil
 	})
 	if err != nil {
 		t.Fatalf("the blocked drop does not say what blocks it: %v; Synced: %+v", err, got.GetCondition(xpv2.TypeSynced))

@@ -455,7 +455,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 	}
 	uid := string(mg.GetUID())
 	if len(w.base) > 0 {
-		if err := postgres.Exec(ctx, e.pool, w.base); err != nil {
+		if err := e.guarded(ctx, mg, w.base); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
 		}
 		applied(mg)
