@@ -53,7 +53,7 @@ func explicit(ns, name, db string) *v1alpha1.PostgreSQLBinding {
 
 // registered creates what an admin registers for tenants: a NOLOGIN owner
 // role and a database it owns, offered to one tenant of the namespace.
-func registered(ctx context.Context, t *testing.T, ns, name string, mutate ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
+func registered(ctx context.Context, t *testing.T, ns, name string) *v1alpha1.PostgreSQLDatabase {
 	t.Helper()
 	owner := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-") + "-owner"},
@@ -69,9 +69,6 @@ func registered(ctx context.Context, t *testing.T, ns, name string, mutate ...fu
 			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To(name), OwnerRef: &v1alpha1.LocalReference{Name: owner.Name}},
 			Binding:     v1alpha1.DatabaseBindingPolicy{Offered: true},
 		},
-	}
-	for _, m := range mutate {
-		m(db)
 	}
 	env.Create(ctx, t, owner, db)
 	return db
