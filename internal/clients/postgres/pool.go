@@ -130,6 +130,7 @@ type pooled struct {
 type Registry struct {
 	opts  RegistryOptions
 	slots *slotQueue
+	admit admission
 
 	mu    sync.Mutex
 	pools map[poolKey]*pooled
@@ -465,11 +466,13 @@ var (
 		"Time spent waiting for a free connection slot under the global cap.", nil, nil)
 	descOpened = prometheus.NewDesc("provider_postgresql_connections_opened_total",
 		"Server connections opened, across all pools and logins.", nil, nil)
+	descBusy = prometheus.NewDesc("provider_postgresql_database_busy_total",
+		"Reconciles turned away from a database other than an Instance's own because as many as it may hold were at work in it, waiting (a lock held there, most likely).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPoolConns, descPoolMax, descPoolWait, descPoolAcquires, descOpen, descMax, descSlotWait, descOpened} {
+	for _, d := range []*prometheus.Desc{descPoolConns, descPoolMax, descPoolWait, descPoolAcquires, descOpen, descMax, descSlotWait, descOpened, descBusy} {
 		ch <- d
 	}
 }
@@ -498,4 +501,5 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descMax, prometheus.GaugeValue, float64(r.opts.MaxConns))
 	ch <- prometheus.MustNewConstMetric(descSlotWait, prometheus.CounterValue, time.Duration(r.slotWaitNanos.Load()).Seconds())
 	ch <- prometheus.MustNewConstMetric(descOpened, prometheus.CounterValue, float64(r.OpenedConns()))
+	ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, float64(r.BusyRefusals()))
 }

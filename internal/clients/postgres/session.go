@@ -85,10 +85,12 @@ SELECT pg_catalog.set_config(s.name, 'view, foreign-table', false)
 
 // pinSession sets c up as an admin session: the startup pins, and, for a
 // session in a database other than the Instance's own (one a tenant may
-// own), the reset of what that database sets.
+// own), a shorter lock_timeout (tenantLockTimeout) and the reset of what
+// that database sets.
 func pinSession(c *pgconn.Config, tenantDatabase bool) {
 	c.RuntimeParams = sessionParams()
 	if tenantDatabase {
+		c.RuntimeParams["lock_timeout"] = strconv.FormatInt(tenantLockTimeout.Milliseconds(), 10)
 		c.AfterConnect = neutralize
 	}
 }

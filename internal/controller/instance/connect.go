@@ -24,13 +24,38 @@ type Connection struct {
 	Target   postgres.Target
 	Pool     *pgxpool.Pool
 	pools    *postgres.Registry
+	// entered are the databases this reconcile was admitted to
+	// (postgres.Registry.Enter), let go by Release.
+	entered map[string]func()
 }
 
 // Database returns the shared pool for another database of the same
-// server, as the same admin.
+// server, as the same admin, once the reconcile is admitted to work in it
+// (postgres.Registry.Enter): one database holds a bounded share of the
+// controllers' workers, whatever its owner does in it. The turn lasts
+// until Release, at the end of the reconcile.
 func (c *Connection) Database(ctx context.Context, name string) (*pgxpool.Pool, error) {
-	p, err := c.pools.Pool(ctx, c.Target.In(name))
+	t := c.Target.In(name)
+	if _, ok := c.entered[name]; !ok {
+		leave, err := c.pools.Enter(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if c.entered == nil {
+			c.entered = map[string]func(){}
+		}
+		c.entered[name] = leave
+	}
+	p, err := c.pools.Pool(ctx, t)
 	return p, errors.Wrap(err, "cannot get a connection pool")
+}
+
+// Release ends the reconcile's turns in the databases it entered.
+func (c *Connection) Release() {
+	for name, leave := range c.entered {
+		leave()
+		delete(c.entered, name)
+	}
 }
 
 // A Connector resolves the Instance of a namespaced resource and borrows a
@@ -84,7 +109,7 @@ func ConnectorFor[T interface {
 		if err != nil {
 			return nil, err
 		}
-		return createNoting[T]{build(conn)}, nil
+		return createNoting[T]{build(conn), conn}, nil
 	})
 }
 
@@ -94,6 +119,14 @@ func ConnectorFor[T interface {
 // write recording it then waits for the observation that follows at once).
 type createNoting[T resource.Managed] struct {
 	managed.TypedExternalClient[T]
+	conn *Connection
+}
+
+// Disconnect ends the reconcile's turns in databases (Connection.Release):
+// crossplane-runtime calls it once the reconcile is done with the client.
+func (c createNoting[T]) Disconnect(ctx context.Context) error {
+	c.conn.Release()
+	return c.TypedExternalClient.Disconnect(ctx)
 }
 
 func (c createNoting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {

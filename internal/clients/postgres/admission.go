@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+)
+
+// ErrDatabaseBusy says that as many reconciles as a database may hold are at work
+// in it already; this one is retried with back-off.
+var ErrDatabaseBusy = errors.New("database busy")
+
+// enterWait is how long a reconcile waits for its turn in a database
+// before it gives its worker back. The objects of a database are polled
+// together and take turns on its session in milliseconds; a turn that
+// takes longer is waiting on something in the database, a lock most
+// likely.
+const enterWait = 250 * time.Millisecond
+
+// tenantLockTimeout is lock_timeout in databases other than the
+// Instance's own: a lock held there (by its owner, perhaps on purpose)
+// fails a statement within two seconds, to be retried, rather than
+// holding a worker and the database's session for lockTimeout.
+const tenantLockTimeout = 2 * time.Second
+
+// admission bounds the reconciles at work in each database other than an
+// Instance's own, so that one database, whatever its owner does in it,
+// holds a bounded share of every controller's workers: its pool's
+// sessions plus one waiting for them.
+type admission struct {
+	mu    sync.Mutex
+	slots map[string]chan struct{}
+	busy  int64
+}
+
+func (a *admission) slot(key string, size int) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.slots == nil {
+		a.slots = map[string]chan struct{}{}
+	}
+	s, ok := a.slots[key]
+	if !ok {
+		s = make(chan struct{}, size)
+		a.slots[key] = s
+	}
+	return s
+}
+
+// Enter admits a reconcile to work in t's database and returns the
+// function that lets it go; a database of the Instance's own is not
+// bounded. When the database holds its share of reconciles for longer
+// than enterWait, Enter returns ErrDatabaseBusy at once rather than tie
+// the caller's worker to a database that may be stalled.
+func (r *Registry) Enter(ctx context.Context, t Target) (func(), error) {
+	if !t.inTenantDatabase() {
+		return func() {}, nil
+	}
+	size := int(r.opts.MaxConnsPerDatabase) + 1
+	s := r.admit.slot(t.InstanceUID+"\x00"+t.Endpoint.Database, size)
+	wait := time.NewTimer(enterWait)
+	defer wait.Stop()
+	select {
+	case s <- struct{}{}:
+		return sync.OnceFunc(func() { <-s }), nil
+	case <-wait.C:
+		r.admit.mu.Lock()
+		r.admit.busy++
+		r.admit.mu.Unlock()
+		return nil, errors.Errorf("%w: %d reconciles have been at work in database %q for over %s, waiting on it (a lock held in it, most likely); "+
+			"this one gives its worker to other databases and is retried", ErrDatabaseBusy, size, t.Endpoint.Database, enterWait)
+	case <-ctx.Done():
+		return nil, errors.Wrapf(ctx.Err(), "cannot wait for a turn in database %q", t.Endpoint.Database)
+	}
+}
+
+// BusyRefusals returns how many reconciles Enter turned away.
+func (r *Registry) BusyRefusals() int64 {
+	r.admit.mu.Lock()
+	defer r.admit.mu.Unlock()
+	return r.admit.busy
+}

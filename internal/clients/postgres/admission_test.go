@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestEnterBoundsADatabasesShare(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1})
+	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
+	var leaves []func()
+	for i := range 2 {
+		leave, err := r.Enter(ctx, tenant)
+		if err != nil {
+			t.Fatalf("reconcile %d was turned away from a database holding %d: %v", i+1, i, err)
+		}
+		leaves = append(leaves, leave)
+	}
+	start := time.Now()
+	if _, err := r.Enter(ctx, tenant); !errors.Is(err, ErrDatabaseBusy) {
+		t.Fatalf("a third reconcile in a database of pool size 1 got %v, want ErrDatabaseBusy", err)
+	}
+	if took := time.Since(start); took < enterWait || took > enterWait+time.Second {
+		t.Errorf("turned away after %s, want about %s", took, enterWait)
+	}
+	if n := r.BusyRefusals(); n != 1 {
+		t.Errorf("BusyRefusals() = %d, want 1", n)
+	}
+	for _, other := range []Target{
+		{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "postgres"}},
+		{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "ledger"}},
+		{InstanceUID: "v", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}},
+	} {
+		leave, err := r.Enter(ctx, other)
+		if err != nil {
+			t.Errorf("database %q of Instance %q is held by another's turns: %v", other.Endpoint.Database, other.InstanceUID, err)
+			continue
+		}
+		leave()
+	}
+	leaves[0]()
+	leaves[0]() // Twice: the second does nothing.
+	leave, err := r.Enter(ctx, tenant)
+	if err != nil {
+		t.Fatalf("a turn given back was not given to the next: %v", err)
+	}
+	leave()
+	if _, err := r.Enter(ctx, tenant); err != nil {
+		t.Errorf("a turn let go twice freed one slot only once, as it must; but the next Enter failed: %v", err)
+	}
+}
