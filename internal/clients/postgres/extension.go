@@ -70,16 +70,22 @@ type ExtensionFacts struct {
 // for the default) going to a schema ($3, "" for the control file's or
 // DefaultExtensionSchema), whether that version is trusted, the schema its
 // control file fixes, and who besides superusers and the admin may create
-// objects in the schema its script would run in. The control files are
+// objects in the schema its script would run in (pg_database_owner stands
+// for the database's owner, which may be either). The control files are
 // read from the server's disk, so it runs only before a change.
-const extensionFactsSQL = `SELECT w.name, COALESCE(v.trusted, false), COALESCE(v.schema::pg_catalog.text, ''), s.name,
+const extensionFactsSQL = `WITH me AS (
+  SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper OR r.rolname = CURRENT_USER
+  UNION ALL
+  SELECT pg_catalog.to_regrole('pg_database_owner')::pg_catalog.oid FROM pg_catalog.pg_database d
+   WHERE d.datname = pg_catalog.current_database() AND d.datdba IN (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper OR r.rolname = CURRENT_USER))
+SELECT w.name, COALESCE(v.trusted, false), COALESCE(v.schema::pg_catalog.text, ''), s.name,
        COALESCE(ARRAY(SELECT DISTINCT x.r FROM (
            SELECT o.rolname::pg_catalog.text AS r FROM pg_catalog.pg_roles o
-            WHERE o.oid = n.nspowner AND NOT o.rolsuper AND o.rolname <> CURRENT_USER
+            WHERE o.oid = n.nspowner AND o.oid NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL)
            UNION ALL
            SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE g.rolname::pg_catalog.text END
              FROM pg_catalog.aclexplode(n.nspacl) AS a LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
-            WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR NOT g.rolsuper AND g.rolname <> CURRENT_USER)) AS x
+            WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR a.grantee NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL))) AS x
          ORDER BY 1), '{}')
   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[])) AS w(name, version, schema)
   LEFT JOIN pg_catalog.pg_available_extensions d ON d.name = w.name
