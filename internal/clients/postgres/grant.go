@@ -146,7 +146,7 @@ func grantQuery(t GrantTarget) (string, bool) {
 			// resolved with to_regtype (an unknown one as oid 0, which no
 			// function takes). The spec's text never becomes SQL.
 			objects = `SELECT s.name, ` + ref + `, p.oid IS NOT NULL AS found, coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner)) AS acl, p.proowner AS owner
-			             FROM pg_catalog.jsonb_to_recordset($3::pg_catalog.jsonb) AS s(name text, proname text, args text[])
+			             FROM pg_catalog.jsonb_to_recordset($3::pg_catalog.jsonb) AS s(name pg_catalog.text, proname pg_catalog.text, args pg_catalog.text[])
 			             LEFT JOIN pg_catalog.pg_proc p ON p.proname = s.proname AND p.pronamespace = ` + schemaOIDSQL + `
 			                                AND p.proargtypes = pg_catalog.array_to_string(ARRAY(SELECT coalesce(pg_catalog.to_regtype(u.a)::pg_catalog.oid, 0) FROM pg_catalog.unnest(s.args) WITH ORDINALITY AS u(a, i) ORDER BY u.i), ' ')::pg_catalog.oidvector`
 		} else {

@@ -74,6 +74,9 @@ var (
 	// A catalog name (pg_…).
 	catalogName = regexp.MustCompile(`\b(pg_[a-z_]+)\b`)
 	regclass    = regexp.MustCompile(`'([^']*)'::pg_catalog\.regclass`)
+	// An alias's column list, whose columns may carry types
+	// ("AS s(name text, …)" after a function returning records).
+	columns = regexp.MustCompile(`(?i)\bAS\s+\w+\s*\(([^()]*)\)`)
 )
 
 // qualifiedAt says whether the name starting at i in s follows a dot: it
@@ -115,6 +118,13 @@ func unqualified(sql string) []string {
 		}
 		bad = append(bad, name)
 	}
+	for _, m := range columns.FindAllStringSubmatch(bare, -1) {
+		for _, col := range strings.Split(m[1], ",") {
+			if f := strings.Fields(col); len(f) >= 2 && !strings.HasPrefix(f[1], "pg_catalog.") {
+				bad = append(bad, "column type "+f[1])
+			}
+		}
+	}
 	for _, m := range regclass.FindAllStringSubmatch(sql, -1) {
 		if !strings.Contains(m[1], ".") {
 			bad = append(bad, "'"+m[1]+"'::regclass")
@@ -154,6 +164,10 @@ func TestUnqualified(t *testing.T) {
 		"BareFunction": {sql: `SELECT quote_ident(n.nspname) FROM x`, want: []string{"quote_ident()"}},
 		"BareCast":     {sql: `SELECT $1::text`, want: []string{"::text"}},
 		"BareRegclass": {sql: `SELECT 'pg_authid'::pg_catalog.regclass`, want: []string{"'pg_authid'::regclass"}},
+		"BareColumnType": {
+			sql:  `SELECT 1 FROM pg_catalog.jsonb_to_recordset($1) AS s(name pg_catalog.text, args text[])`,
+			want: []string{"column type text[]"},
+		},
 		"SyntaxAndAliases": {
 			sql: `SELECT EXISTS (SELECT 1), COALESCE(x, 1), ARRAY(SELECT 1) FROM pg_catalog.unnest($1) WITH ORDINALITY AS n(name, i) WHERE x = ANY($2)`,
 		},

@@ -22,11 +22,13 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
-// catalogNames lists the pg_catalog relations and functions the
-// provider's SQL names (in internal/clients/postgres and this package),
-// read from the source so that a new query is covered without a change
-// here. Every one is schema-qualified there (TestCatalogNamesAreQualified).
-func catalogNames(t *testing.T) (relations, functions []string) {
+// catalogNames lists the pg_catalog relations, functions, types and
+// operators the provider's SQL names (in internal/clients/postgres and
+// this package), read from the source so that a new query is covered
+// without a change here. Relations, functions and types are
+// schema-qualified there (TestCatalogNamesAreQualified); operators
+// resolve through the session's pinned search_path.
+func catalogNames(t *testing.T) (relations, functions, types, operators []string) {
 	t.Helper()
 	var files []string
 	for _, dir := range []string{"../../clients/postgres", "."} {
@@ -40,19 +42,35 @@ func catalogNames(t *testing.T) (relations, functions []string) {
 			}
 		}
 	}
-	rel, fn := map[string]bool{}, map[string]bool{}
-	name := regexp.MustCompile(`pg_catalog\.([a-z_][a-z0-9_]*)(\s*\()?`)
+	rel, fn, ty, op := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	name := regexp.MustCompile(`pg_catalog\.("?)([a-z_][a-z0-9_]*)"?(\s*\()?`)
+	// Operators between operands, outside quotes: enough of SQL's
+	// grammar for the provider's queries.
+	operator := regexp.MustCompile(`[\w)'\]]\s*(<>|>=|<=|\|\||->>|=|<|>)\s*[\w('$]`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range name.FindAllStringSubmatch(string(b), -1) {
-			if m[2] != "" {
-				fn[m[1]] = true
-			} else if strings.HasPrefix(m[1], "pg_") {
-				rel[m[1]] = true
+		src := string(b)
+		for _, m := range name.FindAllStringSubmatch(src, -1) {
+			switch {
+			case m[3] != "":
+				fn[m[2]] = true
+			case strings.HasPrefix(m[2], "pg_"):
+				rel[m[2]] = true
+			default:
+				ty[m[2]] = true
 			}
+		}
+		if !strings.Contains(src, "pg_catalog.") {
+			continue
+		}
+		for _, m := range operator.FindAllStringSubmatch(src, -1) {
+			op[m[1]] = true
+		}
+		if strings.Contains(src, " LIKE ") {
+			op["~~"] = true
 		}
 	}
 	keys := func(m map[string]bool) []string {
@@ -63,16 +81,17 @@ func catalogNames(t *testing.T) (relations, functions []string) {
 		sort.Strings(out)
 		return out
 	}
-	return keys(rel), keys(fn)
+	return keys(rel), keys(fn), keys(ty), keys(op)
 }
 
 // shadowsSQL is what a database owner runs to make any name the admin's
 // sessions resolve through search_path run its code: an audit function
 // that records who called it and, called by a superuser, makes the
-// tenant's login a superuser; a view over each catalog relation and a
-// function over each catalog function's every signature that call it;
-// and an operator = on names that calls it.
-func shadowsSQL(login string, relations, functions []string) string {
+// tenant's login a superuser; a view over each catalog relation, a
+// function over each catalog function's every signature, a domain over
+// each type and an operator for each signature of each operator, each of
+// which calls it.
+func shadowsSQL(login string, relations, functions, types, operators []string) string {
 	q := func(ss []string) string {
 		out := make([]string, len(ss))
 		for i, s := range ss {
@@ -97,8 +116,6 @@ BEGIN
   END IF;
   RETURN true;
 END $f$;
-CREATE FUNCTION evil.name_eq(a name, b name) RETURNS boolean LANGUAGE sql AS $f$ SELECT evil.caught('operator =') AND a OPERATOR(pg_catalog.=) b $f$;
-CREATE OPERATOR evil.= (LEFTARG = name, RIGHTARG = name, FUNCTION = evil.name_eq);
 CREATE TABLE evil.made (what text, ok boolean);
 DO $d$
 DECLARE r record; body text;
@@ -120,6 +137,26 @@ BEGIN
         pg_catalog.format('BEGIN PERFORM evil.caught(%L); %s END', r.proname, body));
       INSERT INTO evil.made VALUES (r.proname || '()', true);
     EXCEPTION WHEN OTHERS THEN INSERT INTO evil.made VALUES (r.proname || '()', false);
+    END;
+  END LOOP;
+  FOR r IN SELECT t.typname FROM pg_catalog.pg_type t
+            WHERE t.typnamespace = 'pg_catalog'::regnamespace AND t.typname = ANY(` + q(types) + `) LOOP
+    BEGIN
+      EXECUTE pg_catalog.format('CREATE DOMAIN evil.%I AS pg_catalog.%I CHECK (evil.caught(%L))', r.typname, r.typname, 'type ' || r.typname);
+      INSERT INTO evil.made VALUES ('type ' || r.typname, true);
+    EXCEPTION WHEN OTHERS THEN INSERT INTO evil.made VALUES ('type ' || r.typname, false);
+    END;
+  END LOOP;
+  FOR r IN SELECT o.oid, o.oprname, pg_catalog.format_type(o.oprleft, NULL) AS l, pg_catalog.format_type(o.oprright, NULL) AS rt,
+                  pg_catalog.format_type(o.oprresult, NULL) AS res
+             FROM pg_catalog.pg_operator o
+            WHERE o.oprnamespace = 'pg_catalog'::regnamespace AND o.oprkind = 'b' AND o.oprname = ANY(` + q(operators) + `) LOOP
+    BEGIN
+      EXECUTE pg_catalog.format('CREATE FUNCTION evil.op_%s(%s, %s) RETURNS %s LANGUAGE plpgsql AS %L', r.oid, r.l, r.rt, r.res,
+        pg_catalog.format('BEGIN PERFORM evil.caught(%L); RETURN NULL; END', 'operator ' || r.oprname));
+      EXECUTE pg_catalog.format('CREATE OPERATOR evil.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = evil.op_%s)', r.oprname, r.l, r.rt, r.oid);
+      INSERT INTO evil.made VALUES ('operator ' || r.oprname || '(' || r.l || ', ' || r.rt || ')', true);
+    EXCEPTION WHEN OTHERS THEN INSERT INTO evil.made VALUES ('operator ' || r.oprname || '(' || r.l || ', ' || r.rt || ')', false);
     END;
   END LOOP;
 END $d$;
@@ -203,11 +240,12 @@ func TestHostileOwner(t *testing.T) {
 		t.Fatalf("the tenant cannot log in with its Secret: %v", err)
 	}
 	defer tenant.Close(ctx) //nolint:errcheck // Test.
-	relations, functions := catalogNames(t)
-	if len(relations) < 10 || len(functions) < 20 {
-		t.Fatalf("found %d catalog relations and %d functions in the provider's SQL; the scan is broken", len(relations), len(functions))
+	relations, functions, types, operators := catalogNames(t)
+	if len(relations) < 10 || len(functions) < 20 || len(types) < 5 || len(operators) < 4 {
+		t.Fatalf("found %d catalog relations, %d functions, %d types and %d operators in the provider's SQL; the scan is broken", len(relations), len(functions), len(types), len(operators))
 	}
-	if _, err := tenant.Exec(ctx, shadowsSQL("ho_login", relations, functions)); err != nil {
+	t.Logf("names the provider's SQL uses: %d relations, %d functions, types %v, operators %v", len(relations), len(functions), types, operators)
+	if _, err := tenant.Exec(ctx, shadowsSQL("ho_login", relations, functions, types, operators)); err != nil {
 		t.Fatalf("the tenant cannot set its traps: %v", err)
 	}
 	var made, failed []string
@@ -230,7 +268,7 @@ func TestHostileOwner(t *testing.T) {
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
 	}
-	t.Logf("shadows of %d names the provider uses; %d signatures could not be shadowed (aggregates, internal types): %s", len(made), len(failed), strings.Join(failed, " "))
+	t.Logf("%d shadows made; %d signatures could not be shadowed (pseudo-types, internal types): %s", len(made), len(failed), strings.Join(failed, " "))
 	if len(made) < len(relations)/2 {
 		t.Fatalf("only %d shadows made: %v", len(made), made)
 	}
