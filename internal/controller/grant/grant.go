@@ -432,21 +432,19 @@ func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.Postg
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return errors.Wrap(err, privilege.ErrIntent)
 	}
-	// The boundary's check again, read in the transaction that grants,
-	// under the lock of the group's name: the role it found is the role
-	// granted (postgres.ExecGuarded).
-	if len(e.stmts) == 0 {
-		mg.SetConditions(xpv2.Available())
-		return nil
-	}
-	group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-	err := postgres.ExecGuarded(ctx, e.pool, []string{ap.MemberOf}, func(q postgres.TxQuerier) error {
-		c := privilege.Checker(e.kube, e.conn)
-		c.Q = q
-		return c.Check(ctx, mg, boundary.Named{}, group)
-	}, e.stmts)
-	if err != nil {
-		return errors.Wrap(err, privilege.ErrApply)
+	if len(e.stmts) > 0 {
+		// The boundary's check again, read in the transaction that
+		// grants, under the lock of the group's name: the role it found
+		// is the role granted (postgres.ExecGuarded).
+		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
+		err := postgres.ExecGuarded(ctx, e.pool, []string{ap.MemberOf}, func(q postgres.TxQuerier) error {
+			c := privilege.Checker(e.kube, e.conn)
+			c.Q = q
+			return c.Check(ctx, mg, boundary.Named{}, group)
+		}, e.stmts)
+		if err != nil {
+			return errors.Wrap(err, privilege.ErrApply)
+		}
 	}
 	ap.AppliedGrantOption = ap.AppliedGrantOption && admin
 	mg.SetConditions(xpv2.Available())
