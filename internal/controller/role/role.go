@@ -565,9 +565,13 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 // guarded runs stmts for mg in one transaction with the boundary check
 // read through it, under the locks of the role names it becomes a member
 // of: no role of those names can be created by another of the provider's
-// sessions between the check and the GRANTs (postgres.ExecGuarded).
+// sessions between the check and the GRANTs (postgres.ExecGuarded). Its
+// own name is locked with them, in one ordered statement, so that the
+// lock CREATE ROLE takes later is one the transaction holds already and
+// two creations can never wait on each other crosswise.
 func (e *external) guarded(ctx context.Context, mg *v1alpha1.PostgreSQLRole, stmts []string) error {
-	return postgres.ExecGuarded(ctx, e.pool, mg.Spec.ForProvider.MemberOf, func(q postgres.TxQuerier) error {
+	names := append([]string{mg.RoleName()}, mg.Spec.ForProvider.MemberOf...)
+	return postgres.ExecGuarded(ctx, e.pool, names, func(q postgres.TxQuerier) error {
 		return e.checkBoundaryOn(ctx, mg, q)
 	}, stmts)
 }
