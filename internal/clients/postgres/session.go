@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"context"
 	"strconv"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // The provider's admin sessions run inside databases whose owner is a
@@ -16,9 +13,15 @@ import (
 // long it may wait (statement_timeout, lock_timeout), even which role it
 // acts as (role). PostgreSQL ranks a setting sent in the startup packet
 // above database and role settings, so every admin session pins its
-// environment there; what a database may still set beyond that is reset
-// once the session is up (neutralizeSQL). The session user's own role
-// settings (ALTER ROLE admin SET …) are the platform's and stay.
+// environment there, at no cost: no statement, no round trip. Pinned is
+// every setting a database owner may set that changes how the provider's
+// statements are parsed, resolved, executed or committed, or whether its
+// session survives; what is left (planner and memory knobs, and on
+// PostgreSQL 17+ transaction_timeout, which the startup packet of an older
+// server would refuse) can only slow or fail the provider's work in the
+// owner's own database, where the admission bound (Registry.Enter) keeps
+// it from others. The session user's own role settings (ALTER ROLE admin
+// SET …) are the platform's and stay unless pinned.
 //
 // sessionParams are those pins, by parameter. Every one exists in every
 // supported server (15 and newer): an unknown name would make the server
@@ -66,37 +69,22 @@ func sessionParams() map[string]string {
 		"bytea_output":                "hex",
 		"quote_all_identifiers":       "off",
 		"xmloption":                   "content",
+		// exit_on_error = on would end the session at its first error.
+		"exit_on_error":               "off",
+		"transform_null_equals":       "off",
+		"array_nulls":                 "on",
+		"backslash_quote":             "safe_encoding",
+		"synchronous_commit":          "on",
+		"default_table_access_method": "heap",
 	}
 }
 
-// neutralizeSQL resets, for the session, every parameter the database
-// sets (pg_settings.source 'database') to the server's built-in default:
-// the parameters not pinned above, and those of newer servers that the
-// startup packet cannot name (transaction_timeout on 17,
-// createrole_self_grant on 16). Where the server has it (15.8, 16.4, 17
-// and newer), restrict_nonsystem_relation_kind then makes any view or
-// foreign table outside the system catalogs an error in this session, as
-// pg_dump does: a name that somehow resolved to a tenant's view would fail
-// rather than run the tenant's code. One round trip, once per session.
-const neutralizeSQL = `SELECT pg_catalog.count(pg_catalog.set_config(s.name, COALESCE(s.boot_val, ''), false))
-  FROM pg_catalog.pg_settings s WHERE s.source = 'database';
-SELECT pg_catalog.set_config(s.name, 'view, foreign-table', false)
-  FROM pg_catalog.pg_settings s WHERE s.name = 'restrict_nonsystem_relation_kind'`
-
 // pinSession sets c up as an admin session: the startup pins, and, for a
 // session in a database other than the Instance's own (one a tenant may
-// own), a shorter lock_timeout (tenantLockTimeout) and the reset of what
-// that database sets.
+// own), a shorter lock_timeout (tenantLockTimeout).
 func pinSession(c *pgconn.Config, tenantDatabase bool) {
 	c.RuntimeParams = sessionParams()
 	if tenantDatabase {
 		c.RuntimeParams["lock_timeout"] = strconv.FormatInt(tenantLockTimeout.Milliseconds(), 10)
-		c.AfterConnect = neutralize
 	}
-}
-
-// neutralize runs neutralizeSQL on a new session.
-func neutralize(ctx context.Context, c *pgconn.PgConn) error {
-	_, err := c.Exec(ctx, neutralizeSQL).ReadAll()
-	return xperrors.Wrap(describePgError(err), "cannot reset the settings the database gives new sessions")
 }

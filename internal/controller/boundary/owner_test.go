@@ -184,6 +184,11 @@ var hostileSettings = []string{
 	"DateStyle = 'SQL, DMY'",
 	"TimeZone = 'Pacific/Kiritimati'",
 	"standard_conforming_strings = off",
+	"exit_on_error = on",
+	"transform_null_equals = on",
+	"array_nulls = off",
+	"backslash_quote = on",
+	"synchronous_commit = off",
 	// Last: new sessions of anyone but a session that pins it fail.
 	"local_preload_libraries = 'no_such_library'",
 }
