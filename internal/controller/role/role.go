@@ -514,7 +514,7 @@ func (e *external) Disconnect(context.Context) error { return nil }
 const reasonAccessEnded event.Reason = "AccessEnded"
 
 // endAccess takes from the roles names that carry mg's marker what lets
-// anyone act as them: LOGIN and memberships, in one transaction, and their
+// anyone act as them: LOGIN, then the memberships it may revoke, and their
 // sessions, ended before it (so that none holds a lock the ALTER waits
 // for) and after it (one that logged in meanwhile). It runs in the
 // Instance's own database, which no tenant owns.
@@ -539,8 +539,16 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 					return err
 				}
 				ended += n
-				if i == 0 && len(stmts) > 0 {
-					if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+				if i > 0 {
+					continue
+				}
+				for _, st := range stmts {
+					err := postgres.Exec(ctx, e.pool, []string{st})
+					// A membership of a role the admin holds no ADMIN
+					// OPTION on (one a DBA granted) cannot be revoked by a
+					// managed-service admin; DROP ROLE removes it anyway,
+					// and without LOGIN it gives no one anything.
+					if err != nil && !(strings.HasPrefix(st, "REVOKE ") && postgres.IsCode(err, postgres.CodeInsufficientPrivilege)) {
 						return err
 					}
 				}
