@@ -548,7 +548,8 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 					// OPTION on (one a DBA granted) cannot be revoked by a
 					// managed-service admin; DROP ROLE removes it anyway,
 					// and without LOGIN it gives no one anything.
-					if err != nil && !(strings.HasPrefix(st, "REVOKE ") && postgres.IsCode(err, postgres.CodeInsufficientPrivilege)) {
+					tolerated := strings.HasPrefix(st, "REVOKE ") && postgres.IsCode(err, postgres.CodeInsufficientPrivilege)
+					if err != nil && !tolerated {
 						return err
 					}
 				}
