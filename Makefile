@@ -2,7 +2,9 @@
 #
 #   make dev        run the provider for real against a local control plane
 #                   and a local TLS PostgreSQL (Ctrl-C or `make dev-down` stops it)
-#   make test       unit + integration tests (real kube-apiserver/etcd, real PostgreSQL)
+#   make test       every test once: real kube-apiserver/etcd and PostgreSQL (the default major, superuser admin)
+#   make test-unit  the server-free tests alone, in under a minute
+#   make test-matrix  the version- and admin-dependent tests on PostgreSQL 15-18 x superuser/managed admin
 #   make generate   regenerate deepcopy, CRDs and managed-resource method sets
 #   make lint       gofmt, go vet and golangci-lint
 #   make help       every target
@@ -27,20 +29,26 @@ OUTPUT_DIR := _output
 # time fits the 2-core machines this project targets.
 TEST_PARALLEL ?= 2
 TEST_TIMEOUT  ?= 30m
+# The slowest packages (make test's summary lists them) start first, so
+# that the two slots end together instead of one running the longest alone.
+TEST_FIRST := ./internal/controller/role/ ./internal/controller/ ./e2e/install/ ./e2e/ ./internal/controller/config/ ./internal/controller/boundary/
+TEST_ALL    = $(TEST_FIRST) $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}./{{.ImportPath}}/{{end}}' ./... | sed 's|^./github.com/ayatori/provider-postgresql/|./|' | grep -vxF $(patsubst %,-e %,$(TEST_FIRST)))
+# -json feeds hack/testreport, which prints the output as go test would
+# and ends with the slowest tests and packages.
+GO_TEST = go test -json -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT)
+REPORT  = go run ./hack/testreport
 
-# PostgreSQL: the whole suite runs on PG_VERSION (default: Debian's
-# packaged server, 15 on bookworm, which hack/ensure-postgresql.sh installs);
-# the packages that talk to PostgreSQL then run again on each of
-# PG_VERSIONS, fetched once by hack/postgresql.sh. PG_VERSION=17 make test
-# runs everything on 17 alone; PG_VERSION also serves make dev and bench.
-# Those packages also run with a managed-service admin (a login role with
-# CREATEDB and CREATEROLE and no SUPERUSER, as RDS, Cloud SQL and Azure
-# give) on each of PG_MANAGED_VERSIONS.
-PG_VERSION  ?=
-PG_VERSIONS ?= $(if $(PG_VERSION),,16 17 18)
-PG_MANAGED_VERSIONS ?= $(if $(PG_VERSION),$(PG_VERSION),debian 17)
-PG_PACKAGES := ./internal/clients/postgres/ ./internal/controller/... ./internal/fixture/pgserver/ ./e2e/
-PG_BIN       = $(if $(PG_VERSION),PG_BIN_DIR="$$(hack/postgresql.sh $(PG_VERSION))")
+# PostgreSQL: make test runs on PG_VERSION (default: Debian's packaged
+# server, 15 on bookworm, which hack/ensure-postgresql.sh installs; 16, 17
+# and 18 are fetched once by hack/postgresql.sh); PG_VERSION also serves
+# make dev and bench. make test-matrix runs the tests that declare
+# tier.Versions or tier.Matrix (internal/fixture/tier) once per cell of
+# MATRIX_CELLS, <major>/<admin>: a superuser admin, or a managed-service
+# one (a login role with CREATEDB and CREATEROLE and no SUPERUSER, as RDS,
+# Cloud SQL and Azure give).
+PG_VERSION   ?=
+MATRIX_CELLS ?= debian/superuser debian/managed 16/superuser 16/managed 17/superuser 17/managed 18/superuser 18/managed
+PG_BIN        = $(if $(PG_VERSION),PG_BIN_DIR="$$(hack/postgresql.sh $(PG_VERSION))")
 
 .PHONY: help
 help: ## Show this help.
@@ -97,20 +105,37 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubect
 	hack/crossplane-tools.sh
 
 .PHONY: test
-test: tools ## Unit and integration tests against a real API server and PostgreSQL (every supported major).
+test: tools ## Every test once, against a real API server and PostgreSQL (PG_VERSION, superuser admin); ends with the slowest.
 	hack/ensure-postgresql.sh
 	hack/ensure-jdbc.sh >/dev/null
+	go run ./hack/tiers check
+	@mkdir -p $(OUTPUT_DIR)
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
-		go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 ./...
-	@for v in $(PG_VERSIONS); do \
-		echo "== PostgreSQL $$v: the packages that talk to PostgreSQL"; \
-		PG_BIN_DIR="$$(hack/postgresql.sh $$v)" KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
-			go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 $(PG_PACKAGES) || exit 1; \
-	done
-	@for v in $(PG_MANAGED_VERSIONS); do \
-		echo "== PostgreSQL $$v, managed-service admin (CREATEDB CREATEROLE, no SUPERUSER): the packages that talk to PostgreSQL"; \
-		PROVIDERTEST_ADMIN=managed PG_BIN_DIR="$$(hack/postgresql.sh $$v)" KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
-			go test -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) -count=1 $(PG_PACKAGES) || exit 1; \
+		$(GO_TEST) $(TEST_ALL) | $(REPORT) -title "make test" -json $(OUTPUT_DIR)/test.json
+
+.PHONY: test-unit
+test-unit: ## The server-free tests alone: no PostgreSQL, no API server, nothing to install.
+	go run ./hack/tiers check
+	@mkdir -p $(OUTPUT_DIR)
+	PROVIDERTEST_TIER=unit $(GO_TEST) $$(go run ./hack/tiers unit-packages) | $(REPORT) -title "make test-unit" -json $(OUTPUT_DIR)/test-unit.json
+
+.PHONY: test-matrix
+test-matrix: tools ## The version- and admin-dependent tests on each MATRIX_CELLS (PostgreSQL 15-18 x superuser/managed admin).
+	hack/ensure-postgresql.sh
+	go run ./hack/tiers check
+	@mkdir -p $(OUTPUT_DIR)
+	@run="$$(go run ./hack/tiers matrix-run)"; \
+	for cell in $(MATRIX_CELLS); do \
+		v=$${cell%/*} admin=$${cell#*/}; \
+		case $$admin in \
+			superuser) pkgs="$$(go run ./hack/tiers matrix-packages)" ;; \
+			managed) pkgs="$$(go run ./hack/tiers matrix-packages managed)" ;; \
+			*) echo "MATRIX_CELLS: $$cell: the admin is superuser or managed" >&2; exit 2 ;; \
+		esac; \
+		echo "== PostgreSQL $$v, $$admin admin"; \
+		PROVIDERTEST_TIER=matrix PROVIDERTEST_ADMIN=$$admin PG_BIN_DIR="$$(hack/postgresql.sh $$v)" \
+			KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+			$(GO_TEST) -run "$$run" $$pkgs | $(REPORT) -title "PostgreSQL $$v, $$admin admin" -json $(OUTPUT_DIR)/test-matrix-$${v}-$${admin}.json || exit 1; \
 	done
 
 .PHONY: bench

@@ -14,6 +14,7 @@ import (
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
@@ -24,6 +25,7 @@ import (
 // but never creates or edits the managed kinds, bindings or composites, nor
 // writes a claim's status; a database admin manages all of it.
 func TestPersonas(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp := controlplane.StartT(ctx, t, controlplane.Options{ControllerManager: true, NoCRDs: true})

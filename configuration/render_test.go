@@ -75,6 +75,7 @@ func serve(t *testing.T, name string, bin string) string {
 // the output with golden files, and has the API server validate every
 // rendered object against the provider's CRDs and the XRD's (dry run).
 func TestRender(t *testing.T) {
+	suite.Server(t)
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -18,10 +18,12 @@ import (
 
 	xpextv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // kube reaches a real API server serving the claim and composite CRDs that
@@ -29,39 +31,31 @@ import (
 // Crossplane core does when the XRD is applied.
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// suite is the package's API server, started by the first test that
+// declares it needs it.
+var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot start the control plane: %v\n", err)
-		return 1
+		return nil, errors.Wrap(err, "cannot start the control plane")
 	}
-	defer cp.Stop() //nolint:errcheck // Nothing to do about a failed stop at exit.
 	crds, err := tenantCRDs()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, errors.Join(err, cp.Stop())
 	}
 	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-		fmt.Fprintf(os.Stderr, "the API server refused the CRDs generated from the XRD: %v\n", err)
-		return 1
+		return nil, errors.Join(errors.Wrap(err, "the API server refused the CRDs generated from the XRD"), cp.Stop())
 	}
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, errors.Join(err, cp.Stop())
 	}
 	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, errors.Join(err, cp.Stop())
 	}
-	return m.Run()
-}
+	return cp.Stop, nil
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func tenantCRDs() ([]*extv1.CustomResourceDefinition, error) {
 	b, err := configuration.Files.ReadFile("definition.yaml")
@@ -95,6 +89,7 @@ func claim(name, spec string) *unstructured.Unstructured {
 }
 
 func TestClaimValidation(t *testing.T) {
+	suite.Server(t)
 	long := strings.Repeat("i", 200)
 	cases := map[string]struct {
 		name, spec string
@@ -145,6 +140,7 @@ func TestClaimValidation(t *testing.T) {
 }
 
 func TestClaimAcceptedAndFrozen(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	c := claim("orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
 	if err := kube.Create(ctx, c); err != nil {

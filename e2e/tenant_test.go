@@ -36,11 +36,13 @@ import (
 
 var env *providertest.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 5 * time.Second, Instance: "main", Namespaces: []string{"shop", "finance"}, ControllerManager: true}, func(e *providertest.Env) {
-		env = e
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{PollInterval: 5 * time.Second, Instance: "main", Namespaces: []string{"shop", "finance"}, ControllerManager: true}, func(e *providertest.Env) {
+	env = e
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // applyConfiguration creates the XRD and Composition that ship in
 // configuration/ and waits until core offers the claim.
@@ -140,6 +142,7 @@ func assertNoAccess(ctx context.Context, t *testing.T, ns, name string) {
 }
 
 func TestTenantEndToEnd(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	start := time.Now()
 	core, err := crossplane.Start(ctx, crossplane.Options{Config: env.ControlPlane.Config, Kubeconfig: env.ControlPlane.Kubeconfig, Dir: t.TempDir()})

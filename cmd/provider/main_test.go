@@ -26,6 +26,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // providerBinary is the provider built from this package for these tests.
@@ -54,6 +55,7 @@ func run(m *testing.M) int {
 // server: it must become healthy and ready, serve metrics, take the leader
 // Lease, and exit cleanly on SIGTERM, releasing the Lease.
 func TestProviderProcess(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

@@ -32,6 +32,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/registry"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // providerName is the Provider package object's name (docs/install.md says why).
@@ -44,6 +45,7 @@ const serviceAccount = "provider-postgresql"
 // uninstall, running each of its shell blocks as written and checking
 // after each what the guide promises.
 func TestInstallGuide(t *testing.T) {
+	tier.Server(t)
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
@@ -24,6 +25,7 @@ import (
 // layer holds its meta and objects, and each embedded runtime image runs its
 // binary as a non-root user on this machine's architecture.
 func TestPackages(t *testing.T) {
+	tier.Server(t)
 	out := packages(t)
 	root, err := controlplane.RepoRoot()
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -46,6 +47,7 @@ func (s *syncBuffer) String() string {
 // TestDev runs `make dev` in-process: everything starts, the examples reach
 // Ready, the printed instructions work, and stopping leaves nothing behind.
 func TestDev(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	state := t.TempDir()

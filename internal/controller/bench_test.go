@@ -366,6 +366,7 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // only when a profile is asked for, or BENCH_PPROF is set (to profile it
 // by hand while it runs).
 func BenchmarkScale(b *testing.B) {
+	suite.Server(b)
 	ctx := context.Background()
 	sizes := []int{1000, 5000}
 	if s := os.Getenv("BENCH_SCALE_SIZES"); s != "" {

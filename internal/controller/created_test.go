@@ -38,6 +38,7 @@ import (
 // create-pending write, not by a write of their own before it
 // (config.Finalizer), and never after anything was created.
 func TestCreatesGoStraightToAvailable(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const prefix = "cg"

@@ -31,6 +31,7 @@ import (
 // every reconcile it counts is one an event caused. It deletes the
 // objects it made (the shared Instance keeps its test label).
 func TestStatusWritesDoNotReconcile(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if err := env.RestartWith(ctx, func(o *providertest.Options) { o.PollInterval = time.Hour }); err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func (r peerResult) String() string {
 // make bench-peer builds provider-sql (pinned by tools/provider-sql) and
 // sets PEER_PROVIDER_SQL_DIR.
 func BenchmarkPeer(b *testing.B) {
+	suite.Server(b)
 	ctx := context.Background()
 	dir := os.Getenv("PEER_PROVIDER_SQL_DIR")
 	if dir == "" {

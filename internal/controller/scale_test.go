@@ -46,11 +46,13 @@ const scalePoll = 5 * time.Second
 
 var env *providertest.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: scalePoll, Pools: scalePools, Instance: "main", Namespaces: []string{"scale"},
-	}, func(e *providertest.Env) { env = e }))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: scalePoll, Pools: scalePools, Instance: "main", Namespaces: []string{"scale"},
+}, func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // peakSampler records the largest number of provider sessions seen on the
 // server until stopped.
@@ -514,6 +516,7 @@ const (
 // load, not with the provider's work (a CI run counted 4.02, 2.6 of them
 // on a quiet machine). The steady state is then measured at that poll.
 func TestScaleRegression(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	objects := 2 * regressionPairs
 	if err := env.RestartWith(ctx, func(o *providertest.Options) { o.PollInterval = time.Hour }); err != nil {
@@ -848,6 +851,7 @@ func resourceVersions(ctx context.Context, t testing.TB, prefix string, lists ..
 // connection cap and checks that the provider's sessions on the server
 // never exceed it.
 func TestConnectionCapUnderLoad(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	sampler := samplePeak(ctx, t)
 	took := provision(ctx, t, "capt", 30)
@@ -867,6 +871,7 @@ func TestConnectionCapUnderLoad(t *testing.T) {
 // statements per resource per poll in steady state. Run with
 // `make bench` (-benchtime 1x).
 func BenchmarkProvision(b *testing.B) {
+	suite.Server(b)
 	for i, n := range []int{100, 300} {
 		b.Run(fmt.Sprintf("pairs=%d", n), func(b *testing.B) {
 			ctx := context.Background()
@@ -907,6 +912,7 @@ func containsAll(s string, subs ...string) bool {
 // generated password in a connection Secret must log in, and nothing is
 // left half-made (an object without its marker would show as Conflict).
 func TestRestartMidwayConverges(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const n = 15
 	type result struct {
@@ -1063,6 +1069,7 @@ func removeScale(ctx context.Context, tb testing.TB, prefix string) {
 // Ready as a ratio of the SQL floor, beside the defaults before issue 17
 // (10 reconciles per second, 10 per controller).
 func BenchmarkDefaults(b *testing.B) {
+	suite.Server(b)
 	ctx := context.Background()
 	defer restoreScaleEnv(ctx, b)
 	const n = 100

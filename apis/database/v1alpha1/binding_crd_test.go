@@ -18,6 +18,7 @@ import (
 // policy of what it provisions is fixed), except that extensions may be
 // added.
 func TestBindingIsFrozen(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	b := &v1alpha1.PostgreSQLBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "orders"},
@@ -72,6 +73,7 @@ func TestBindingIsFrozen(t *testing.T) {
 // TestDatabaseReservationIsFrozen: the binding a database was provisioned
 // for cannot be changed or removed.
 func TestDatabaseReservationIsFrozen(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	d := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "reserved"},
@@ -114,6 +116,7 @@ func TestDatabaseReservationIsFrozen(t *testing.T) {
 // TestInstancePolicyValidation: the policy takes only known attributes and
 // valid names.
 func TestInstancePolicyValidation(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		policy v1alpha1.InstancePolicy

@@ -2,7 +2,6 @@ package v1alpha1_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -15,38 +14,35 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // kube reaches the real API server of this test package, with the CRDs
 // from package/crds installed.
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// suite is the package's API server, started by the first test that
+// declares it needs it.
+var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
 	cp, err := controlplane.Start(ctx, controlplane.Options{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot start the control plane: %v\n", err)
-		return 1
+		return nil, errors.Wrap(err, "cannot start the control plane")
 	}
-	defer cp.Stop() //nolint:errcheck // Nothing to do about a failed stop at exit.
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, errors.Join(err, cp.Stop())
 	}
 	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, errors.Join(err, cp.Stop())
 	}
-	return m.Run()
-}
+	return cp.Stop, nil
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func validInstance(name string) *v1alpha1.PostgreSQLInstance {
 	return &v1alpha1.PostgreSQLInstance{
@@ -59,6 +55,7 @@ func validInstance(name string) *v1alpha1.PostgreSQLInstance {
 }
 
 func TestInstanceDefaults(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in := validInstance("defaults")
 	if err := kube.Create(ctx, in); err != nil {
@@ -83,6 +80,7 @@ func TestInstanceDefaults(t *testing.T) {
 }
 
 func TestInstanceValidation(t *testing.T) {
+	suite.Server(t)
 	cases := map[string]struct {
 		reason string
 		mutate func(*v1alpha1.PostgreSQLInstance)
@@ -154,6 +152,7 @@ func TestInstanceValidation(t *testing.T) {
 }
 
 func TestInstanceStatusIsASubresource(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in := validInstance("status-subresource")
 	in.Status.Phase = v1alpha1.InstancePhaseReady

@@ -66,6 +66,7 @@ func rejects(t *testing.T, obj client.Object, reason string, want ...string) {
 }
 
 func TestGrantValidation(t *testing.T) {
+	suite.Server(t)
 	cases := map[string]struct {
 		reason string
 		mutate func(*v1alpha1.PostgreSQLGrantParameters)
@@ -174,6 +175,7 @@ func TestGrantValidation(t *testing.T) {
 }
 
 func TestGrantTargetIsFrozen(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	g := validGrant("frozen")
 	if err := kube.Create(ctx, g); err != nil {
@@ -206,6 +208,7 @@ func TestGrantTargetIsFrozen(t *testing.T) {
 }
 
 func TestGrantDefaults(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	g := validGrant("defaults")
 	if err := kube.Create(ctx, g); err != nil {
@@ -218,6 +221,7 @@ func TestGrantDefaults(t *testing.T) {
 }
 
 func TestDefaultPrivilegesValidation(t *testing.T) {
+	suite.Server(t)
 	cases := map[string]struct {
 		reason string
 		mutate func(*v1alpha1.PostgreSQLDefaultPrivilegesParameters)
@@ -265,6 +269,7 @@ func TestDefaultPrivilegesValidation(t *testing.T) {
 }
 
 func TestSchemaValidation(t *testing.T) {
+	suite.Server(t)
 	rejects(t, validSchema("pg_stuff"), "pg_ names are reserved by PostgreSQL.", "metadata.name is not a valid PostgreSQL schema name")
 	rejects(t, validSchema("app-data"), "Names with - are not identifiers.", "set spec.forProvider.name")
 	noDB := validSchema("nodb")

@@ -31,6 +31,7 @@ func validRotatingRole(name string) *v1alpha1.PostgreSQLRole {
 }
 
 func TestRoleRotationValidation(t *testing.T) {
+	suite.Server(t)
 	d := func(s string) *metav1.Duration {
 		v, err := time.ParseDuration(s)
 		if err != nil {
@@ -129,6 +130,7 @@ func TestRoleRotationValidation(t *testing.T) {
 }
 
 func TestRoleRotationModeOneWay(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := validRotatingRole("oneway")
 	r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationInPlace, Schedule: "0 3 * * 1"}

@@ -15,27 +15,24 @@ import (
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pki"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // server is the one PostgreSQL server of this test package.
 var server *pgserver.Server
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// suite is the package's PostgreSQL server, started by the first test
+// that declares it needs it.
+var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
 	s, err := pgserver.Start(ctx, pgserver.Options{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot start the test PostgreSQL server: %v\n", err)
-		return 1
+		return nil, fmt.Errorf("cannot start the test PostgreSQL server: %w", err)
 	}
-	defer s.Stop() //nolint:errcheck // Nothing to do about a failed stop at exit.
 	server = s
-	return m.Run()
-}
+	return s.Stop, nil
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // adminConn opens an admin connection to the test server's postgres
 // database for the test, closed when it ends.
@@ -70,6 +67,7 @@ func connect(ctx context.Context, ep Endpoint, cred Credentials) error {
 }
 
 func TestConnectTLS(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -198,6 +196,7 @@ func TestConnectTLS(t *testing.T) {
 }
 
 func TestConnectionSettings(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t.Setenv("PGAPPNAME", "from-the-environment")

@@ -134,6 +134,7 @@ func TestNearMatches(t *testing.T) {
 // TestDatabaseRoundTrip creates a database from statements and observes it:
 // the observation needs no further statement.
 func TestDatabaseRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -167,6 +168,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 }
 
 func TestDatabaseRevokePublic(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -230,6 +232,7 @@ func TestMembershipGrants(t *testing.T) {
 // that matches it, and the session is back at 60 s afterwards; a shorter
 // deadline leaves the session's timeout alone (no extra statement).
 func TestStatementTimeoutFollowsLongDeadlines(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	cfg, err := ConnConfig(endpointOf(server), admin(server))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestGrantStatements(t *testing.T) {
+	suite.Versions(t)
 	cases := map[string]struct {
 		target GrantTarget
 		refs   []string
@@ -172,6 +173,7 @@ func TestSchemaStatements(t *testing.T) {
 // plans produce against the real server: after applying a plan, the next
 // observation plans nothing.
 func TestGrantRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -307,6 +309,7 @@ func TestGrantRoundTrip(t *testing.T) {
 }
 
 func TestMembershipRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -344,6 +347,7 @@ func TestMembershipRoundTrip(t *testing.T) {
 // another schema or object type must not make the wanted one look
 // applied.
 func TestDefaultPrivilegesRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -379,6 +383,7 @@ func TestDefaultPrivilegesRoundTrip(t *testing.T) {
 }
 
 func TestSchemaRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)

@@ -18,6 +18,7 @@ import (
 // the member a member of the other namespace's role: the creation waits
 // for the guarded transaction, whose GRANT then finds no role.
 func TestGuardAndGrantAreOneDecision(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 4, MaxConns: 8})

@@ -19,6 +19,7 @@ import (
 // managed-admin run of TestCreatesGoStraightToAvailable failed about one
 // time in three.
 func TestActingAsSharesMemberships(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin := adminConn(ctx, t)

@@ -14,6 +14,7 @@ import (
 // TestSCRAMVerifierKnownAnswer checks the verifier against one computed by
 // PostgreSQL itself for the same password, salt and iteration count.
 func TestSCRAMVerifierKnownAnswer(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)
@@ -51,6 +52,7 @@ func TestSCRAMVerifierKnownAnswer(t *testing.T) {
 // the password, with every statement logged: the password never reaches
 // the server log.
 func TestSCRAMVerifierLogsIn(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := server.SetLogStatement(ctx, "all"); err != nil {

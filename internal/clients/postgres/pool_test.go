@@ -62,6 +62,7 @@ func createDatabases(ctx context.Context, t *testing.T, prefix string, n int) []
 }
 
 func TestRegistryReusesPools(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{})
 	defer r.Close()
@@ -88,6 +89,7 @@ func TestRegistryReusesPools(t *testing.T) {
 // TestRegistryCountsOpenedConns: the opened-connections counter counts
 // dials, not queries: queries one after another reuse one session.
 func TestRegistryCountsOpenedConns(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dbs := createDatabases(ctx, t, "opened", 2)
@@ -120,6 +122,7 @@ func TestRegistryCountsOpenedConns(t *testing.T) {
 // MaxConnsPerDatabase, and the objects there take turns on it: three
 // reconciles at once open one session.
 func TestRegistryPoolSizes(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dbs := createDatabases(ctx, t, "sized", 1)
@@ -168,6 +171,7 @@ func TestRegistryPoolSizes(t *testing.T) {
 }
 
 func TestRegistryReplacesPoolWhenCredentialChanges(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{})
@@ -208,6 +212,7 @@ func TestRegistryReplacesPoolWhenCredentialChanges(t *testing.T) {
 // than the cap allows connections for: all must finish, and the provider's
 // sessions on the server must never exceed the cap.
 func TestRegistryGlobalCap(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const maxConns = 3
@@ -279,6 +284,7 @@ func TestRegistryGlobalCap(t *testing.T) {
 }
 
 func TestRegistryCloseInstance(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{})
@@ -305,6 +311,7 @@ func TestRegistryCloseInstance(t *testing.T) {
 // the caller's context (a shutdown must not wait on it), and the pool
 // closes once the connection comes back.
 func TestRegistryCloseDatabaseEndsWithContext(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{})
@@ -360,6 +367,7 @@ func TestShouldPing(t *testing.T) {
 // not pinged before its next query (pgx's default pings after a second
 // idle, which in steady state doubles the round trips of many polls).
 func TestPoolDoesNotPingRecentConnections(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 1})
@@ -402,6 +410,7 @@ func TestPoolDoesNotPingRecentConnections(t *testing.T) {
 // before it (no newcomer, no luck of the draw), and each database opens
 // one session.
 func TestRegistryServesDialsInOrder(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dbs := createDatabases(ctx, t, "ordered", 6)
@@ -449,6 +458,7 @@ func TestRegistryServesDialsInOrder(t *testing.T) {
 // closes one idle connection, of the least recently used pool, and leaves
 // that pool its other one: closing more would only make it dial again.
 func TestRegistryClosesOneIdleConnection(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dbs := createDatabases(ctx, t, "oneidle", 3)

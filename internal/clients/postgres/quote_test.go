@@ -9,6 +9,7 @@ import (
 // TestQuoteLiteralRoundTrip has the server read each quoted literal back:
 // what it reads must be exactly the input.
 func TestQuoteLiteralRoundTrip(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)

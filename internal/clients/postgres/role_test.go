@@ -145,6 +145,7 @@ func TestUpdateRoleStatements(t *testing.T) {
 // TestRoleRoundTrip creates a role from statements, observes it, and
 // checks that the observation needs no further statement.
 func TestRoleRoundTrip(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn := adminConn(ctx, t)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestObserveServer(t *testing.T) {
+	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin := adminConn(ctx, t)

@@ -27,12 +27,14 @@ var env *providertest.Env
 // ManagedResourceActivationPolicy listing them): the other CRDs do not
 // exist, and the controllers start the way the provider process starts
 // them, through the CRD gate.
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{
-		Instance: "main", Namespaces: []string{ns}, Gated: true,
-		Kinds: []string{"postgresqlinstances", "postgresqlroles", "postgresqldatabases", "postgresqlgrants", "locks"},
-	}, func(e *providertest.Env) { env = e }))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{
+	Instance: "main", Namespaces: []string{ns}, Gated: true,
+	Kinds: []string{"postgresqlinstances", "postgresqlroles", "postgresqldatabases", "postgresqlgrants", "locks"},
+}, func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // running returns the controllers the manager has started: controller-runtime
 // registers a controller's worker gauge when it starts.
@@ -91,6 +93,7 @@ const (
 // later starts its controller and lets what waited on it go on, without a
 // restart.
 func TestKindsActivatedOneByOne(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	waitRunning(ctx, t, []string{
 		"managed/postgresqlinstance.database.ayatori.ddupan.top", "managed/postgresqlrole.database.ayatori.ddupan.top",

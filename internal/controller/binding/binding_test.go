@@ -25,11 +25,13 @@ import (
 
 var env *providertest.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{"shop", "rival", "race", "imports"}}, func(e *providertest.Env) {
-		env = e
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{"shop", "rival", "race", "imports"}}, func(e *providertest.Env) {
+	env = e
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // dynamic is a binding that provisions database db on the test Instance,
 // as the tenant Composition composes it for a dynamic claim.
@@ -127,6 +129,7 @@ func pgCount(ctx context.Context, t *testing.T, query string) int {
 // with its data when the tenant goes, never bound by a new tenant of the
 // same name, and bound again only after an admin re-opens it.
 func TestProvisionBindRelease(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	b := dynamic("shop", "orders", "orders")
 	env.Create(ctx, t, b)
@@ -246,6 +249,7 @@ func TestProvisionBindRelease(t *testing.T) {
 // a database name that another tenant has: nothing is bound, no role is
 // created on the server, and the other tenant keeps its database.
 func TestTakeoverByName(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	victim := dynamic("shop", "ledger", "ledger")
 	env.Create(ctx, t, victim)
@@ -291,6 +295,7 @@ func TestTakeoverByName(t *testing.T) {
 // times: exactly one is Bound each round, and the others are told which
 // tenant holds it.
 func TestRace(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	for round := range 10 {
 		name := fmt.Sprintf("race_%d", round)
@@ -346,6 +351,7 @@ func TestRace(t *testing.T) {
 // an Observe-only import, a database owned by a superuser, and a second
 // registration of a database already managed elsewhere.
 func TestImportsAreNeverDeliveredAsTheyStand(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE legacy_app"); err != nil {
 		t.Fatal(err)
@@ -415,6 +421,7 @@ func TestImportsAreNeverDeliveredAsTheyStand(t *testing.T) {
 // its binding, before the binding's own status says so: after a restart
 // the same binding is Bound, and no second one.
 func TestRestartMidBinding(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	db := registered(ctx, t, "shop", "restart_db")
 	phase(ctx, t, db, v1alpha1.PhaseAvailable)
@@ -437,6 +444,7 @@ func TestRestartMidBinding(t *testing.T) {
 // database stays bound to its tenant, the binding delivers nothing and
 // says why at the next poll, and delivery resumes once the power goes.
 func TestOwnerPrivilegedAfterBinding(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	db := registered(ctx, t, "shop", "later_priv")
 	b := explicit("shop", "later-priv", db.Name)

@@ -35,6 +35,7 @@ func adminInstance(name, secret string) *v1alpha1.PostgreSQLInstance {
 // allows that), and Ready follows the Secret's password within one poll
 // even while pooled sessions stay logged in.
 func TestAdminCredentials(t *testing.T) {
+	suite.Versions(t)
 	ctx := context.Background()
 	pg := env.Connect(ctx, t, "postgres")
 	for _, stmt := range []string{

@@ -27,17 +27,19 @@ const ns = "hostile"
 
 var env *providertest.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns, "victims"},
-		Postgres: pgserver.Options{
-			LogStatement: "all",
-			// Servers asking for weak password methods (admin_test.go).
-			HBA:         []string{"host all md5_admin 127.0.0.1/32 md5", "host all clear_admin 127.0.0.1/32 password"},
-			ExtraConfig: []string{"log_connections = on"},
-		},
-	}, func(e *providertest.Env) { env = e }))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns, "victims"},
+	Postgres: pgserver.Options{
+		LogStatement: "all",
+		// Servers asking for weak password methods (admin_test.go).
+		HBA:         []string{"host all md5_admin 127.0.0.1/32 md5", "host all clear_admin 127.0.0.1/32 password"},
+		ExtraConfig: []string{"log_connections = on"},
+	},
+}, func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // A vector is one thing a hostile namespace asks, and what the boundary
 // must answer.
@@ -192,6 +194,7 @@ var ddl = regexp.MustCompile(`(?i)(CREATE|ALTER|GRANT|REASSIGN|COMMENT|DROP)[^\n
 // the field and the rule, and the provider sends no statement for any of
 // them. Each is then allowed by the Instance's policy where it can be.
 func TestHostileNamespace(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	pg := env.Connect(ctx, t, "postgres")
 	for _, stmt := range []string{
@@ -368,6 +371,7 @@ func syncedFails(ctx context.Context, obj providertest.Conditioned, want string)
 // exists, the database is refused like any other owned by another
 // namespace's role, and never created.
 func TestWaitingOwnerIsNoWayAroundTheBoundary(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	lying := database("main", "h_lying_in_wait", v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To("late_victim")})
 	env.Create(ctx, t, lying)

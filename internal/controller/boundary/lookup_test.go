@@ -24,6 +24,7 @@ import (
 // UID of another namespace's resource, an unknown one, a database's UID
 // asked of the roles, or no marker at all, is not the namespace's.
 func TestNamespaceLookupReadsOneResource(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const many = 30
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}

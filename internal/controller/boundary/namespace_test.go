@@ -23,6 +23,7 @@ import (
 // resources can still be deleted (and what they made dropped), so the
 // namespace is never stuck; new work there is refused from then on.
 func TestNamespaceSelector(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const label = "postgresql.example.org/tenants"
 	for _, n := range []*corev1.Namespace{

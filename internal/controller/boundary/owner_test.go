@@ -202,6 +202,7 @@ var hostileSettings = []string{
 // when the login goes, it cannot log in any more within a poll, though it
 // holds a lock that makes its clean-up wait.
 func TestHostileOwner(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}
 	mk := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
@@ -427,6 +428,7 @@ func TestHostileOwner(t *testing.T) {
 // are turned away at once and retried), and a lock held in it fails a
 // statement within two seconds.
 func TestOwnerCannotStallOthers(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}
 	local := func(name string) *v1alpha1.LocalReference { return &v1alpha1.LocalReference{Name: name} }

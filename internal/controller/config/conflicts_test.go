@@ -17,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // TestConflictsRetryWithoutBackOff: a reconcile whose write, through the
@@ -26,6 +27,7 @@ import (
 // that do not conflict leave the back-off alone. The conflicts are real
 // answers of a real API server.
 func TestConflictsRetryWithoutBackOff(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp, s := startControlPlane(ctx, t, controlplane.Options{NoCRDs: true})

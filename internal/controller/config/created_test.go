@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // TestObservationFollowsACreate: a reconcile whose create left its status
@@ -112,6 +113,7 @@ func countedClients(ctx context.Context, t *testing.T) (kube, api client.Client,
 // the API server and leaves the object as it was; the same status
 // written without a create noted, or a failed create's, is sent.
 func TestCreateStatusIsNotSent(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube, api, counter := countedClients(ctx, t)
@@ -162,6 +164,7 @@ func TestCreateStatusIsNotSent(t *testing.T) {
 // every other case the finalizer is written at once, as
 // crossplane-runtime's own finalizer does.
 func TestFinalizerGoesWithCreatePending(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube, api, counter := countedClients(ctx, t)

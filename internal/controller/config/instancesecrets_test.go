@@ -20,6 +20,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // countingReader counts the reads that reach the API server.
@@ -39,6 +40,7 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // namespace (a tenant's) is read from the API server every time, and a
 // deleted one is gone.
 func TestInstanceSecrets(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mgr, _, m, api := startManager(ctx, t, func(mgr ctrl.Manager) (any, *memo, error) {
@@ -203,6 +205,7 @@ func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager
 // the tenant wrote (a passwordSecretRef's) is never kept: read from the
 // API server every time. Other kinds pass through.
 func TestConnectionSecrets(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mgr, c, m, api := startManager(ctx, t, func(mgr ctrl.Manager) (client.Client, *memo, error) {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // countingTransport counts the status writes that reach the API server.
@@ -129,6 +130,7 @@ func createRole(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 // own last write (the server refuses both as conflicts, and the reconcile
 // runs again on the newer version).
 func TestUnchangedStatusIsNotSent(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	counter := &countingTransport{}
@@ -310,6 +312,7 @@ func TestWriteLedgerBehind(t *testing.T) {
 // maxCatchUp; and a read of any other version does not wait. The writes
 // and the conflict are a real API server's.
 func TestReadsWaitForOwnWrites(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var lag *lagging
@@ -403,6 +406,7 @@ func waitFor(ctx context.Context, cond func() bool) error {
 // every few seconds of every managed resource, hand out what the cache
 // holds rather than a deep copy of each object.
 func TestStateMetricsListWithoutCopies(t *testing.T) {
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube, _, _ := cachedClient(ctx, t, nil, nil)

@@ -28,12 +28,14 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	// Poll every 2s so that drift repair and steady state can be observed.
-	os.Exit(providertest.Run(m, providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
-		env, main = e, e.Main
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+// Poll every 2s so that drift repair and steady state can be observed.
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) {
+	env, main = e, e.Main
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func newDatabase(name string, mutate ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
 	d := &v1alpha1.PostgreSQLDatabase{
@@ -104,6 +106,7 @@ func poke(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase) {
 }
 
 func TestDatabaseLifecycle(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	owner := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders-owner", Namespace: ns},
@@ -239,6 +242,7 @@ func TestDatabaseLifecycle(t *testing.T) {
 }
 
 func TestDatabaseDropTerminatesSessionsWhenAsked(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	d := newDatabase("forced", func(d *v1alpha1.PostgreSQLDatabase) {
 		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
@@ -278,6 +282,7 @@ func TestDatabaseDropTerminatesSessionsWhenAsked(t *testing.T) {
 }
 
 func TestDatabaseRetainedByDefault(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	d := newDatabase("kept")
 	if err := env.Kube.Create(ctx, d); err != nil {
@@ -294,6 +299,7 @@ func TestDatabaseRetainedByDefault(t *testing.T) {
 }
 
 func TestDatabaseConflictWithUnmarkedDatabase(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE legacy CONNECTION LIMIT 3"); err != nil {
 		t.Fatal(err)
@@ -327,6 +333,7 @@ func TestDatabaseConflictWithUnmarkedDatabase(t *testing.T) {
 }
 
 func TestDatabaseImportObserveOnly(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	if _, err := connect(ctx, t, "postgres").Exec(ctx, "CREATE DATABASE imported CONNECTION LIMIT 4"); err != nil {
 		t.Fatal(err)
@@ -355,6 +362,7 @@ func TestDatabaseImportObserveOnly(t *testing.T) {
 }
 
 func TestDatabaseUnknownExtension(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	d := newDatabase("extless", func(d *v1alpha1.PostgreSQLDatabase) {
 		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "pgcrpyto"}}
@@ -372,6 +380,7 @@ func TestDatabaseUnknownExtension(t *testing.T) {
 }
 
 func TestDatabaseValidation(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	err := env.Kube.Create(ctx, newDatabase("bad-name"))
 	if err == nil || !strings.Contains(err.Error(), "metadata.name is not a valid PostgreSQL identifier") {
@@ -397,6 +406,7 @@ func TestDatabaseValidation(t *testing.T) {
 // as every tenant's is, is created and handed to another owner, and the
 // admin keeps no membership of either role afterwards.
 func TestManagedServiceAdmin(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	pg := connect(ctx, t, "postgres")
 	in := env.ManagedServiceInstance(ctx, t, "managed-service", "svc_admin")
@@ -482,6 +492,7 @@ func TestManagedServiceAdmin(t *testing.T) {
 // resolve what the owner placed there. In a database the admin owns, the
 // same extension goes ahead (as far as the admin may install it).
 func TestDatabaseUntrustedExtension(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	owner := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "ext-owner", Namespace: ns},

@@ -24,16 +24,18 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
-		// The schema and roles these tests make by hand, as a DBA would,
-		// are shared with the namespace by the Instance's policy.
-		Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}, AllowMembershipOf: []string{"o458"}},
-	}, func(e *providertest.Env) {
-		env, main = e, e.Main
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+	// The schema and roles these tests make by hand, as a DBA would,
+	// are shared with the namespace by the Instance's policy.
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}, AllowMembershipOf: []string{"o458"}},
+}, func(e *providertest.Env) {
+	env, main = e, e.Main
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func newDefaults(name string, p v1alpha1.PostgreSQLDefaultPrivilegesParameters) *v1alpha1.PostgreSQLDefaultPrivileges {
 	return &v1alpha1.PostgreSQLDefaultPrivileges{
@@ -50,6 +52,7 @@ func sql(ctx context.Context, t *testing.T, stmts string) { env.SQL(ctx, t, "pos
 // privileges must not be reported Ready without being applied, even when
 // entries for the same roles exist for another schema or object type.
 func TestDefaultPrivilegesRegression458(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	// The roles are the Instance admin's (as on a managed service, where
 	// a CREATEROLE admin may act only as roles it administers); the

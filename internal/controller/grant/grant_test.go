@@ -28,17 +28,19 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	// Poll every 2s so that drift repair and steady state can be observed.
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
-		// Databases and roles these tests make by hand, as a DBA would:
-		// shared with the namespace by the Instance's policy.
-		Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre"}, AllowMembershipOf: []string{"mgroup", "o458"}},
-	}, func(e *providertest.Env) {
-		env, main = e, e.Main
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+// Poll every 2s so that drift repair and steady state can be observed.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+	// Databases and roles these tests make by hand, as a DBA would:
+	// shared with the namespace by the Instance's policy.
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre"}, AllowMembershipOf: []string{"mgroup", "o458"}},
+}, func(e *providertest.Env) {
+	env, main = e, e.Main
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // sql runs stmts as the Instance's admin: the DBA of a managed service has
 // no other login, so what it makes belongs to that admin.
@@ -72,6 +74,7 @@ func privileges(ps ...v1alpha1.Privilege) []v1alpha1.Privilege { return ps }
 // TestGrantRegression465 is provider-sql #465: shrinking a grant must
 // revoke the privileges removed from it.
 func TestGrantRegression465(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE r465; CREATE SCHEMA s465; CREATE TABLE s465.orders (id int)")
 	g := newGrant("r465", v1alpha1.PostgreSQLGrantParameters{
@@ -123,6 +126,7 @@ func TestGrantRegression465(t *testing.T) {
 // role holds what it lists, even when the role holds more; and nothing is
 // granted or revoked over and over.
 func TestGrantRegression240(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE r240; CREATE SCHEMA s240; CREATE TABLE s240.orders (id int); GRANT DELETE, TRUNCATE ON s240.orders TO r240")
 	g := newGrant("r240", v1alpha1.PostgreSQLGrantParameters{
@@ -165,6 +169,7 @@ func TestGrantRegression240(t *testing.T) {
 }
 
 func TestGrantKeepsPrivilegesHeldBefore(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE DATABASE dpre")
 	sql(ctx, t, "CREATE ROLE rpre; REVOKE ALL ON DATABASE dpre FROM PUBLIC; GRANT CONNECT ON DATABASE dpre TO rpre")
@@ -189,6 +194,7 @@ func TestGrantKeepsPrivilegesHeldBefore(t *testing.T) {
 }
 
 func TestGrantAllTablesInSchemaCoversLaterTables(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE rall; CREATE SCHEMA sall; CREATE TABLE sall.a (id int); CREATE VIEW sall.v AS SELECT 1 AS x")
 	g := newGrant("all", v1alpha1.PostgreSQLGrantParameters{
@@ -222,6 +228,7 @@ func TestGrantAllTablesInSchemaCoversLaterTables(t *testing.T) {
 }
 
 func TestGrantAllTablesInAnEmptySchemaIsReady(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE rempty; CREATE SCHEMA sempty")
 	g := newGrant("empty", v1alpha1.PostgreSQLGrantParameters{
@@ -235,6 +242,7 @@ func TestGrantAllTablesInAnEmptySchemaIsReady(t *testing.T) {
 }
 
 func TestGrantNamedObjects(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, `CREATE ROLE rnamed; CREATE SCHEMA snamed; CREATE TABLE snamed.a (id int); CREATE TABLE snamed.b (id int);
 		CREATE FUNCTION snamed.add(x integer, y text) RETURNS int LANGUAGE sql AS 'SELECT 1';
@@ -280,6 +288,7 @@ func TestGrantNamedObjects(t *testing.T) {
 // is granted on PostgreSQL 17 and newer, and refused with a condition,
 // nothing sent, on older servers.
 func TestMaintainNeeds17(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE rmaint; CREATE SCHEMA smaint; CREATE TABLE smaint.t (id int)")
 	g := newGrant("maintain", v1alpha1.PostgreSQLGrantParameters{
@@ -314,6 +323,7 @@ func serverVersion(ctx context.Context, t *testing.T) int {
 }
 
 func TestMembershipGrant(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	sql(ctx, t, "CREATE ROLE mgroup; CREATE ROLE mmember; CREATE ROLE mold; GRANT mgroup TO mold")
 	g := newGrant("membership", v1alpha1.PostgreSQLGrantParameters{

@@ -25,6 +25,7 @@ import (
 // Secrets the provider generated. Every resource refers to the others
 // through the managed resources, one grant through a label selector.
 func TestTenantScenario(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	in := v1alpha1.InstanceReference{Name: main.Name}
 	role := func(name, pgName string, labels map[string]string) *v1alpha1.PostgreSQLRole {

@@ -16,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // TestNamespacedIndex: a list of the cache in one namespace matching the
@@ -25,6 +26,7 @@ import (
 // per value, the memory this package saves), so a list across namespaces
 // matching the field finds nothing.
 func TestNamespacedIndex(t *testing.T) {
+	tier.Server(t)
 	ctx := context.Background()
 	cp := controlplane.StartT(ctx, t, controlplane.Options{NoCRDs: true})
 	kube := cp.CoreClient(t)

@@ -27,9 +27,11 @@ import (
 
 var env *providertest.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{}, func(e *providertest.Env) { env = e }))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{}, func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // newInstance returns an Instance pointing at the test server, reading the
 // named admin and CA Secrets.
@@ -75,6 +77,7 @@ func waitReady(ctx context.Context, t *testing.T, name string, status corev1.Con
 }
 
 func TestInstanceReady(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	pg := env.Postgres
 	if err := env.AdminSecret(ctx, "ready-admin", pg.AdminUser, pg.AdminPassword); err != nil {
@@ -146,6 +149,7 @@ func TestInstanceReady(t *testing.T) {
 }
 
 func TestInstanceNotReady(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	pg := env.Postgres
 	conn, err := pg.Connect(ctx, "postgres")
@@ -242,6 +246,7 @@ func TestInstanceNotReady(t *testing.T) {
 // TestInstanceDeletion deletes Instances whose server is unreachable and
 // whose Secret is gone: neither may make an Instance undeletable.
 func TestInstanceDeletion(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in := newInstance("unreachable", "gone-admin", "")
 	in.Spec.Endpoint.Port = 1 // Nothing listens there.
@@ -293,6 +298,7 @@ func assertNoSecret(ctx context.Context, t *testing.T, name string, secrets ...s
 // a Role on it is not deleted, its condition names them, and it goes once
 // they are gone. Nothing on the server is touched.
 func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in, err := env.Instance(ctx, "held")
 	if err != nil {

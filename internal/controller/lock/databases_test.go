@@ -17,6 +17,7 @@ import (
 // safe-start), nothing is locked, rather than every destructive option
 // failing.
 func TestLockedDatabasesWithoutTheDatabaseKind(t *testing.T) {
+	suite.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp, err := controlplane.Start(ctx, controlplane.Options{NoCRDs: true})

@@ -21,6 +21,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -28,6 +29,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 	"github.com/ayatori/provider-postgresql/internal/manifest"
 )
 
@@ -43,25 +45,29 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+// suite is the package's environment, started by the first test that
+// declares it needs it: Crossplane's Usage CRDs, the garbage collector and
+// the lock policy besides the provider.
+var suite = tier.NewFixture(5*time.Minute, func(ctx context.Context) (func() error, error) {
 	crds, err := controlplane.CrossplaneCRDs(ctx, "protection.crossplane.io_usages.yaml", "protection.crossplane.io_clusterusages.yaml")
-	cancel()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return nil, err
 	}
-	os.Exit(providertest.Run(m, providertest.Options{
+	e, err := providertest.Start(ctx, providertest.Options{
 		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 		ControllerManager: true, CRDDirs: crds, Identity: providerIdentity,
-	}, func(e *providertest.Env) {
-		env, main = e, e.Main
-		if err := installPolicy(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}))
-}
+	})
+	if err != nil {
+		return nil, err
+	}
+	env, main = e, e.Main
+	if err := installPolicy(ctx); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e.Stop, nil
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // installPolicy applies the shipped cluster/lock-policy*.yaml, with the
 // parameters naming this environment's provider identity.
@@ -170,6 +176,7 @@ func usage(ctx context.Context, namespace, name string, cluster bool) (*unstruct
 }
 
 func TestLocksAccumulateAndRelease(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	db := newDatabase(ns, "ledger")
 	b := newLock(ns, "b-audit", v1alpha1.PostgreSQLDatabaseKind, "ledger", "")
@@ -259,6 +266,7 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 }
 
 func TestLockInvalidTargets(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	other := newLock(ns, "other-group", "ConfigMap", "settings", "")
 	other.Spec.TargetRef.APIVersion = "v1"
@@ -286,6 +294,7 @@ func TestLockInvalidTargets(t *testing.T) {
 }
 
 func TestLockTargetAppearingLater(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	l := newLock(ns, "early", v1alpha1.PostgreSQLRoleKind, "latecomer", "")
 	env.Create(ctx, t, l)
@@ -334,6 +343,7 @@ func TestLockTargetAppearingLater(t *testing.T) {
 // delete it. A lock on pg_authid holds the create on the server, so the
 // release falls into that window every time.
 func TestReleasedLockStaysReleased(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := &v1alpha1.PostgreSQLRole{
 		// Paused until the Lock is on it, so that the reconcile that
@@ -390,6 +400,7 @@ func TestReleasedLockStaysReleased(t *testing.T) {
 }
 
 func TestConcurrentLocksLoseNoEntry(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "busy", Namespace: ns},
@@ -413,6 +424,7 @@ func TestConcurrentLocksLoseNoEntry(t *testing.T) {
 }
 
 func TestClusterLockProtectsAnInstance(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	spare, err := env.Instance(ctx, "spare")
 	if err != nil {
@@ -447,6 +459,7 @@ func TestClusterLockProtectsAnInstance(t *testing.T) {
 }
 
 func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const batch = "batch"
 	if err := env.Namespace(ctx, batch); err != nil {
@@ -467,6 +480,7 @@ func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
 }
 
 func TestPolicyMissingIsVisible(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
 	if err := env.Kube.Get(ctx, client.ObjectKey{Name: "provider-postgresql-lock"}, binding); err != nil {
@@ -497,6 +511,7 @@ func TestPolicyMissingIsVisible(t *testing.T) {
 }
 
 func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: ns}}
 	env.Create(ctx, t, owner)
@@ -545,6 +560,7 @@ func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
 }
 
 func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const vault = "vault"
 	if err := env.Namespace(ctx, vault); err != nil {
@@ -612,6 +628,7 @@ func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
 // it); whoever is not an annotation writer cannot create one. An empty
 // annotation locks nothing and is let through.
 func TestForgedLockedAnnotationRefused(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	forged := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns, Annotations: map[string]string{v1alpha1.AnnotationLocked: "nobody"}},
@@ -634,6 +651,7 @@ func TestForgedLockedAnnotationRefused(t *testing.T) {
 // namespace does not match) refuses nothing for it, so the Lock says it is
 // not Active, and says which binding leaves it out.
 func TestLockActiveOnlyWhereABindingCovers(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "uncovered", Namespace: ns},
@@ -690,6 +708,7 @@ func TestLockActiveOnlyWhereABindingCovers(t *testing.T) {
 // tables inside it, so both wait (nothing dropped, a message naming the
 // Lock) until the Lock goes.
 func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	db := newDatabase(ns, "vault")
 	l := newLock(ns, "vault-guard", v1alpha1.PostgreSQLDatabaseKind, "vault", "")
@@ -777,6 +796,7 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 // binding up to date, keeping their identity lists, but cannot create a
 // missing one: it says to apply the policy once.
 func TestInstallPolicyWithItsOwnRole(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	cfg := rest.CopyConfig(env.ControlPlane.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: providerIdentity, Groups: []string{"system:authenticated"}}

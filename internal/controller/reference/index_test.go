@@ -25,6 +25,7 @@ import (
 // return to it fails here (it reads every schema of the namespace). A
 // database of another namespace wakes none of them.
 func TestWakingReadsOnlyReferrers(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const many = 40
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}

@@ -25,9 +25,11 @@ var env *providertest.Env
 // The default poll interval of the harness (10 minutes) makes a waiting
 // resource's fallback requeue a minute away (config.waitRequeue): what
 // these tests see within seconds is the wake-up, nothing else.
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) { env = e }))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{Instance: "main", Namespaces: []string{ns}}, func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 // TestWaitingIsWokenNotRetried: resources created before what they refer
 // to wait without retrying (no error back-off: 1 s, 2 s, 4 s, … would be
@@ -39,6 +41,7 @@ func TestMain(m *testing.M) {
 // grant's database, then its role; a database's owner given by name,
 // which is never tried on the server before the role exists).
 func TestWaitingIsWokenNotRetried(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in := v1alpha1.InstanceReference{Name: env.Main.Name}
 	logFrom := env.ServerLogLen(t)

@@ -34,17 +34,19 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	// Poll every 2s so that drift repair and steady state can be observed.
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
-		// Roles these tests make by hand, as a DBA would: shared with the
-		// namespace by the Instance's policy.
-		Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "heir"}},
-	}, func(e *providertest.Env) {
-		env, main = e, e.Main
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+// Poll every 2s so that drift repair and steady state can be observed.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+	// Roles these tests make by hand, as a DBA would: shared with the
+	// namespace by the Instance's policy.
+	Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "heir"}},
+}, func(e *providertest.Env) {
+	env, main = e, e.Main
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func newRole(name string, mutate ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {
 	r := &v1alpha1.PostgreSQLRole{
@@ -108,6 +110,7 @@ func loginWith(ctx context.Context, d map[string][]byte) (string, error) {
 }
 
 func TestRoleLifecycle(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	// The group is the Instance admin's, as a managed service's DBA makes
@@ -368,6 +371,7 @@ func TestRoleLifecycle(t *testing.T) {
 }
 
 func TestRoleRetainedByDefault(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	r := newRole("kept")
@@ -386,6 +390,7 @@ func TestRoleRetainedByDefault(t *testing.T) {
 }
 
 func TestRoleDropBlockedByOwnedObjects(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	r := newRole("owner", func(r *v1alpha1.PostgreSQLRole) {
@@ -424,6 +429,7 @@ func TestRoleDropBlockedByOwnedObjects(t *testing.T) {
 }
 
 func TestRoleConflictWithUnmarkedRole(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	if _, err := db.Exec(ctx, "CREATE ROLE somebody_elses LOGIN CONNECTION LIMIT 3 PASSWORD 'theirs-123'"); err != nil {
@@ -475,6 +481,7 @@ func TestRoleConflictWithUnmarkedRole(t *testing.T) {
 // TestRoleImportObserveOnly: a login role made by hand, imported read-only,
 // is observed and never changed, and publishes nothing.
 func TestRoleImportObserveOnly(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	if _, err := db.Exec(ctx, "CREATE ROLE imported LOGIN PASSWORD 'imported-pw-1'"); err != nil {
@@ -519,6 +526,7 @@ func TestRoleImportObserveOnly(t *testing.T) {
 }
 
 func TestRoleValidation(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	bad := newRole("not-an-identifier")
 	err := env.Kube.Create(ctx, bad)
@@ -580,6 +588,7 @@ func assertNotInObjects(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQ
 // forced off) and created again under the same name is not the Instance
 // the role was bound to.
 func TestRoleConflictWhenInstanceReplaced(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in, err := env.Instance(ctx, "replaced")
 	if err != nil {
@@ -621,6 +630,7 @@ func TestRoleConflictWhenInstanceReplaced(t *testing.T) {
 // server makes the roles bound to the old one report Conflict, and nothing
 // is created on the new one.
 func TestRoleConflictWhenServerChanges(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	in, err := env.Instance(ctx, "moving")
 	if err != nil {
@@ -679,6 +689,7 @@ func TestRoleConflictWhenServerChanges(t *testing.T) {
 // TestRolePasswordFromSecret: a role takes its password from
 // passwordSecretRef, publishes it, and follows changes of that Secret.
 func TestRolePasswordFromSecret(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	given := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "given-pw", Namespace: ns},
@@ -739,6 +750,7 @@ func TestRolePasswordFromSecret(t *testing.T) {
 // still created, its password verified by logging in as the role, and the
 // role stays Ready and Synced across polls.
 func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	env.ManagedServiceInstance(ctx, t, "creator", "creator_admin")
 	r := newRole("viacreator", func(r *v1alpha1.PostgreSQLRole) { r.Spec.InstanceRef.Name = "creator" })
@@ -774,6 +786,7 @@ func TestRolePasswordCheckedByLoginWithoutSuperuser(t *testing.T) {
 // in a managed database goes to the heir; with Drop, it is dropped; the
 // role goes either way. Without reassignOwnedTo, Reassign is refused.
 func TestRoleOwnedObjectsOnDelete(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	db := admin(ctx, t)
 	d := &v1alpha1.PostgreSQLDatabase{
@@ -855,6 +868,7 @@ func TestRoleOwnedObjectsOnDelete(t *testing.T) {
 // role fails whatever the password). Moving validUntil forward lets it log
 // in again with the password it had.
 func TestRoleValidUntilPassed(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
 		t.Fatal(err)
@@ -937,6 +951,7 @@ func connSecret(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) m
 // it owns nothing (the test drops the table it received: PostgreSQL
 // refuses to drop a role that owns objects).
 func TestHeirOutlivesWhoHandsToIt(t *testing.T) {
+	suite.Matrix(t)
 	for name, tc := range map[string]struct {
 		policies xpv2.ManagementPolicies
 		retained bool
@@ -1021,6 +1036,7 @@ func heirOutlives(t *testing.T, prefix string, policies xpv2.ManagementPolicies,
 // names this namespace's role in reassignOwnedTo (the boundary refuses it
 // anyway) cannot keep that role from being deleted.
 func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if err := env.Namespace(ctx, "squatter"); err != nil {
 		t.Fatal(err)
@@ -1056,6 +1072,7 @@ func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
 // mounting it saw no keys at all). A role the provider may not create
 // (no Create in its management policies) gets no password handed out.
 func TestConnectionSecretWrittenOnce(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	wc, err := client.NewWithWatch(env.ControlPlane.Config, client.Options{Scheme: env.Kube.Scheme()})
 	if err != nil {

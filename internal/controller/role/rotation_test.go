@@ -141,6 +141,7 @@ func getRole(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole) *v1a
 // and ended after endSessionsAfter; what one login creates the other may
 // use, as both act as the role.
 func TestAlternatingRotation(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	// Every statement in the server's log, to show no password is in it.
 	if err := env.Postgres.SetLogStatement(ctx, "all"); err != nil {
@@ -308,6 +309,7 @@ func TestAlternatingRotation(t *testing.T) {
 // provider converges (Secret and status agree; the previous login is
 // retired on time).
 func TestAlternatingRotationSurvivesAStop(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := alternatingRole("journal", func(p *v1alpha1.PasswordRotation) {
 		p.GracePeriod = &metav1.Duration{Duration: 5 * time.Second}
@@ -423,6 +425,7 @@ func hasEvent(ctx context.Context, t *testing.T, r client.Object, reason string)
 // logins, made beforehand by someone else (who knows its password), is
 // not taken over: it would get the role's privileges.
 func TestAlternatingRefusesAForeignLogin(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE vault_a LOGIN PASSWORD 'known-to-mallory'")
 	t.Cleanup(func() { env.AdminSQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS vault_a") })
@@ -455,6 +458,7 @@ func TestAlternatingRefusesAForeignLogin(t *testing.T) {
 // TestInPlaceScheduledRotation: without the annotation, maxAge rotates the
 // role's own password, and status says when the next rotation is due.
 func TestInPlaceScheduledRotation(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	r := newRole("tally", func(r *v1alpha1.PostgreSQLRole) {
 		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
@@ -494,6 +498,7 @@ func TestInPlaceScheduledRotation(t *testing.T) {
 // the first alternating login without a failed login; its own login is
 // retired after the grace period.
 func TestSwitchToAlternating(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	r := newRole("shift", func(r *v1alpha1.PostgreSQLRole) {
 		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
@@ -534,6 +539,7 @@ func TestSwitchToAlternating(t *testing.T) {
 // for the grace period, then are refused; with InPlace, on the role
 // itself, and the old password stops working at once.
 func TestAdoptImportedLogin(t *testing.T) {
+	suite.Matrix(t)
 	cases := map[string]struct {
 		mode v1alpha1.RotationMode
 		// user is the login the Secret names after the adoption.

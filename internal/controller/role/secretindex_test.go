@@ -26,6 +26,7 @@ import (
 // to it fails here. A Secret of the same name in another namespace wakes
 // nothing.
 func TestSecretEventReadsOnlyItsRoles(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	const many = 30
 	newRole := func(name, secret string) *v1alpha1.PostgreSQLRole {

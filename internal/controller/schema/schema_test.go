@@ -27,16 +27,18 @@ var (
 	main *v1alpha1.PostgreSQLInstance
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(providertest.Run(m, providertest.Options{
-		PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
-		// The maintenance database these tests put schemas in is the DBA's:
-		// shared with the namespace by the Instance's policy.
-		Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}},
-	}, func(e *providertest.Env) {
-		env, main = e, e.Main
-	}))
-}
+// suite is the package's environment, started by the first test that
+// declares it needs it.
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
+	// The maintenance database these tests put schemas in is the DBA's:
+	// shared with the namespace by the Instance's policy.
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}},
+}, func(e *providertest.Env) {
+	env, main = e, e.Main
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func newSchema(name, database string, mutate ...func(*v1alpha1.PostgreSQLSchema)) *v1alpha1.PostgreSQLSchema {
 	s := &v1alpha1.PostgreSQLSchema{
@@ -68,6 +70,7 @@ func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, com
 }
 
 func TestSchemaLifecycle(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	owner := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "inventory-owner", Namespace: ns},
@@ -158,6 +161,7 @@ func TestSchemaLifecycle(t *testing.T) {
 }
 
 func TestSchemaRetainedByDefault(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	s := newSchema("kept", "postgres")
 	env.Create(ctx, t, s)
@@ -172,6 +176,7 @@ func TestSchemaRetainedByDefault(t *testing.T) {
 }
 
 func TestSchemaConflict(t *testing.T) {
+	suite.Server(t)
 	ctx := context.Background()
 	if _, err := env.Connect(ctx, t, "postgres").Exec(ctx, "CREATE SCHEMA legacy; COMMENT ON SCHEMA legacy IS 'hand made'"); err != nil {
 		t.Fatal(err)
@@ -202,6 +207,7 @@ func TestSchemaConflict(t *testing.T) {
 // created, handed to another owner and dropped; the admin holds no
 // membership in either role afterwards.
 func TestSchemaWithManagedServiceAdmin(t *testing.T) {
+	suite.Matrix(t)
 	ctx := context.Background()
 	in := env.ManagedServiceInstance(ctx, t, "managed-service", "schema_admin")
 	role := func(name string) *v1alpha1.PostgreSQLRole {
