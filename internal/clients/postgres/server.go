@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -19,6 +21,19 @@ type Querier interface {
 type RowsQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
+
+// A DB is what the controllers use of a database's connection pool: read
+// rows, run a statement, begin a transaction. *pgxpool.Pool is one; a
+// scripted stand-in (internal/clients/postgres/fakedb) is another, so the
+// controllers' decisions can be tested without a server.
+type DB interface {
+	Querier
+	RowsQuerier
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+var _ DB = (*pgxpool.Pool)(nil)
 
 // Extension is an extension the server can install.
 type Extension struct {

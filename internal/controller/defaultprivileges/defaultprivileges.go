@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,7 +80,7 @@ type external struct {
 	kube client.Client
 	conn *instance.Connection
 
-	pool *pgxpool.Pool
+	pool postgres.DB
 	// observed is status.atProvider as Observe left it: see the grant package: what Update may revoke is what Observe saw applied.
 	observed v1alpha1.PostgreSQLDefaultPrivilegesObservation
 	target   postgres.DefaultPrivilegesTarget

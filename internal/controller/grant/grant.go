@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +86,7 @@ type grantExternal struct {
 	kube client.Client
 	conn *instance.Connection
 
-	pool *pgxpool.Pool
+	pool postgres.DB
 	// observed is status.atProvider as Observe left it. The managed
 	// reconciler may refresh the resource from the API server between
 	// Observe and Create (to record that a create is pending), which

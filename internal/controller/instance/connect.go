@@ -3,7 +3,6 @@ package instance
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -22,11 +21,21 @@ import (
 type Connection struct {
 	Instance *v1alpha1.PostgreSQLInstance
 	Target   postgres.Target
-	Pool     *pgxpool.Pool
+	Pool     postgres.DB
 	pools    *postgres.Registry
 	// entered are the databases this reconcile was admitted to
 	// (postgres.Registry.Enter), let go by Release.
 	entered map[string]func()
+	// open, when set, stands in for the registry (NewConnection).
+	open func(name string) postgres.DB
+}
+
+// NewConnection returns a Connection to in that reaches its maintenance
+// database through admin and any database through open, with no pool
+// registry (and so no admission bound): what a controller's table tests
+// give its external client in place of a server.
+func NewConnection(in *v1alpha1.PostgreSQLInstance, admin postgres.DB, open func(database string) postgres.DB) *Connection {
+	return &Connection{Instance: in, Pool: admin, open: open}
 }
 
 // Database returns the shared pool for another database of the same
@@ -34,7 +43,10 @@ type Connection struct {
 // (postgres.Registry.Enter): one database holds a bounded share of the
 // controllers' workers, whatever its owner does in it. The turn lasts
 // until Release, at the end of the reconcile.
-func (c *Connection) Database(ctx context.Context, name string) (*pgxpool.Pool, error) {
+func (c *Connection) Database(ctx context.Context, name string) (postgres.DB, error) {
+	if c.open != nil {
+		return c.open(name), nil
+	}
 	t := c.Target.In(name)
 	if _, ok := c.entered[name]; !ok {
 		leave, err := c.pools.Enter(ctx, t)

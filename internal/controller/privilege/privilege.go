@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -70,7 +69,7 @@ func Absent(ctx context.Context, mg resource.Managed, conn *instance.Connection,
 
 // ExecAll runs stmts in one transaction; nothing at all when there are
 // none.
-func ExecAll(ctx context.Context, pool *pgxpool.Pool, stmts []string) error {
+func ExecAll(ctx context.Context, pool postgres.DB, stmts []string) error {
 	if len(stmts) == 0 {
 		return nil
 	}

@@ -26,8 +26,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -186,7 +184,7 @@ func rolesOnInstance(kube client.Reader) handler.MapFunc {
 type external struct {
 	kube      client.Client
 	pools     *postgres.Registry
-	pool      *pgxpool.Pool
+	pool      postgres.DB
 	instance  *v1alpha1.PostgreSQLInstance
 	target    postgres.Target
 	publisher *managed.APILocalSecretPublisher

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,7 +82,7 @@ type external struct {
 	kube client.Client
 	conn *instance.Connection
 	// pool is that of the schema's database, once Observe found it.
-	pool *pgxpool.Pool
+	pool postgres.DB
 }
 
 // checkBoundary refuses, before anything is sent, what would cross the
