@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
 )
 
 // The decisions of the grant controller on table privileges, against a
@@ -80,49 +80,16 @@ func newGrant(change ...func(*v1alpha1.PostgreSQLGrant)) *v1alpha1.PostgreSQLGra
 	return g
 }
 
-// intents records the status writes Update makes and what had been sent
-// by then: a stand-in for the API server that decides nothing.
-type intents struct {
-	client.Client // Nil: a call the test did not expect fails it.
-	db            *fakedb.DB
-	writes        []intent
-}
-
-type intent struct {
-	applied   []string
-	sentFirst []string
-}
-
-func (i *intents) Status() client.SubResourceWriter { return statusWriter{i} }
-
-type statusWriter struct{ i *intents }
-
-func (w statusWriter) Create(context.Context, client.Object, client.Object, ...client.SubResourceCreateOption) error {
-	panic("not expected")
-}
-
-func (w statusWriter) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
-	g := obj.(*v1alpha1.PostgreSQLGrant) //nolint:forcetypeassert // Only grants are written here.
-	w.i.writes = append(w.i.writes, intent{applied: g.Status.AtProvider.AppliedPrivileges, sentFirst: w.i.db.Committed()})
-	return nil
-}
-
-func (w statusWriter) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-	panic("not expected")
-}
-
-func (w statusWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
-	panic("not expected")
-}
-
-func newExternal(db *fakedb.DB) (*grantExternal, *intents) {
+// newExternal returns the external client of a grant whose server is db,
+// and the log of its status writes, each with the statements sent by then.
+func newExternal(db *fakedb.DB) (*grantExternal, *statuslog.Log) {
 	in := &v1alpha1.PostgreSQLInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"},
 		// Database app is shared with the namespace by policy: the
 		// boundary reads nothing more (boundary's own tests cover it).
 		Spec: v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"app"}}},
 	}
-	kube := &intents{db: db}
+	kube := &statuslog.Log{Snapshot: func(client.Object) any { return db.Committed() }}
 	return &grantExternal{kube: kube, conn: instance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
 }
 
@@ -284,13 +251,14 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			if c.wantIntent == nil {
 				return
 			}
-			if len(kube.writes) != 1 {
-				t.Fatalf("%d status writes before granting, want the one intent", len(kube.writes))
+			if len(kube.Writes) != 1 {
+				t.Fatalf("%d status writes before granting, want the one intent", len(kube.Writes))
 			}
-			if diff := cmp.Diff(c.wantIntent, kube.writes[0].applied); diff != "" {
+			written := kube.Writes[0].Object.(*v1alpha1.PostgreSQLGrant) //nolint:forcetypeassert // Only grants are written here.
+			if diff := cmp.Diff(c.wantIntent, written.Status.AtProvider.AppliedPrivileges); diff != "" {
 				t.Errorf("the intent recorded (-want +got):\n%s", diff)
 			}
-			if sent := kube.writes[0].sentFirst; len(sent) > 0 {
+			if sent := kube.Writes[0].Snapshot.([]string); len(sent) > 0 { //nolint:forcetypeassert // The Snapshot above.
 				t.Errorf("statements sent before the intent was recorded: %q", sent)
 			}
 		})

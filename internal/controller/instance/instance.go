@@ -185,9 +185,17 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 	return e, nil
 }
 
+// sessions is what an Instance's external client needs of the pool
+// registry (postgres.Registry): a fresh login, and letting go of the
+// Instance's pools once it is gone.
+type sessions interface {
+	Authenticate(ctx context.Context, t postgres.Target) error
+	CloseInstance(uid string)
+}
+
 type external struct {
 	kube   client.Reader
-	pools  *postgres.Registry
+	pools  sessions
 	pool   postgres.Querier
 	target postgres.Target
 	record event.Recorder

@@ -1,0 +1,130 @@
+package instance
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+)
+
+// The decisions of the Instance controller, against a scripted server:
+// what Observe reports and records for each answer a server gives. Real
+// logins, TLS and the deletion hold are proven in instance_test.go.
+
+// login is a registry whose fresh login gives err.
+type login struct{ err error }
+
+func (l login) Authenticate(context.Context, postgres.Target) error { return l.err }
+func (login) CloseInstance(string)                                  {}
+
+// events records the events the controller emits.
+type events struct{ got []event.Event }
+
+func (e *events) Event(_ runtime.Object, ev event.Event)   { e.got = append(e.got, ev) }
+func (e *events) WithAnnotations(...string) event.Recorder { return e }
+
+// server answers ObserveServer's query: server_version, its number, the
+// system identifier, the admin's SUPERUSER, CREATEDB and CREATEROLE, and
+// the available extensions' names and default versions.
+func server(system string, superuser, createdb, createrole bool) fakedb.Answer {
+	return fakedb.Answer{Match: "FROM pg_catalog.pg_available_extensions", Rows: [][]any{{
+		"17.10 (Debian 17.10-1)", 170010, system, superuser, createdb, createrole, []string{"pgcrypto", "postgres_fdw"}, []string{"1.3", ""},
+	}}}
+}
+
+func TestObserveDecisions(t *testing.T) {
+	const system = "7301234567890123456"
+	cases := map[string]struct {
+		before     v1alpha1.PostgreSQLInstanceStatus
+		login      error
+		answers    []fakedb.Answer
+		want       managed.ExternalObservation
+		wantErr    string
+		wantReason xpv2.ConditionReason
+		wantPhase  v1alpha1.InstancePhase
+		wantAdmin  *v1alpha1.AdminPrivileges
+		wantEvents int
+	}{
+		"ASuperuserIsReady": {
+			answers:    []fakedb.Answer{server(system, true, true, true)},
+			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason: xpv2.ReasonAvailable,
+			wantPhase:  v1alpha1.InstancePhaseReady,
+			wantAdmin:  &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+		},
+		"AManagedServiceAdminIsReady": {
+			answers:    []fakedb.Answer{server(system, false, true, true)},
+			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason: xpv2.ReasonAvailable,
+			wantPhase:  v1alpha1.InstancePhaseReady,
+			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+		},
+		"AnAdminWithoutCreateRoleIsNotEnough": {
+			answers:    []fakedb.Answer{server(system, false, true, false)},
+			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason: ReasonInsufficientPrivileges,
+			wantPhase:  v1alpha1.InstancePhaseValidating,
+			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true},
+		},
+		"ARejectedPasswordSaysToFixTheSecret": {
+			login:      errors.Wrap(postgres.ErrPasswordRejected, "login as admin"),
+			wantErr:    "the admin credentials Secret's password does not log in",
+			wantReason: ReasonUnreachable,
+			wantPhase:  v1alpha1.InstancePhaseValidating,
+		},
+		"AnotherServerIsReportedAndRecorded": {
+			before:     v1alpha1.PostgreSQLInstanceStatus{SystemIdentifier: "6999999999999999999", Phase: v1alpha1.InstancePhaseReady},
+			answers:    []fakedb.Answer{server(system, true, true, true)},
+			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason: xpv2.ReasonAvailable,
+			wantPhase:  v1alpha1.InstancePhaseReady,
+			wantAdmin:  &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			wantEvents: 1,
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			mg := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}, Status: c.before}
+			rec := &events{}
+			e := &external{pools: login{err: c.login}, pool: fakedb.New(c.answers...), record: rec}
+			got, err := e.Observe(context.Background(), mg)
+			if c.wantErr == "" && err != nil {
+				t.Fatalf("Observe: %v", err)
+			}
+			if c.wantErr != "" && (err == nil || !strings.Contains(mg.GetCondition(xpv2.TypeReady).Message, c.wantErr)) {
+				t.Fatalf("Observe: error %v, Ready message %q, want one saying %q", err, mg.GetCondition(xpv2.TypeReady).Message, c.wantErr)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("observation (-want +got):\n%s", diff)
+			}
+			if got := mg.GetCondition(xpv2.TypeReady).Reason; got != c.wantReason {
+				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
+			}
+			if mg.Status.Phase != c.wantPhase {
+				t.Errorf("phase %q, want %q", mg.Status.Phase, c.wantPhase)
+			}
+			if diff := cmp.Diff(c.wantAdmin, mg.Status.AdminPrivileges); diff != "" {
+				t.Errorf("status.adminPrivileges (-want +got):\n%s", diff)
+			}
+			if c.answers != nil && (mg.Status.PostgreSQLVersion != "17.10" || mg.Status.SystemIdentifier != system || len(mg.Status.AvailableExtensions) != 2) {
+				t.Errorf("server facts not recorded: version %q, system %q, extensions %v", mg.Status.PostgreSQLVersion, mg.Status.SystemIdentifier, mg.Status.AvailableExtensions)
+			}
+			if len(rec.got) != c.wantEvents {
+				t.Errorf("%d events, want %d: %v", len(rec.got), c.wantEvents, rec.got)
+			}
+		})
+	}
+}
