@@ -78,8 +78,9 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 	// The first few seconds bring one or more: the first reconcile and
 	// those its own writes (and the binder's) trigger, as they happen to
 	// coalesce. After that a waiting resource is left alone until woken;
-	// the error back-off would retry it at 7 s and 15 s.
-	const settle, quiet = 5 * time.Second, 15 * time.Second
+	// the error back-off would retry it at 7 s (and 15 s): a quiet window
+	// up to 12 s holds the first retry with room to spare.
+	const settle, quiet = 5 * time.Second, 7 * time.Second
 	waiters := []string{db.Name, s.Name, g.Name, named.Name}
 	time.Sleep(settle)
 	first := map[string]int32{}

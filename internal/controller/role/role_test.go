@@ -876,36 +876,38 @@ func TestRoleValidUntilPassed(t *testing.T) {
 	t.Cleanup(func() { _ = env.Postgres.SetLogStatement(ctx, "none") })
 	env.ManagedServiceInstance(ctx, t, "expiry", "expiry_admin")
 
+	// Each step runs for the four roles (two Instances, two rotation
+	// modes) together: one provider restart and one quiet window serve
+	// them all.
+	var roles []*v1alpha1.PostgreSQLRole
+	past := &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
 	for _, instance := range []string{main.Name, "expiry"} {
 		for _, mode := range []v1alpha1.RotationMode{v1alpha1.RotationInPlace, v1alpha1.RotationAlternating} {
-			t.Run(instance+"/"+string(mode), func(t *testing.T) {
-				expiredRole(ctx, t, instance, mode)
+			r := newRole(strings.ToLower("expired"+instance+string(mode)), func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.InstanceRef.Name = instance
+				r.Spec.ForProvider.ValidUntil = past
+				r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: mode}
+				if mode == v1alpha1.RotationAlternating {
+					r.Spec.ForProvider.ValidUntil = nil
+				}
 			})
+			env.Create(ctx, t, r)
+			roles = append(roles, r)
 		}
 	}
-}
-
-// expiredRole: a login role whose validUntil passes is reported, gets no
-// statement at each poll, and logs in again once validUntil moves forward.
-// An Alternating one expires once it has handed out its first login.
-func expiredRole(ctx context.Context, t *testing.T, instance string, mode v1alpha1.RotationMode) {
-	past := &metav1.Time{Time: time.Now().Add(-time.Hour).Truncate(time.Second)}
-	r := newRole(strings.ToLower("expired"+instance+string(mode)), func(r *v1alpha1.PostgreSQLRole) {
-		r.Spec.InstanceRef.Name = instance
-		r.Spec.ForProvider.ValidUntil = past
-		r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: mode}
-		if mode == v1alpha1.RotationAlternating {
-			r.Spec.ForProvider.ValidUntil = nil
+	expired := make([]*v1alpha1.PostgreSQLRole, len(roles))
+	for _, r := range roles {
+		if r.Spec.PasswordRotation.Mode == v1alpha1.RotationAlternating {
+			// An alternating role expires once its first login exists.
+			waitSecretUser(ctx, t, r.Spec.WriteConnectionSecretToReference.Name, r.RoleName()+"_a")
+			providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ValidUntil = past })
 		}
-	})
-	env.Create(ctx, t, r)
-	if mode == v1alpha1.RotationAlternating {
-		waitSecretUser(ctx, t, r.Spec.WriteConnectionSecretToReference.Name, r.RoleName()+"_a")
-		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ValidUntil = past })
 	}
-	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonPasswordExpired)
-	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
-		t.Errorf("Ready message %q does not name validUntil", msg)
+	for i, r := range roles {
+		expired[i] = waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonPasswordExpired)
+		if msg := expired[i].GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "validUntil") {
+			t.Errorf("%s: Ready message %q does not name validUntil", r.Name, msg)
+		}
 	}
 	// A provider started afresh has verified no password yet: a login
 	// check would be refused and the password re-set at every poll.
@@ -914,19 +916,26 @@ func expiredRole(ctx context.Context, t *testing.T, instance string, mode v1alph
 	}
 	from := env.ServerLogLen(t)
 	time.Sleep(5 * time.Second) // Two polls.
-	if l := env.ServerLog(t, from); strings.Contains(l, `"`+r.RoleName()) {
-		t.Errorf("statements about the expired role while nothing changed:\n%s", l)
-	}
-	if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {
-		t.Error("an expired role logged in")
+	l := env.ServerLog(t, from)
+	for _, r := range roles {
+		if strings.Contains(l, `"`+r.RoleName()) {
+			t.Errorf("%s: statements about the expired role while nothing changed:\n%s", r.Name, l)
+		}
+		if _, err := loginWith(ctx, connSecret(ctx, t, r)); err == nil {
+			t.Errorf("%s: an expired role logged in", r.Name)
+		}
 	}
 
-	providertest.Update(ctx, t, env, got, func(got *v1alpha1.PostgreSQLRole) {
-		got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
-	})
-	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
-		t.Errorf("the role does not log in with its Secret once validUntil moved forward: %v", err)
+	for _, got := range expired {
+		providertest.Update(ctx, t, env, got, func(got *v1alpha1.PostgreSQLRole) {
+			got.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}
+		})
+	}
+	for _, r := range roles {
+		waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		if _, err := loginWith(ctx, connSecret(ctx, t, r)); err != nil {
+			t.Errorf("%s: the role does not log in with its Secret once validUntil moved forward: %v", r.Name, err)
+		}
 	}
 }
 
