@@ -2,6 +2,9 @@ package config
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +33,7 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, s := startControlPlane(ctx, t, controlplane.Options{NoCRDs: true})
+	cp, s := startControlPlane(t)
 	// The client every provider manager is built with.
 	mo := ManagerOptions(s, nil)
 	if mo.NewClient == nil {
@@ -121,14 +124,53 @@ func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.R
 	return res
 }
 
-// startControlPlane starts an API server as o says for t and returns
-// it with the provider's scheme.
-func startControlPlane(ctx context.Context, t *testing.T, o controlplane.Options) (*controlplane.ControlPlane, *runtime.Scheme) {
+// shared is the package's API server, with the provider's CRDs, started
+// by the first test that needs it: tests keep to namespaces of their own
+// (testNamespace) and cluster-scoped names no other uses.
+var shared = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return nil, err
+	}
+	sharedCP = cp
+	return cp.Stop, nil
+})
+
+// sharedCP is the API server shared started.
+var sharedCP *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+
+// startControlPlane returns the package's API server for t, started if
+// no test has yet, with the provider's scheme.
+func startControlPlane(t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	cp := controlplane.StartT(ctx, t, o)
+	shared.Server(t)
 	s, err := Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cp, s
+	return sharedCP, s
 }
+
+// testNamespace creates, once, the namespace of t's top-level test on the
+// shared API server and returns its name.
+func testNamespace(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	root, _, _ := strings.Cut(t.Name(), "/")
+	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(root), "-"), "-")
+	if len(name) > 63 {
+		name = strings.Trim(name[:63], "-")
+	}
+	cp, s := startControlPlane(t)
+	c, err := client.New(cp.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return name
+}
+
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)

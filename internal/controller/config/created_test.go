@@ -117,7 +117,7 @@ func TestCreateStatusIsNotSent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube, api, counter := countedClients(ctx, t)
-	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "created", Namespace: testNamespace(ctx, t)}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := kube.Create(ctx, role); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestFinalizerGoesWithCreatePending(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			i++
-			role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fin%d", i), Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+			role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("fin%d", i), Namespace: testNamespace(ctx, t)}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 			if tc.policies != nil {
 				role.SetManagementPolicies(tc.policies)
 			}

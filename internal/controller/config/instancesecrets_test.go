@@ -19,7 +19,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
@@ -169,11 +168,11 @@ func TestInstanceSecrets(t *testing.T) {
 	}
 }
 
-// startManager starts a manager on a control plane of its own, with the
+// startManager starts a manager on the package's API server, with the
 // memo mk builds on it reading the API server through a counting reader.
 func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager) (T, *memo, error)) (ctrl.Manager, T, *memo, *countingReader) {
 	t.Helper()
-	cp, s := startControlPlane(ctx, t, controlplane.Options{NoCRDs: true})
+	cp, s := startControlPlane(t)
 	o := ManagerOptions(s, nil)
 	o.Metrics = metricsserver.Options{BindAddress: "0"}
 	mgr, err := ctrl.NewManager(cp.Config, o)

@@ -69,13 +69,13 @@ func (l *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	return l.Reader.Get(ctx, key, obj, opts...)
 }
 
-// cachedClient starts an API server with the provider's CRDs and returns
+// cachedClient takes the package's API server (with the provider's CRDs) and returns
 // the manager's client over an informer cache of it, as a provider builds
 // it, with the config changed by adjust and cache reads going through
 // reader (each when not nil), and the API server with the scheme.
 func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), reader func(client.Reader) client.Reader) (client.Client, *controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	cp, s := startControlPlane(ctx, t, controlplane.Options{})
+	cp, s := startControlPlane(t)
 	cfg := rest.CopyConfig(cp.Config)
 	if adjust != nil {
 		adjust(cfg)
@@ -115,7 +115,7 @@ func apiClient(t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme) c
 func createRole(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, s *runtime.Scheme, name string) *v1alpha1.PostgreSQLRole {
 	t.Helper()
 	api := apiClient(t, cp, s)
-	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace(ctx, t)}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := api.Create(ctx, role); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,8 @@ func TestStateMetricsListWithoutCopies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube, _, _ := cachedClient(ctx, t, nil, nil)
-	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: "default", Labels: map[string]string{"a": "b"}}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+	ns := testNamespace(ctx, t)
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "counted", Namespace: ns, Labels: map[string]string{"a": "b"}}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
 	if err := kube.Create(ctx, role); err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestStateMetricsListWithoutCopies(t *testing.T) {
 		l := &v1alpha1.PostgreSQLRoleList{}
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			if err := c.List(ctx, l); err == nil && len(l.Items) == 1 {
+			if err := c.List(ctx, l, client.InNamespace(ns)); err == nil && len(l.Items) == 1 {
 				return l
 			}
 			if time.Now().After(deadline) {
