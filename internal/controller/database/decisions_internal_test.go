@@ -2,11 +2,9 @@ package database
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
 // The decisions of the database controller, against a scripted database:
@@ -183,21 +182,8 @@ func TestObserveDecisions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			got, err := newExternal(db).Observe(context.Background(), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("Observe: error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("observation (-want +got):\n%s", diff)
-			}
-			if got := string(c.mg.GetCondition(xpv2.TypeReady).Reason); got != c.wantReason {
-				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
-			}
-			if sent := db.Committed(); len(sent) > 0 {
-				t.Errorf("Observe sent statements: %q", sent)
-			}
+			decision.Err(t, "Observe", err, c.wantErr)
+			decision.Observed(t, db, c.mg, got, c.want, c.wantReason)
 		})
 	}
 }
@@ -280,15 +266,8 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			e := newExternal(db)
 			err := c.op(ctx, e, c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("%v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, db.Committed()); diff != "" {
-				t.Errorf("statements that took effect (-want +got):\n%s", diff)
-			}
+			decision.Err(t, "the operation", err, c.wantErr)
+			decision.Sent(t, db, c.want)
 		})
 	}
 }

@@ -2,11 +2,9 @@ package defaultprivileges
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +18,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
 )
 
@@ -68,7 +67,7 @@ func newExternal(db *fakedb.DB) (*external, *statuslog.Log) {
 		// cover it).
 		Spec: v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"app"}, AllowMembershipOf: []string{"app_owner"}}},
 	}
-	kube := &statuslog.Log{Snapshot: func(client.Object) any { return db.Committed() }}
+	kube := &statuslog.Log{Snapshot: decision.Committed(db)}
 	return &external{kube: kube, conn: instance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
 }
 
@@ -136,21 +135,8 @@ func TestObserveDecisions(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			e, _ := newExternal(db)
 			got, err := e.Observe(context.Background(), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("Observe: error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("observation (-want +got):\n%s", diff)
-			}
-			if got := string(c.mg.GetCondition(xpv2.TypeReady).Reason); got != c.wantReason {
-				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
-			}
-			if sent := db.Committed(); len(sent) > 0 {
-				t.Errorf("Observe sent statements: %q", sent)
-			}
+			decision.Err(t, "Observe", err, c.wantErr)
+			decision.Observed(t, db, c.mg, got, c.want, c.wantReason)
 		})
 	}
 }
@@ -205,22 +191,13 @@ func TestCreateDeleteStatements(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(c.want, db.Committed()); diff != "" {
-				t.Errorf("statements that took effect (-want +got):\n%s", diff)
-			}
+			decision.Sent(t, db, c.want)
 			if c.wantIntent == nil {
 				return
 			}
-			if len(kube.Writes) != 1 {
-				t.Fatalf("%d status writes before granting, want the one intent", len(kube.Writes))
-			}
-			written := kube.Writes[0].Object.(*v1alpha1.PostgreSQLDefaultPrivileges) //nolint:forcetypeassert // Only these are written here.
-			if diff := cmp.Diff(c.wantIntent, written.Status.AtProvider.AppliedPrivileges); diff != "" {
-				t.Errorf("the intent recorded (-want +got):\n%s", diff)
-			}
-			if sent := kube.Writes[0].Snapshot.([]string); len(sent) > 0 { //nolint:forcetypeassert // The Snapshot above.
-				t.Errorf("statements sent before the intent was recorded: %q", sent)
-			}
+			decision.IntentFirst(t, kube, func(o client.Object) []string {
+				return o.(*v1alpha1.PostgreSQLDefaultPrivileges).Status.AtProvider.AppliedPrivileges //nolint:forcetypeassert // Only these are written here.
+			}, c.wantIntent)
 		})
 	}
 }

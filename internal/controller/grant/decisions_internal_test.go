@@ -2,7 +2,6 @@ package grant
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
 )
 
@@ -89,7 +89,7 @@ func newExternal(db *fakedb.DB) (*grantExternal, *statuslog.Log) {
 		// boundary reads nothing more (boundary's own tests cover it).
 		Spec: v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"app"}}},
 	}
-	kube := &statuslog.Log{Snapshot: func(client.Object) any { return db.Committed() }}
+	kube := &statuslog.Log{Snapshot: decision.Committed(db)}
 	return &grantExternal{kube: kube, conn: instance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
 }
 
@@ -161,23 +161,10 @@ func TestObserveDecisions(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			e, _ := newExternal(db)
 			got, err := e.Observe(context.Background(), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("Observe: error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("observation (-want +got):\n%s", diff)
-			}
-			if got := string(c.mg.GetCondition(xpv2.TypeReady).Reason); got != c.wantReason {
-				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
-			}
+			decision.Err(t, "Observe", err, c.wantErr)
+			decision.Observed(t, db, c.mg, got, c.want, c.wantReason)
 			if diff := cmp.Diff(c.wantHeld, c.mg.Status.AtProvider.Privileges); c.wantErr == "" && diff != "" {
 				t.Errorf("status.atProvider.privileges (-want +got):\n%s", diff)
-			}
-			if sent := db.Committed(); len(sent) > 0 {
-				t.Errorf("Observe sent statements: %q", sent)
 			}
 		})
 	}
@@ -245,22 +232,13 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(c.want, db.Committed()); diff != "" {
-				t.Errorf("statements that took effect (-want +got):\n%s", diff)
-			}
+			decision.Sent(t, db, c.want)
 			if c.wantIntent == nil {
 				return
 			}
-			if len(kube.Writes) != 1 {
-				t.Fatalf("%d status writes before granting, want the one intent", len(kube.Writes))
-			}
-			written := kube.Writes[0].Object.(*v1alpha1.PostgreSQLGrant) //nolint:forcetypeassert // Only grants are written here.
-			if diff := cmp.Diff(c.wantIntent, written.Status.AtProvider.AppliedPrivileges); diff != "" {
-				t.Errorf("the intent recorded (-want +got):\n%s", diff)
-			}
-			if sent := kube.Writes[0].Snapshot.([]string); len(sent) > 0 { //nolint:forcetypeassert // The Snapshot above.
-				t.Errorf("statements sent before the intent was recorded: %q", sent)
-			}
+			decision.IntentFirst(t, kube, func(o client.Object) []string {
+				return o.(*v1alpha1.PostgreSQLGrant).Status.AtProvider.AppliedPrivileges //nolint:forcetypeassert // Only these are written here.
+			}, c.wantIntent)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgtype"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -17,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
 // The decisions of the role controller for a group role (NOLOGIN, so no
@@ -153,21 +153,8 @@ func TestObserveDecisions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			got, err := newExternal(db).Observe(context.Background(), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("Observe: error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("observation (-want +got):\n%s", diff)
-			}
-			if got := string(c.mg.GetCondition(xpv2.TypeReady).Reason); got != c.wantReason {
-				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
-			}
-			if sent := db.Committed(); len(sent) > 0 {
-				t.Errorf("Observe sent statements: %q", sent)
-			}
+			decision.Err(t, "Observe", err, c.wantErr)
+			decision.Observed(t, db, c.mg, got, c.want, c.wantReason)
 		})
 	}
 }
@@ -230,15 +217,8 @@ func TestCreateUpdateStatements(t *testing.T) {
 			} else {
 				_, err = e.Update(ctx, mg)
 			}
-			if c.wantErr == "" && err != nil {
-				t.Fatal(err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, db.Committed()); diff != "" {
-				t.Errorf("statements that took effect (-want +got):\n%s", diff)
-			}
+			decision.Err(t, "the operation", err, c.wantErr)
+			decision.Sent(t, db, c.want)
 		})
 	}
 }

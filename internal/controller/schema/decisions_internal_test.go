@@ -2,11 +2,9 @@ package schema
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
 // The decisions of the schema controller, against a scripted database:
@@ -75,10 +74,6 @@ func testInstance() *v1alpha1.PostgreSQLInstance {
 // pool is db.
 func newExternal(db *fakedb.DB) *external {
 	return &external{conn: instance.NewConnection(testInstance(), db, func(string) postgres.DB { return db })}
-}
-
-func reason(mg *v1alpha1.PostgreSQLSchema) string {
-	return string(mg.GetCondition(xpv2.TypeReady).Reason)
 }
 
 func TestObserveDecisions(t *testing.T) {
@@ -176,24 +171,11 @@ func TestObserveDecisions(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			got, err := newExternal(db).Observe(context.Background(), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("Observe: %v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("Observe: error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("observation (-want +got):\n%s", diff)
-			}
-			if got := reason(c.mg); got != c.wantReason {
-				t.Errorf("Ready reason %q, want %q", got, c.wantReason)
-			}
+			decision.Err(t, "Observe", err, c.wantErr)
+			decision.Observed(t, db, c.mg, got, c.want, c.wantReason)
 			bound := c.mg.Status.AtProvider.InstanceUID == "instance-uid" && c.mg.Status.AtProvider.SystemIdentifier == system
 			if bound != c.wantBound {
 				t.Errorf("bound to the Instance and server: %t, want %t (%+v)", bound, c.wantBound, c.mg.Status.AtProvider)
-			}
-			if sent := db.Committed(); len(sent) > 0 {
-				t.Errorf("Observe sent statements: %q", sent)
 			}
 		})
 	}
@@ -284,15 +266,8 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db := fakedb.New(c.answers...)
 			err := c.op(context.Background(), newExternal(db), c.mg)
-			if c.wantErr == "" && err != nil {
-				t.Fatalf("%v", err)
-			}
-			if c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
-				t.Fatalf("error %v, want one saying %q", err, c.wantErr)
-			}
-			if diff := cmp.Diff(c.want, db.Committed()); diff != "" {
-				t.Errorf("statements that took effect (-want +got):\n%s", diff)
-			}
+			decision.Err(t, "the operation", err, c.wantErr)
+			decision.Sent(t, db, c.want)
 		})
 	}
 }
