@@ -33,7 +33,7 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, s := startControlPlane(t)
+	cp, s := startControlPlane(ctx, t)
 	// The client every provider manager is built with.
 	mo := ManagerOptions(s, nil)
 	if mo.NewClient == nil {
@@ -143,9 +143,9 @@ func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 
 // startControlPlane returns the package's API server for t, started if
 // no test has yet, with the provider's scheme.
-func startControlPlane(t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
+func startControlPlane(_ context.Context, t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	shared.Server(t)
+	shared.Server(t) //nolint:contextcheck // The shared API server outlives the context of the test that starts it.
 	s, err := Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func testNamespace(ctx context.Context, t *testing.T) string {
 	if len(name) > 63 {
 		name = strings.Trim(name[:63], "-")
 	}
-	cp, s := startControlPlane(t)
+	cp, s := startControlPlane(ctx, t)
 	c, err := client.New(cp.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)

@@ -172,7 +172,7 @@ func TestInstanceSecrets(t *testing.T) {
 // memo mk builds on it reading the API server through a counting reader.
 func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager) (T, *memo, error)) (ctrl.Manager, T, *memo, *countingReader) {
 	t.Helper()
-	cp, s := startControlPlane(t)
+	cp, s := startControlPlane(ctx, t)
 	o := ManagerOptions(s, nil)
 	o.Metrics = metricsserver.Options{BindAddress: "0"}
 	mgr, err := ctrl.NewManager(cp.Config, o)

@@ -75,7 +75,7 @@ func (l *lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 // reader (each when not nil), and the API server with the scheme.
 func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), reader func(client.Reader) client.Reader) (client.Client, *controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
-	cp, s := startControlPlane(t)
+	cp, s := startControlPlane(ctx, t)
 	cfg := rest.CopyConfig(cp.Config)
 	if adjust != nil {
 		adjust(cfg)

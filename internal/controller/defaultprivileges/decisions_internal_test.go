@@ -93,6 +93,12 @@ func TestObserveDecisions(t *testing.T) {
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 			wantReason: string(xpv2.ReasonAvailable),
 		},
+		"AMissingGranteeWaits": {
+			mg:         newDefaults(),
+			answers:    []fakedb.Answer{defaults(170000, false, true, true)},
+			wantErr:    `waiting for role "reader" to exist`,
+			wantReason: string(privilege.ReasonNotHeld),
+		},
 		"AMissingOwnerWaits": {
 			mg:         newDefaults(),
 			answers:    []fakedb.Answer{defaults(170000, true, false, true)},

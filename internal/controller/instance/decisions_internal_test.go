@@ -36,17 +36,19 @@ type events struct{ got []event.Event }
 func (e *events) Event(_ runtime.Object, ev event.Event)   { e.got = append(e.got, ev) }
 func (e *events) WithAnnotations(...string) event.Recorder { return e }
 
+// system is the answering server's system identifier.
+const system = "7301234567890123456"
+
 // server answers ObserveServer's query: server_version, its number, the
 // system identifier, the admin's SUPERUSER, CREATEDB and CREATEROLE, and
 // the available extensions' names and default versions.
-func server(system string, superuser, createdb, createrole bool) fakedb.Answer {
+func server(superuser, createdb, createrole bool) fakedb.Answer {
 	return fakedb.Answer{Match: "FROM pg_catalog.pg_available_extensions", Rows: [][]any{{
 		"17.10 (Debian 17.10-1)", 170010, system, superuser, createdb, createrole, []string{"pgcrypto", "postgres_fdw"}, []string{"1.3", ""},
 	}}}
 }
 
 func TestObserveDecisions(t *testing.T) {
-	const system = "7301234567890123456"
 	cases := map[string]struct {
 		before     v1alpha1.PostgreSQLInstanceStatus
 		login      error
@@ -59,25 +61,32 @@ func TestObserveDecisions(t *testing.T) {
 		wantEvents int
 	}{
 		"ASuperuserIsReady": {
-			answers:    []fakedb.Answer{server(system, true, true, true)},
+			answers:    []fakedb.Answer{server(true, true, true)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 			wantReason: xpv2.ReasonAvailable,
 			wantPhase:  v1alpha1.InstancePhaseReady,
 			wantAdmin:  &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
 		},
 		"AManagedServiceAdminIsReady": {
-			answers:    []fakedb.Answer{server(system, false, true, true)},
+			answers:    []fakedb.Answer{server(false, true, true)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 			wantReason: xpv2.ReasonAvailable,
 			wantPhase:  v1alpha1.InstancePhaseReady,
 			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
 		},
 		"AnAdminWithoutCreateRoleIsNotEnough": {
-			answers:    []fakedb.Answer{server(system, false, true, false)},
+			answers:    []fakedb.Answer{server(false, true, false)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 			wantReason: ReasonInsufficientPrivileges,
 			wantPhase:  v1alpha1.InstancePhaseValidating,
 			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true},
+		},
+		"AnAdminWithoutCreateDBIsNotEnough": {
+			answers:    []fakedb.Answer{server(false, false, true)},
+			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason: ReasonInsufficientPrivileges,
+			wantPhase:  v1alpha1.InstancePhaseValidating,
+			wantAdmin:  &v1alpha1.AdminPrivileges{CreateRole: true},
 		},
 		"ARejectedPasswordSaysToFixTheSecret": {
 			login:      errors.Wrap(postgres.ErrPasswordRejected, "login as admin"),
@@ -87,7 +96,7 @@ func TestObserveDecisions(t *testing.T) {
 		},
 		"AnotherServerIsReportedAndRecorded": {
 			before:     v1alpha1.PostgreSQLInstanceStatus{SystemIdentifier: "6999999999999999999", Phase: v1alpha1.InstancePhaseReady},
-			answers:    []fakedb.Answer{server(system, true, true, true)},
+			answers:    []fakedb.Answer{server(true, true, true)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 			wantReason: xpv2.ReasonAvailable,
 			wantPhase:  v1alpha1.InstancePhaseReady,
