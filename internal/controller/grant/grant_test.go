@@ -94,6 +94,12 @@ func TestGrantRegression465(t *testing.T) {
 	if !holds(ctx, t, "has_table_privilege('r465', 's465.orders', 'SELECT')") {
 		t.Error("SELECT, still listed, was revoked")
 	}
+	// The revoke is on the server before the status that records it is
+	// written, and Ready was True all along: wait for the record itself.
+	_ = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(g), g)
+		return err == nil && cmp.Equal([]string{"SELECT"}, g.Status.AtProvider.AppliedPrivileges), err
+	})
 	env.Ready(ctx, t, g, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if diff := cmp.Diff([]string{"SELECT"}, g.Status.AtProvider.AppliedPrivileges); diff != "" {
 		t.Errorf("status.atProvider.appliedPrivileges (-want +got):\n%s", diff)
