@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -93,7 +95,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
 				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
 			})),
@@ -195,6 +197,12 @@ type external struct {
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		if err := e.holdForHeirs(ctx, mg); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	} else if mg.Spec.WriteConnectionSecretToReference != nil && !config.ObserveOnly(mg) {
+		// Before anything is published into it (crossplane-runtime's
+		// publisher takes over a Secret that has no controller).
+		if _, err := e.connectionSecret(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
@@ -852,10 +860,9 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", err
 	}
 	rotate := rotationRequested(mg) || due
-	s := &corev1.Secret{}
-	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
-	if resource.IgnoreNotFound(err) != nil {
-		return "", errors.Wrap(err, "cannot read the connection Secret")
+	s, err := e.connectionSecret(ctx, mg)
+	if err != nil {
+		return "", err
 	}
 	if pw := string(s.Data[keyPassword]); pw != "" && !rotate {
 		return pw, nil
@@ -874,6 +881,40 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", err
 	}
 	return pw, nil
+}
+
+// connectionSecret returns mg's connection Secret as it is, an empty one
+// when it does not exist yet. A Secret of that name that this
+// PostgreSQLRole did not create (its controller is another object, or it
+// has none) is refused: its password never becomes the role's (whoever
+// can create Secrets in the namespace could otherwise choose the password
+// of a login they cannot read), and the role's credentials are never
+// written into it. passwordSecretRef is the one way to bring a password.
+func (e *external) connectionSecret(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	name := mg.Spec.WriteConnectionSecretToReference.Name
+	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
+	if kerrors.IsNotFound(err) {
+		return &corev1.Secret{}, nil
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the connection Secret")
+	}
+	if metav1.IsControlledBy(s, mg) {
+		return s, nil
+	}
+	whose := "it has no controller: someone created it by hand or with another tool"
+	if c := metav1.GetControllerOf(s); c != nil {
+		whose = fmt.Sprintf("its controller is %s %s", c.Kind, c.Name)
+	}
+	msg := fmt.Sprintf("the connection Secret %s/%s exists, but this PostgreSQLRole did not create it (%s). "+
+		"Confirmed: nothing was read from it and nothing was written to it or to the server. "+
+		"A Secret the provider did not create is never taken as a credential source nor given credentials. "+
+		"Check by hand: kubectl -n %s get secret %s -o jsonpath='{.metadata.ownerReferences}'. "+
+		"Delete that Secret or choose another spec.writeConnectionSecretToRef.name; to bring a password of your own, use spec.forProvider.passwordSecretRef",
+		mg.GetNamespace(), name, whose, mg.GetNamespace(), name)
+	mg.SetConditions(v1alpha1.Conflict(msg))
+	return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 }
 
 // passwordUpToDate returns the password the role should have (without

@@ -6,9 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/robfig/cron/v3"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
@@ -199,10 +196,9 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 				n, e.instance.GetName(), mg.GetUID(), base)
 		}
 	}
-	s := &corev1.Secret{}
-	err = e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.Spec.WriteConnectionSecretToReference.Name}, s)
-	if resource.IgnoreNotFound(err) != nil {
-		return nil, errors.Wrap(err, "cannot read the connection Secret")
+	s, err := e.connectionSecret(ctx, mg)
+	if err != nil {
+		return nil, err
 	}
 	l.user, l.password = string(s.Data[keyUsername]), string(s.Data[keyPassword])
 	return l, nil
