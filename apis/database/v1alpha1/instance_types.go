@@ -319,8 +319,11 @@ type AvailableExtension struct {
 type PostgreSQLInstanceStatus struct {
 	xpv2.ManagedResourceStatus `json:",inline"`
 
-	// Phase is a display summary: Pending, Validating, Ready or Deleting.
+	// Phase is a display summary: Pending (registered, not yet checked),
+	// Validating (checked, not usable: the Ready condition says why),
+	// Ready, or Deleting.
 	// +optional
+	// +kubebuilder:default=Pending
 	Phase InstancePhase `json:"phase,omitempty"`
 
 	// PostgreSQLVersion is the server's version, as server_version reports it.
@@ -360,7 +363,10 @@ type PostgreSQLInstance struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PostgreSQLInstanceSpec   `json:"spec"`
+	Spec PostgreSQLInstanceSpec `json:"spec"`
+	// Status is what the provider observed of the server. A new Instance
+	// reads as phase Pending before the provider has looked at it.
+	// +kubebuilder:default={}
 	Status PostgreSQLInstanceStatus `json:"status,omitempty"`
 }
 

@@ -63,7 +63,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
 				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}
 			})),

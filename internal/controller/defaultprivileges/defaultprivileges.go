@@ -37,7 +37,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.Connector{Kube: kube, Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools},
+		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
 				return &external{kube: kube, conn: conn}
 			})),

@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -74,11 +75,22 @@ func (c *Connection) Release() {
 // pool for it.
 type Connector struct {
 	Kube client.Client
+	// Fresh reads from the API server, not the cache: before anything is
+	// created, the boundaries (the Instance's namespaceSelector, its
+	// deletion) are checked against what is true at that moment, not
+	// against a cache that may not yet have seen the platform withdraw a
+	// namespace or delete the Instance. Kube when nil.
+	Fresh client.Reader
 	// Namespace is the provider's, where admin Secrets live.
 	Namespace string
 	// Secrets reads them (config.InstanceSecrets); Kube when nil.
 	Secrets client.Reader
 	Pools   *postgres.Registry
+}
+
+// NewConnector returns the Connector of a kind living on an Instance.
+func NewConnector(mgr ctrl.Manager, c config.Config) Connector {
+	return Connector{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools}
 }
 
 // Connect resolves ref for mg (bound to boundUID once it has connected) and
@@ -121,7 +133,11 @@ func ConnectorFor[T interface {
 		if err != nil {
 			return nil, err
 		}
-		return createNoting[T]{build(conn), conn}, nil
+		fresh := c.Fresh
+		if fresh == nil {
+			fresh = c.Kube
+		}
+		return createNoting[T]{build(conn), conn, fresh}, nil
 	})
 }
 
@@ -129,9 +145,14 @@ func ConnectorFor[T interface {
 // nothing (config.Missing: the finalizer then goes with the create-pending
 // annotation) and each successful Create (config.Created: the status
 // write recording it then waits for the observation that follows at once).
+//
+// It is also where every kind's new work is admitted: each Create first
+// reads the Instance and the resource's namespace from the API server
+// (AdmitCreate).
 type createNoting[T resource.Managed] struct {
 	managed.TypedExternalClient[T]
-	conn *Connection
+	conn  *Connection
+	fresh client.Reader
 }
 
 // Disconnect ends the reconcile's turns in databases (Connection.Release):
@@ -150,6 +171,9 @@ func (c createNoting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObs
 }
 
 func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCreation, error) {
+	if err := AdmitCreate(ctx, c.fresh, c.conn.Instance, mg.GetNamespace()); err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	created, err := c.TypedExternalClient.Create(ctx, mg)
 	if err == nil {
 		config.Created(ctx)

@@ -13,6 +13,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -69,8 +70,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLInstance](&connector{kube: kube, namespace: c.Namespace, pools: c.Pools, record: recorder}),
 		// An Instance's name is a Kubernetes name, not an identifier: it
-		// has no external name.
-		managed.WithInitializers(),
+		// has no external name. Its finalizer goes on at first sight, and
+		// comes off only once nothing refers to it (deletionHold).
+		managed.WithInitializers(newDeletionHold(kube)),
+		managed.WithFinalizer(newDeletionHold(kube)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLInstanceGroupVersionKind), o...)
 
@@ -174,8 +177,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 	mg.SetConditions(serverVerified(mg.Spec.Endpoint.SSLMode))
 	t, err := ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
 	if err != nil {
-		mg.Status.Phase = v1alpha1.InstancePhaseValidating
-		mg.SetConditions(notReady(ReasonCredentialsUnavailable, err.Error()))
+		validationFailed(mg, ReasonCredentialsUnavailable, err.Error())
 		return nil, err
 	}
 	e.target = t
@@ -209,7 +211,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		// exists on the server for an Instance, so nothing is deleted there.
 		users, err := References(ctx, e.kube, mg)
 		if err != nil {
-			mg.SetConditions(xpv2.Deleting().WithMessage("deletion held: " + err.Error()))
+			err = errors.Wrap(err, "deletion held: cannot tell whether anything still refers to this Instance")
+			mg.SetConditions(xpv2.Deleting().WithMessage(err.Error()))
 			return managed.ExternalObservation{}, err
 		}
 		if len(users) > 0 {
@@ -224,26 +227,21 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 
-	if mg.Status.Phase == "" {
-		mg.Status.Phase = v1alpha1.InstancePhasePending
-	}
 	// A fresh login first: Ready must mean the Secret's credential works
 	// now, which the pool's long-lived sessions cannot show once the
 	// password has changed on the server.
 	if err := e.pools.Authenticate(ctx, e.target); err != nil {
-		mg.Status.Phase = v1alpha1.InstancePhaseValidating
 		msg := err.Error()
 		if errors.Is(err, postgres.ErrPasswordRejected) {
 			msg = "the admin credentials Secret's password does not log in (changed on the server, or a wrong one in the Secret): " +
 				"sessions opened before may still work, but every new connection fails. Put the current password in the Secret; the Instance is checked again at once (" + err.Error() + ")"
 		}
-		mg.SetConditions(notReady(ReasonUnreachable, msg))
+		validationFailed(mg, ReasonUnreachable, msg)
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 	info, err := postgres.ObserveServer(ctx, e.pool)
 	if err != nil {
-		mg.Status.Phase = v1alpha1.InstancePhaseValidating
-		mg.SetConditions(notReady(ReasonUnreachable, err.Error()))
+		validationFailed(mg, ReasonUnreachable, err.Error())
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 
@@ -266,15 +264,29 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if !info.Sufficient() {
-		mg.Status.Phase = v1alpha1.InstancePhaseValidating
-		mg.SetConditions(notReady(ReasonInsufficientPrivileges, fmt.Sprintf(
+		validationFailed(mg, ReasonInsufficientPrivileges, fmt.Sprintf(
 			"the admin role can connect but cannot do what the provider needs: it must be a superuser, or have CREATEDB and CREATEROLE (has createdb=%t, createrole=%t)",
-			info.CreateDB, info.CreateRole)))
+			info.CreateDB, info.CreateRole))
 	} else {
 		mg.Status.Phase = v1alpha1.InstancePhaseReady
 		mg.SetConditions(xpv2.Available())
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// validationFailed records that the Instance could not be validated. The
+// status then describes this generation of the spec too; what it said of
+// the server stays only while it is about the same spec: after a change
+// (a new endpoint, say) the version, identity, privileges and extensions
+// of the server reached before would be read as the new one's.
+func validationFailed(mg *v1alpha1.PostgreSQLInstance, reason xpv2.ConditionReason, msg string) {
+	if mg.Status.ObservedGeneration != mg.GetGeneration() {
+		mg.Status.PostgreSQLVersion, mg.Status.SystemIdentifier = "", ""
+		mg.Status.AdminPrivileges, mg.Status.AvailableExtensions = nil, nil
+	}
+	mg.Status.ObservedGeneration = mg.GetGeneration()
+	mg.Status.Phase = v1alpha1.InstancePhaseValidating
+	mg.SetConditions(notReady(reason, msg))
 }
 
 func (e *external) Create(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalCreation, error) {
@@ -319,7 +331,17 @@ var userKinds = []struct {
 
 // References lists the resources of every kind living on an Instance, in
 // every namespace, that refer to it, as "Kind namespace/name".
+//
+// A resource that never connected to the Instance (not bound to it yet),
+// and a tenant's claim, count only from a namespace the Instance's
+// namespaceSelector selects: from any other they could never have
+// provisioned, and must not keep the platform from retiring the Instance.
+// A bound resource counts wherever it is: it may have made something.
 func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
+	selected, err := selectedNamespaces(ctx, kube, in)
+	if err != nil {
+		return nil, err
+	}
 	var users []string
 	for _, k := range userKinds {
 		l := k.list()
@@ -338,12 +360,14 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 			if !ok || !isObj {
 				continue
 			}
-			if name, uid := u.InstanceBinding(); name == in.GetName() && boundTo(uid, in) {
-				users = append(users, k.kind+" "+obj.GetNamespace()+"/"+obj.GetName())
+			name, uid := u.InstanceBinding()
+			if name != in.GetName() || !boundTo(uid, in) || uid == "" && !selected(obj.GetNamespace()) {
+				continue
 			}
+			users = append(users, k.kind+" "+obj.GetNamespace()+"/"+obj.GetName())
 		}
 	}
-	tenants, err := tenantComposites(ctx, kube, in)
+	tenants, err := tenantComposites(ctx, kube, in, selected)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +384,7 @@ const TenantCompositeKind = "XPostgreSQLTenant"
 // claim) that name in, as "XPostgreSQLTenant name (claim ns/name)". They
 // hold the Instance from the moment a claim exists, before anything was
 // provisioned for it. Where the XRD is not installed there are none.
-func tenantComposites(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
+func tenantComposites(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance, selected func(namespace string) bool) ([]string, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(TenantCompositeKind + "List"))
 	// Not installed, or removed with the tenant Configuration.
@@ -374,9 +398,36 @@ func tenantComposites(ctx context.Context, kube client.Reader, in *v1alpha1.Post
 		}
 		ns, _, _ := unstructured.NestedString(x.Object, "spec", "claimRef", "namespace")
 		claim, _, _ := unstructured.NestedString(x.Object, "spec", "claimRef", "name")
+		if !selected(ns) {
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s %s (claim %s/%s)", TenantCompositeKind, x.GetName(), ns, claim))
 	}
 	return out, nil
+}
+
+// selectedNamespaces returns whether in's namespaceSelector selects a
+// namespace (every namespace when it has none), as the cache sees the
+// namespaces: an Instance's deletion waits for the watch either way.
+func selectedNamespaces(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance) (func(string) bool, error) {
+	if in.Spec.NamespaceSelector == nil {
+		return func(string) bool { return true }, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(in.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, errors.Wrap(err, "the Instance's namespaceSelector is invalid")
+	}
+	l := &corev1.NamespaceList{}
+	if err := kube.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, errors.Wrap(err, "cannot list namespaces to apply the Instance's namespaceSelector")
+	}
+	set := map[string]bool{}
+	for _, ns := range l.Items {
+		if s.Matches(labels.Set(ns.GetLabels())) {
+			set[ns.Name] = true
+		}
+	}
+	return func(ns string) bool { return set[ns] }, nil
 }
 
 // boundTo: a resource not yet bound to any Instance counts as referring to

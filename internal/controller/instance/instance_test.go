@@ -360,7 +360,7 @@ func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
 
 	// A tenant's claim holds it from the start: its composite and the
 	// binding that will provision on it.
-	composite := tenantComposite(ctx, t, "held")
+	composite := tenantComposite(ctx, t, "held", "heldtenant-x1", "held-users")
 	binding := &v1alpha1.PostgreSQLBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "heldtenant", Namespace: "held-users"},
 		Spec: v1alpha1.PostgreSQLBindingSpec{
@@ -392,7 +392,37 @@ func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
 	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "held-users", Name: "heldtenant"}, &v1alpha1.PostgreSQLDatabase{}); !kerrors.IsNotFound(err) {
 		t.Errorf("a database was provisioned on an Instance being deleted: %v", err)
 	}
-	for _, o := range []client.Object{binding, composite} {
+	// Nor does anything of any other kind start on it: a grant or default
+	// privileges asked for now are refused, and nothing is granted.
+	grant := &v1alpha1.PostgreSQLGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "heldgrant", Namespace: "held-users"},
+		Spec: v1alpha1.PostgreSQLGrantSpec{InstanceRef: v1alpha1.InstanceReference{Name: "held"}, ForProvider: v1alpha1.PostgreSQLGrantParameters{
+			Role: ptr.To("heldrole"), ObjectType: v1alpha1.GrantObjectDatabase, Database: ptr.To("helddb"), Privileges: []v1alpha1.Privilege{"CREATE"},
+		}},
+	}
+	defaults := &v1alpha1.PostgreSQLDefaultPrivileges{
+		ObjectMeta: metav1.ObjectMeta{Name: "helddefaults", Namespace: "held-users"},
+		Spec: v1alpha1.PostgreSQLDefaultPrivilegesSpec{InstanceRef: v1alpha1.InstanceReference{Name: "held"}, ForProvider: v1alpha1.PostgreSQLDefaultPrivilegesParameters{
+			Role: ptr.To("heldrole"), Owner: ptr.To("heldrole"), Database: ptr.To("helddb"), ObjectType: "Tables", Privileges: []v1alpha1.Privilege{"SELECT"},
+		}},
+	}
+	for _, o := range []providertest.Conditioned{grant, defaults} {
+		create(ctx, t, o)
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(o), o)
+			return err == nil && strings.Contains(o.GetCondition(xpv2.TypeSynced).Message, `PostgreSQLInstance "held" is being deleted: nothing new is provisioned`), err
+		})
+		if err != nil {
+			t.Errorf("%s was not refused on an Instance being deleted: %v (Synced: %q)", o.GetName(), err, o.GetCondition(xpv2.TypeSynced).Message)
+		}
+	}
+	if env.Holds(ctx, t, "has_database_privilege('heldrole', 'helddb', 'CREATE')") {
+		t.Error("a grant was made on an Instance being deleted")
+	}
+	if env.Holds(ctx, t, "count(*) > 0 FROM pg_default_acl WHERE defaclrole = 'heldrole'::regrole") {
+		t.Error("default privileges were set on an Instance being deleted")
+	}
+	for _, o := range []client.Object{binding, composite, grant, defaults} {
 		if err := env.Kube.Delete(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -431,8 +461,9 @@ func TestInstanceDeletionHeldWhileReferenced(t *testing.T) {
 
 // tenantComposite installs a minimal CRD for the tenant composite kind
 // (the one Crossplane derives from the tenant XRD) and creates a composite
-// naming instance, as a PostgreSQLTenant claim's would.
-func tenantComposite(ctx context.Context, t *testing.T, instanceName string) *unstructured.Unstructured {
+// naming instance, as the PostgreSQLTenant claim namespace/heldtenant's
+// would.
+func tenantComposite(ctx context.Context, t *testing.T, instanceName, name, namespace string) *unstructured.Unstructured {
 	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "xpostgresqltenants.database.ayatori.ddupan.top"},
@@ -457,10 +488,10 @@ func tenantComposite(ctx context.Context, t *testing.T, instanceName string) *un
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "XPostgreSQLTenant",
-		"metadata": map[string]any{"name": "heldtenant-x1"},
+		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
 			"instanceRef": map[string]any{"name": instanceName},
-			"claimRef":    map[string]any{"namespace": "held-users", "name": "heldtenant"},
+			"claimRef":    map[string]any{"namespace": namespace, "name": "heldtenant"},
 		},
 	}}
 	// The client's REST mapper learns the new kind on its next miss.

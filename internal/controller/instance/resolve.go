@@ -43,20 +43,55 @@ func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceRefer
 			"Nothing is adopted or migrated; check the new Instance's endpoint and status.systemIdentifier by hand, then recreate this resource to bind it anew",
 			ErrConflict, ref.Name, in.GetUID(), boundUID)
 	}
-	if sel := in.Spec.NamespaceSelector; sel != nil && newWork {
-		s, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return nil, errors.Wrapf(err, "PostgreSQLInstance %q has an invalid namespaceSelector", ref.Name)
-		}
-		ns := &corev1.Namespace{}
-		if err := kube.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
-			return nil, errors.Wrapf(err, "cannot get namespace %q to check PostgreSQLInstance %q's namespaceSelector", namespace, ref.Name)
-		}
-		if !s.Matches(labels.Set(ns.GetLabels())) {
-			return nil, errors.Errorf("namespace %q may not use PostgreSQLInstance %q: its namespaceSelector does not select it; no SQL was run. The selector applies to new work only: deleting resources here still works", namespace, ref.Name)
+	if newWork {
+		if err := checkSelects(ctx, kube, in, namespace); err != nil {
+			return nil, err
 		}
 	}
 	return in, nil
+}
+
+// checkSelects refuses namespace when in's namespaceSelector does not
+// select it, reading the namespace through kube.
+func checkSelects(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQLInstance, namespace string) error {
+	sel := in.Spec.NamespaceSelector
+	if sel == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return errors.Wrapf(err, "PostgreSQLInstance %q has an invalid namespaceSelector", in.GetName())
+	}
+	ns := &corev1.Namespace{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+		return errors.Wrapf(err, "cannot get namespace %q to check PostgreSQLInstance %q's namespaceSelector", namespace, in.GetName())
+	}
+	if !s.Matches(labels.Set(ns.GetLabels())) {
+		return errors.Errorf("namespace %q may not use PostgreSQLInstance %q: its namespaceSelector does not select it; no SQL was run. The selector applies to new work only: deleting resources here still works", namespace, in.GetName())
+	}
+	return nil
+}
+
+// AdmitCreate is the last check before anything is created on in's server
+// for a resource of namespace, against the API server's truth of this
+// moment (fresh reads through the API server, never the cache): the
+// Instance is still the one connected to and not being deleted, and its
+// namespaceSelector (as it stands now) still selects the namespace (as
+// labelled now). Observe checked both from the cache, which a withdrawal
+// made a moment ago may not have reached yet.
+func AdmitCreate(ctx context.Context, fresh client.Reader, connected *v1alpha1.PostgreSQLInstance, namespace string) error {
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := fresh.Get(ctx, types.NamespacedName{Name: connected.GetName()}, in); err != nil {
+		return errors.Wrapf(err, "cannot get PostgreSQLInstance %q before creating anything on it", connected.GetName())
+	}
+	if in.GetUID() != connected.GetUID() {
+		return errors.Errorf("%w: PostgreSQLInstance %q was deleted and created again while this resource was being reconciled: nothing was created; the next reconcile looks again",
+			ErrConflict, connected.GetName())
+	}
+	if err := CheckProvisioning(in); err != nil {
+		return err
+	}
+	return checkSelects(ctx, fresh, in, namespace)
 }
 
 // CheckProvisioning refuses new provisioning on an Instance being deleted.
