@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -368,7 +370,7 @@ const UIDIndex = "metadata.uid"
 
 // IndexUID adds UIDIndex for obj's kind to informers.
 func IndexUID(informers cache.Informers, obj client.Object) error {
-	err := index.Field(context.Background(), informers, obj, UIDIndex, func(o client.Object) []string { return []string{string(o.GetUID())} })
+	err := index.Unique(context.Background(), informers, obj, UIDIndex, func(o client.Object) []string { return []string{string(o.GetUID())} })
 	return errors.Wrap(err, "cannot index resources by UID")
 }
 
@@ -391,11 +393,50 @@ func members(kube client.Reader, ns, kinds string, newList func() client.ObjectL
 			return false, nil
 		}
 		l := newList()
-		if err := activation.List(ctx, kube, l, client.InNamespace(ns), client.MatchingFields{UIDIndex: uid}, client.UnsafeDisableDeepCopy); err != nil {
+		// The index is cluster-wide (index.Unique): the namespace of what
+		// it finds decides.
+		if err := activation.List(ctx, kube, l, client.MatchingFields{UIDIndex: uid}, client.UnsafeDisableDeepCopy); err != nil {
 			return false, errors.Wrapf(err, "cannot look up the %s of the namespace", kinds)
 		}
-		return meta.LenList(l) > 0, nil
+		found := false
+		err := meta.EachListItem(l, func(o runtime.Object) error {
+			if m, ok := o.(metav1.Object); ok && m.GetNamespace() == ns {
+				found = true
+			}
+			return nil
+		})
+		return found, err
 	}
+}
+
+// A Lookup returns the resource whose UID is uid, as "Kind
+// namespace/name", or "" when none is: whose an ownership marker on the
+// server says an object is.
+type Lookup func(ctx context.Context, uid string) (string, error)
+
+// Whose returns the Lookup of a kind, listed as newList lists it, its
+// UIDs indexed (IndexUID).
+func Whose(kube client.Reader, kind string, newList func() client.ObjectList) Lookup {
+	return func(ctx context.Context, uid string) (string, error) { return whose(ctx, kube, kind, newList, uid) }
+}
+
+func whose(ctx context.Context, kube client.Reader, kind string, newList func() client.ObjectList, uid string) (string, error) {
+	if uid == "" {
+		return "", nil
+	}
+	l := newList()
+	if err := activation.List(ctx, kube, l, client.MatchingFields{UIDIndex: uid}); err != nil {
+		return "", errors.Wrapf(err, "cannot look up the %s that UID %s is", kind, uid)
+	}
+	items, err := meta.ExtractList(l)
+	if err != nil || len(items) == 0 {
+		return "", errors.Wrapf(err, "cannot read the list of %ss", kind)
+	}
+	o, ok := items[0].(client.Object)
+	if !ok {
+		return "", nil
+	}
+	return kind + " " + o.GetNamespace() + "/" + o.GetName(), nil
 }
 
 // Field is the path of a spec.forProvider field set either by name or by

@@ -25,6 +25,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
@@ -62,10 +63,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
+	whose := boundary.Whose(kube, v1alpha1.PostgreSQLDatabaseKind, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} })
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
-				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn}
+				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn, whose: whose}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
@@ -105,6 +107,8 @@ type external struct {
 	instance *v1alpha1.PostgreSQLInstance
 	target   postgres.Target
 	conn     *instance.Connection
+	// whose tells whose another resource's ownership marker is (Foreign).
+	whose boundary.Lookup
 	// ownerChecked is the owner this reconcile's Observe already held to
 	// the boundary before a create: Create, which follows in the same
 	// reconcile, need not ask the server again.
@@ -172,12 +176,14 @@ func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	return k.e.checkCreate(ctx, mg)
 }
 
-func (k kind) Foreign(mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase) string {
-	name, uid := mg.DatabaseName(), string(mg.GetUID())
-	return fmt.Sprintf("database %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLDatabase (its comment carries no ownership marker for UID %s). "+
-		"Confirmed: the database exists. Uncertain: who manages it and whose data it holds (a create interrupted between CREATE DATABASE and its COMMENT also ends here). Nothing was changed. "+
-		"Check by hand with psql: \\l+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; if it is this resource's own interrupted create, an admin can mark it with: COMMENT ON DATABASE %s IS '%s'",
-		name, k.e.instance.GetName(), uid, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase, marker string) (conflict.Object, error) {
+	name := mg.DatabaseName()
+	whose, err := k.e.whose(ctx, marker)
+	return conflict.Object{
+		Noun: "database", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.instance.GetName()), Kind: v1alpha1.PostgreSQLDatabaseKind,
+		MarkedBy: whose, Check: "psql -c '\\l+ " + name + "'",
+		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))),
+	}, err
 }
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) {

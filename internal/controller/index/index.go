@@ -27,6 +27,24 @@ import (
 // by the key namespace+"/"+value. A list across namespaces matching field
 // finds nothing; TestNamespacedIndex holds both halves to that.
 func Field(ctx context.Context, informers cache.Informers, obj client.Object, field string, extract func(client.Object) []string) error {
+	return add(ctx, informers, obj, field, extract, func(o client.Object) string { return o.GetNamespace() })
+}
+
+// allNamespaces is how controller-runtime's cache keys an index for a
+// list across namespaces (its KeyToNamespacedKey of "").
+const allNamespaces = "__all_namespaces"
+
+// Unique adds to informers an index of obj's kind by a field whose values
+// are unique in the whole cluster (a UID), keyed once, across namespaces
+// only: a list matching the field without a namespace finds the object
+// wherever it is (client.MatchingFields{field: value}), and a caller that
+// wants it only within one namespace compares the namespace of what it
+// found. One key per object, as Field has.
+func Unique(ctx context.Context, informers cache.Informers, obj client.Object, field string, extract func(client.Object) []string) error {
+	return add(ctx, informers, obj, field, extract, func(client.Object) string { return allNamespaces })
+}
+
+func add(ctx context.Context, informers cache.Informers, obj client.Object, field string, extract func(client.Object) []string, scope func(client.Object) string) error {
 	inf, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return errors.Wrapf(err, "cannot index by %s", field)
@@ -39,7 +57,7 @@ func Field(ctx context.Context, informers cache.Informers, obj client.Object, fi
 		values := extract(o)
 		keys := make([]string, len(values))
 		for i, v := range values {
-			keys[i] = o.GetNamespace() + "/" + v
+			keys[i] = scope(o) + "/" + v
 		}
 		return keys, nil
 	}})

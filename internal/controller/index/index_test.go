@@ -56,6 +56,15 @@ func TestNamespacedIndex(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The app label as if it were unique cluster-wide, as a UID is.
+	if err := index.Unique(ctx, c, &corev1.ConfigMap{}, "unique", func(o client.Object) []string {
+		if app := o.GetLabels()["app"]; app != "" {
+			return []string{app}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
@@ -100,6 +109,9 @@ func TestNamespacedIndex(t *testing.T) {
 		"NoSuchValue":       {opts: []client.ListOption{client.InNamespace("victims"), client.MatchingFields{"app": "billing"}}},
 		"AcrossNamespaces":  {opts: []client.ListOption{client.MatchingFields{"app": "orders"}}},
 		"NamespaceNotFound": {opts: []client.ListOption{client.InNamespace("nobody"), client.MatchingFields{"app": "orders"}}},
+		// Unique: found across namespaces, wherever it is, and only so.
+		"UniqueAcrossNamespaces": {opts: []client.ListOption{client.MatchingFields{"unique": "billing"}}, want: []string{"shop/b"}},
+		"UniqueInANamespace":     {opts: []client.ListOption{client.InNamespace("shop"), client.MatchingFields{"unique": "billing"}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 )
 
 // ErrConflict marks errors after which the provider must not act: the
@@ -38,10 +40,15 @@ func Resolve(ctx context.Context, kube client.Reader, ref v1alpha1.InstanceRefer
 		return nil, errors.Wrapf(err, "cannot get PostgreSQLInstance %q", ref.Name)
 	}
 	if boundUID != "" && string(in.GetUID()) != boundUID {
-		return nil, errors.Errorf("%w: PostgreSQLInstance %q (UID %s) is not the Instance this resource was bound to (UID %s): it was deleted and created again. "+
-			"Confirmed: the name now refers to a new object. Uncertain: whether it points at the same server. "+
-			"Nothing is adopted or migrated; check the new Instance's endpoint and status.systemIdentifier by hand, then recreate this resource to bind it anew",
-			ErrConflict, ref.Name, in.GetUID(), boundUID)
+		return nil, errors.Errorf("%w: %s", ErrConflict, conflict.Message{
+			Target:    fmt.Sprintf("PostgreSQLInstance %q", ref.Name),
+			Found:     fmt.Sprintf("was deleted and created again: its UID is %s, not %s, the one this resource was bound to", in.GetUID(), boundUID),
+			Step:      "connect, before anything is observed",
+			Confirmed: "the name now refers to a new object",
+			Uncertain: "whether it points at the same server",
+			Check:     fmt.Sprintf("kubectl get pginstance %s -o jsonpath='{.spec.endpoint} {.status.systemIdentifier}'", ref.Name),
+			Next:      "Nothing is adopted or migrated: recreate this resource to bind it to the new Instance",
+		})
 	}
 	if newWork {
 		if err := checkSelects(ctx, kube, in, namespace); err != nil {
@@ -85,8 +92,14 @@ func AdmitCreate(ctx context.Context, fresh client.Reader, connected *v1alpha1.P
 		return errors.Wrapf(err, "cannot get PostgreSQLInstance %q before creating anything on it", connected.GetName())
 	}
 	if in.GetUID() != connected.GetUID() {
-		return errors.Errorf("%w: PostgreSQLInstance %q was deleted and created again while this resource was being reconciled: nothing was created; the next reconcile looks again",
-			ErrConflict, connected.GetName())
+		return errors.Errorf("%w: %s", ErrConflict, conflict.Message{
+			Target:    fmt.Sprintf("PostgreSQLInstance %q", connected.GetName()),
+			Found:     "was deleted and created again while this resource was being reconciled",
+			Step:      "create",
+			Confirmed: "the name now refers to a new object",
+			Uncertain: "whether it points at the same server",
+			Next:      "The next reconcile looks again",
+		})
 	}
 	if err := CheckProvisioning(in); err != nil {
 		return err
@@ -110,10 +123,15 @@ func CheckSameServer(instanceName, now, bound string) error {
 	if bound == "" || now == bound {
 		return nil
 	}
-	return errors.Errorf("%w: PostgreSQLInstance %q now reaches a server with system identifier %s, but this resource was bound to the server with system identifier %s. "+
-		"Confirmed: the Instance's endpoint leads to a different server. Uncertain: whether the object exists there, and what became of it on the old server. "+
-		"Nothing is adopted or migrated and nothing was changed; check both servers by hand (SELECT system_identifier FROM pg_control_system()), then point the Instance back or recreate this resource",
-		ErrConflict, instanceName, now, bound)
+	return errors.Errorf("%w: %s", ErrConflict, conflict.Message{
+		Target:    fmt.Sprintf("PostgreSQLInstance %q", instanceName),
+		Found:     fmt.Sprintf("now reaches a server with system identifier %s, but this resource was bound to the server with system identifier %s", now, bound),
+		Step:      conflict.StepObserve,
+		Confirmed: "the Instance's endpoint leads to a different server",
+		Uncertain: "whether the object exists there, and what became of it on the old server",
+		Check:     "SELECT system_identifier FROM pg_control_system() on each server",
+		Next:      "Nothing is adopted or migrated: point the Instance back, or recreate this resource",
+	})
 }
 
 // CheckExternalName refuses a crossplane.io/external-name annotation that
@@ -124,10 +142,15 @@ func CheckExternalName(mg metav1.Object, kind, name string) error {
 	if en == "" || en == name {
 		return nil
 	}
-	return errors.Errorf("%w: the external name %q differs from the %s's name %q: a %s is never re-pointed implicitly. "+
-		"Confirmed: this resource manages %s %q. Uncertain: which %s the annotation was meant to name. "+
-		"Restore the crossplane.io/external-name annotation to %q, or create a new resource for the other %s",
-		ErrConflict, en, kind, name, kind, kind, name, kind, name, kind)
+	return errors.Errorf("%w: %s", ErrConflict, conflict.Message{
+		Target:    fmt.Sprintf("The crossplane.io/external-name annotation %q", en),
+		Found:     fmt.Sprintf("differs from the %s's name %q: a %s is never re-pointed implicitly", kind, name, kind),
+		Step:      conflict.StepObserve,
+		Confirmed: fmt.Sprintf("this resource manages %s %q", kind, name),
+		Uncertain: fmt.Sprintf("which %s the annotation was meant to name", kind),
+		Check:     fmt.Sprintf("kubectl -n %s get pg%s %s -o jsonpath='{.metadata.annotations}'", mg.GetNamespace(), kind, mg.GetName()),
+		Next:      fmt.Sprintf("Restore the annotation to %q, or create a new resource for the other %s", name, kind),
+	})
 }
 
 // Bind checks that the server an observation reached (its system

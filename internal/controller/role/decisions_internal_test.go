@@ -81,8 +81,11 @@ func newRole(change ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole 
 
 func newExternal(db *fakedb.DB) *external {
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}}
-	return &external{pool: db, instance: in, verified: &verifiedPasswords{}}
+	return &external{pool: db, instance: in, verified: &verifiedPasswords{}, whose: noOwner}
 }
+
+// noOwner stands in for the look-up of a marker's resource: none exists.
+func noOwner(context.Context, string) (string, error) { return "", nil }
 
 func TestObserveDecisions(t *testing.T) {
 	cases := map[string]struct {

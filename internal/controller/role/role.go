@@ -39,6 +39,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
@@ -94,10 +95,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
+	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder}
+				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder, whose: whose}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube}),
@@ -192,6 +194,8 @@ type external struct {
 	publisher *managed.APILocalSecretPublisher
 	verified  *verifiedPasswords
 	events    event.Recorder
+	// whose tells whose another resource's ownership marker is (Foreign).
+	whose boundary.Lookup
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
@@ -334,13 +338,17 @@ func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLRole) erro
 	return k.e.checkBoundary(ctx, mg)
 }
 
-func (k kind) Foreign(mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole) string {
+// Foreign offers no statement that marks an unmarked role as this
+// resource's: taking a role over replaces its password, which whoever
+// uses it now relies on (docs/credentials.md says how an admin adopts a
+// login role on purpose, from an import).
+func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole, marker string) (conflict.Object, error) {
 	name := mg.RoleName()
-	return fmt.Sprintf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole (its comment carries no ownership marker for UID %s). "+
-		"Confirmed: the role exists. Uncertain: who manages it and who relies on its password. Nothing was changed. "+
-		"Check by hand with psql: \\du+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to let this resource own it, an admin must drop or rename the existing role first, "+
-		"or adopt it (this resource then replaces its password; see docs/credentials.md): COMMENT ON ROLE %s IS %s",
-		name, k.e.instance.GetName(), mg.GetUID(), name, postgres.QuoteIdentifier(name), postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))))
+	whose, err := k.e.whose(ctx, marker)
+	return conflict.Object{
+		Noun: "role", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.instance.GetName()), Kind: v1alpha1.PostgreSQLRoleKind,
+		MarkedBy: whose, Check: "psql -c '\\du+ " + name + "'",
+	}, err
 }
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
@@ -907,12 +915,15 @@ func (e *external) connectionSecret(ctx context.Context, mg *v1alpha1.PostgreSQL
 	if c := metav1.GetControllerOf(s); c != nil {
 		whose = fmt.Sprintf("its controller is %s %s", c.Kind, c.Name)
 	}
-	msg := fmt.Sprintf("the connection Secret %s/%s exists, but this PostgreSQLRole did not create it (%s). "+
-		"Confirmed: nothing was read from it and nothing was written to it or to the server. "+
-		"A Secret the provider did not create is never taken as a credential source nor given credentials. "+
-		"Check by hand: kubectl -n %s get secret %s -o jsonpath='{.metadata.ownerReferences}'. "+
-		"Delete that Secret or choose another spec.writeConnectionSecretToRef.name; to bring a password of your own, use spec.forProvider.passwordSecretRef",
-		mg.GetNamespace(), name, whose, mg.GetNamespace(), name)
+	msg := conflict.Message{
+		Target:    fmt.Sprintf("The connection Secret %s/%s", mg.GetNamespace(), name),
+		Found:     fmt.Sprintf("exists, but this PostgreSQLRole did not create it (%s)", whose),
+		Step:      "observe, before the role's credentials are read or published",
+		Confirmed: "nothing was read from the Secret and nothing was written to it or to the server; a Secret the provider did not create is never taken as a credential source nor given credentials",
+		Uncertain: "who created it and what they expect of it",
+		Check:     fmt.Sprintf("kubectl -n %s get secret %s -o jsonpath='{.metadata.ownerReferences}'", mg.GetNamespace(), name),
+		Next:      "Delete that Secret or choose another spec.writeConnectionSecretToRef.name; to bring a password of your own, use spec.forProvider.passwordSecretRef",
+	}.String()
 	mg.SetConditions(v1alpha1.Conflict(msg))
 	return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 }

@@ -621,7 +621,7 @@ func TestRoleConflictWhenInstanceReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitCondition(ctx, t, r, corev1.ConditionFalse, v1alpha1.ReasonConflict)
-	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "is not the Instance this resource was bound to") {
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, `PostgreSQLInstance "replaced" was deleted and created again`) {
 		t.Errorf("Conflict message: %s", msg)
 	}
 }

@@ -3,6 +3,7 @@ package role
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 )
 
 // Steps of an Alternating rotation after which a provider may stop: the
@@ -191,9 +194,17 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 	}
 	for _, n := range l.names {
 		if r := l.roles[n].Role; r != nil && r.Owner != string(mg.GetUID()) {
-			return nil, errors.Errorf("role %q exists on PostgreSQLInstance %q but was not created by this PostgreSQLRole as one of its login roles (its comment carries no ownership marker for UID %s). "+
-				"Nothing was changed: making it a member of %q would hand whoever holds its password the role's privileges. An admin must drop or rename it",
-				n, e.instance.GetName(), mg.GetUID(), base)
+			msg := conflict.Message{
+				Target:    fmt.Sprintf("role %q on PostgreSQLInstance %q", n, e.instance.GetName()),
+				Found:     fmt.Sprintf("exists but was not created by this PostgreSQLRole as one of its login roles (its comment carries no ownership marker for UID %s)", mg.GetUID()),
+				Step:      "alternating rotation, before the login is made a member of " + strconv.Quote(base),
+				Confirmed: "the role exists and is not one of this resource's logins",
+				Uncertain: "who made it and who holds its password: making it a member would hand them the role's privileges",
+				Check:     "psql -c '\\du+ " + n + "'",
+				Next:      "An admin must drop or rename it",
+			}.String()
+			mg.SetConditions(v1alpha1.Conflict(msg))
+			return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 		}
 	}
 	s, err := e.connectionSecret(ctx, mg)

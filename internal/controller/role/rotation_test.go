@@ -437,7 +437,7 @@ func TestAlternatingRefusesAForeignLogin(t *testing.T) {
 	})
 	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		c := getRole(ctx, t, r).GetCondition(xpv2.TypeSynced)
-		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `role "vault_a" exists`) && strings.Contains(c.Message, "was not created by this PostgreSQLRole"), nil
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, `role "vault_a" on PostgreSQLInstance "main" exists`) && strings.Contains(c.Message, "was not created by this PostgreSQLRole"), nil
 	})
 	if err != nil {
 		t.Fatalf("the foreign login is not reported: %v (%+v)", err, getRole(ctx, t, r).GetCondition(xpv2.TypeSynced))

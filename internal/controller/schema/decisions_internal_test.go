@@ -73,7 +73,16 @@ func testInstance() *v1alpha1.PostgreSQLInstance {
 // newExternal returns the external client of a schema in database app, whose
 // pool is db.
 func newExternal(db *fakedb.DB) *external {
-	return &external{conn: instance.NewConnection(testInstance(), db, func(string) postgres.DB { return db })}
+	return &external{conn: instance.NewConnection(testInstance(), db, func(string) postgres.DB { return db }), whose: whose}
+}
+
+// whose stands in for the look-up of a marker's resource: "another-uid"
+// is a schema of namespace other.
+func whose(_ context.Context, uid string) (string, error) {
+	if uid == "another-uid" {
+		return "PostgreSQLSchema other/sales", nil
+	}
+	return "", nil
 }
 
 func TestObserveDecisions(t *testing.T) {
@@ -133,7 +142,7 @@ func TestObserveDecisions(t *testing.T) {
 		"AnotherResourcesMarkIsAConflict": {
 			mg:         newSchema(),
 			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("", "another-uid"))},
-			wantErr:    "was not created by this PostgreSQLSchema",
+			wantErr:    "exists and is PostgreSQLSchema other/sales's",
 			wantReason: v1alpha1.ReasonConflict,
 			wantBound:  true,
 		},

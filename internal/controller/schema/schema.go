@@ -22,6 +22,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -43,10 +44,15 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
+	// Whose a schema's ownership marker says it is (Foreign).
+	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLSchema{}); err != nil {
+		return err
+	}
+	whose := boundary.Whose(kube, v1alpha1.PostgreSQLSchemaKind, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} })
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
-				return &external{kube: kube, conn: conn}
+				return &external{kube: kube, conn: conn, whose: whose}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
 	)
@@ -81,6 +87,8 @@ func references(o client.Object) []reference.Ref {
 type external struct {
 	kube client.Client
 	conn *instance.Connection
+	// whose tells whose another resource's ownership marker is (Foreign).
+	whose boundary.Lookup
 	// pool is that of the schema's database, once Observe found it.
 	pool postgres.DB
 }
@@ -197,12 +205,14 @@ func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) er
 	return k.e.checkBoundary(ctx, mg, mg.Status.AtProvider.Database, want.Owner, "")
 }
 
-func (k kind) Foreign(mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema) string {
-	name, db, uid := mg.SchemaName(), mg.Status.AtProvider.Database, string(mg.GetUID())
-	return fmt.Sprintf("schema %q exists in database %q on PostgreSQLInstance %q but was not created by this PostgreSQLSchema (its comment carries no ownership marker for UID %s). "+
-		"Confirmed: the schema exists. Uncertain: who manages it and whose objects it holds. Nothing was changed. "+
-		"Check by hand with psql -d %s: \\dn+ %s. To manage it read-only, set managementPolicies to [\"Observe\"]; to hand it to this resource, an admin can mark it with: COMMENT ON SCHEMA %s IS '%s'",
-		name, db, k.e.conn.Instance.GetName(), uid, db, name, postgres.QuoteIdentifier(name), postgres.WithMarker("", uid))
+func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema, marker string) (conflict.Object, error) {
+	name, db := mg.SchemaName(), mg.Status.AtProvider.Database
+	whose, err := k.e.whose(ctx, marker)
+	return conflict.Object{
+		Noun: "schema", Name: name, In: fmt.Sprintf("in database %q on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLSchemaKind,
+		MarkedBy: whose, Check: "psql -d " + db + " -c '\\dn+ " + name + "'",
+		Adopt: "COMMENT ON SCHEMA " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))),
+	}, err
 }
 
 func (kind) Record(mg *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 )
 
@@ -55,10 +56,11 @@ type Kind[T resource.Managed, O any] interface {
 	// privilege boundary, missing prerequisites), before anything is sent;
 	// nil lets Create run.
 	CheckCreate(ctx context.Context, mg T) error
-	// Foreign is the Conflict message for an object of mg's name that mg did
-	// not create: what is confirmed, what is uncertain, how to check and how
-	// to hand it over.
-	Foreign(mg T, got *O) string
+	// Foreign describes an object of mg's name that mg did not create,
+	// whose ownership marker names marker ("" for none), for its Conflict
+	// message (conflict.Foreign): what it is, whose it is, how to check,
+	// and, for an unmarked one, the statement that marks it as mg's.
+	Foreign(ctx context.Context, mg T, got *O, marker string) (conflict.Object, error)
 	// Record writes what was observed into mg's status.
 	Record(mg T, got *O)
 }
@@ -106,7 +108,12 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		// Never created by mg: letting go touches nothing on the server.
 		return nil, managed.ExternalObservation{}, true, nil
 	case instance.Foreign:
-		msg := k.Foreign(mg, o.Object)
+		f, err := k.Foreign(ctx, mg, o.Object, o.Marker)
+		if err != nil {
+			return nil, managed.ExternalObservation{}, true, err
+		}
+		f.Marker = o.Marker
+		msg := conflict.Foreign(f).String()
 		mg.SetConditions(v1alpha1.Conflict(msg))
 		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 	}

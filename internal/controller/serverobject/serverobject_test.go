@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 )
 
@@ -45,8 +46,10 @@ func (f fake) CheckCreate(context.Context, *v1alpha1.PostgreSQLRole) error {
 	*f.checked = true
 	return f.refuse
 }
-func (fake) Foreign(*v1alpha1.PostgreSQLRole, *object) string { return "someone else's role" }
-func (f fake) Record(*v1alpha1.PostgreSQLRole, *object)       { *f.recorded = true }
+func (fake) Foreign(context.Context, *v1alpha1.PostgreSQLRole, *object, string) (conflict.Object, error) {
+	return conflict.Object{Noun: "role", Name: "someone else's role", Kind: "PostgreSQLRole"}, nil
+}
+func (f fake) Record(*v1alpha1.PostgreSQLRole, *object) { *f.recorded = true }
 
 func TestObserve(t *testing.T) {
 	const uid, instanceUID, server = "role-uid", "instance-uid", "7000"

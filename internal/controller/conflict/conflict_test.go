@@ -1,0 +1,85 @@
+package conflict
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestForeign(t *testing.T) {
+	const adopt = `COMMENT ON DATABASE "inventory" IS '[provider-postgresql uid=claimant]'`
+	base := Object{
+		Noun: "database", Name: "inventory", In: `on PostgreSQLInstance "main"`, Kind: "PostgreSQLDatabase",
+		Check: `psql -c '\l+ inventory'`, Adopt: adopt,
+	}
+	cases := map[string]struct {
+		reason string
+		obj    func(Object) Object
+		want   []string
+		never  []string
+	}{
+		"AnotherResources": {
+			reason: "An object marked by another resource says whose it is and is never handed over, whoever asks.",
+			obj: func(o Object) Object {
+				o.Marker, o.MarkedBy = "victim-uid", "PostgreSQLDatabase victims/inventory"
+				return o
+			},
+			want:  []string{"PostgreSQLDatabase victims/inventory's", "UID victim-uid", "never handed over"},
+			never: []string{"COMMENT ON", "claimant", "mark it"},
+		},
+		"AGoneResources": {
+			reason: "An object marked by a resource that no longer exists (retained) is not handed over from here either.",
+			obj: func(o Object) Object {
+				o.Marker = "gone-uid"
+				return o
+			},
+			want:  []string{"no longer exists", "UID gone-uid", "not handed over"},
+			never: []string{"COMMENT ON", "claimant"},
+		},
+		"Unmarked": {
+			reason: "Only an unmarked object gets the statement that marks it, for an admin to run.",
+			obj:    func(o Object) Object { return o },
+			want:   []string{"carries no ownership marker", "an admin can mark it", adopt},
+		},
+		"UnmarkedWithoutAdoption": {
+			reason: "A kind that must not be taken over (a role: its password would be replaced) offers no statement.",
+			obj: func(o Object) Object {
+				o.Adopt = ""
+				return o
+			},
+			want:  []string{"carries no ownership marker", `managementPolicies to ["Observe"]`},
+			never: []string{"COMMENT ON", "mark it"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			msg := Foreign(tc.obj(base)).String()
+			// Every Conflict: the target, the step, what is confirmed and
+			// uncertain, that nothing changed, how to check.
+			for _, want := range append([]string{`database "inventory" on PostgreSQLInstance "main"`, "(step: " + StepObserve + ")",
+				"Confirmed: ", "Uncertain: ", "Nothing was changed.", `Check by hand: psql -c '\l+ inventory'.`}, tc.want...) {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%s\n%q\ndoes not say %q", tc.reason, msg, want)
+				}
+			}
+			for _, never := range tc.never {
+				if strings.Contains(msg, never) {
+					t.Errorf("%s\n%q\nsays %q", tc.reason, msg, never)
+				}
+			}
+		})
+	}
+}
+
+func TestMessageNeverSteersToAPasswordChange(t *testing.T) {
+	for _, m := range []Message{
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole"}),
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u"}),
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u", MarkedBy: "PostgreSQLRole a/b"}),
+	} {
+		for _, never := range []string{"password", "Ready"} {
+			if s := m.String(); strings.Contains(s, never) {
+				t.Errorf("%q mentions %q", s, never)
+			}
+		}
+	}
+}
