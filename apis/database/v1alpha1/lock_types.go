@@ -11,6 +11,11 @@ import (
 // Crossplane, copying a claim's annotations) may change it.
 const AnnotationLocked = Group + "/locked"
 
+// AnnotationLockReasons holds, one line per Lock of AnnotationLocked that
+// has a reason, "name: reason": what the admission policy's denial shows
+// after the Locks' names. It only informs; AnnotationLocked decides.
+const AnnotationLockReasons = Group + "/lock-reasons"
+
 // Reasons of a Lock's Ready condition.
 const (
 	// ReasonLockActive: the target carries the lock annotation and the

@@ -237,6 +237,9 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	}
 	st.Active = true
 	msg := fmt.Sprintf("deleting %s %s is refused while this Lock exists", ref.Kind, r.describe(l, ref.Name))
+	if reason := l.GetLockSpec().Reason; reason != "" {
+		msg += " (reason: " + oneLine(reason) + ")"
+	}
 	if st.Usage != "" {
 		msg += "; Crossplane Usage " + st.Usage + " protects it too"
 	}
@@ -323,14 +326,24 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 			return err
 		}
 		names := Names(t.GetAnnotations()[v1alpha1.AnnotationLocked])
+		reasons := Reasons(t.GetAnnotations()[v1alpha1.AnnotationLockReasons])
 		has := slices.Contains(names, l.GetName())
-		if has == add {
+		reason := oneLine(l.GetLockSpec().Reason)
+		if !add {
+			reason = ""
+		}
+		if has == add && reasons[l.GetName()] == reason {
 			return nil
 		}
-		if add {
+		if add && !has {
 			names = append(names, l.GetName())
-		} else {
+		} else if !add {
 			names = slices.DeleteFunc(names, func(n string) bool { return n == l.GetName() })
+		}
+		if reason == "" {
+			delete(reasons, l.GetName())
+		} else {
+			reasons[l.GetName()] = reason
 		}
 		orig := t.DeepCopy()
 		a := t.GetAnnotations()
@@ -341,6 +354,11 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 			delete(a, v1alpha1.AnnotationLocked)
 		} else {
 			a[v1alpha1.AnnotationLocked] = Format(names)
+		}
+		if r := FormatReasons(names, reasons); r == "" {
+			delete(a, v1alpha1.AnnotationLockReasons)
+		} else {
+			a[v1alpha1.AnnotationLockReasons] = r
 		}
 		t.SetAnnotations(a)
 		return r.kube.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
@@ -372,6 +390,34 @@ func Format(names []string) string {
 	s := slices.Clone(names)
 	slices.Sort(s)
 	return strings.Join(slices.Compact(s), ",")
+}
+
+// Reasons parses the lock-reasons annotation: by Lock name, its reason.
+func Reasons(v string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(v, "\n") {
+		if name, reason, ok := strings.Cut(line, ": "); ok && name != "" && reason != "" {
+			out[name] = reason
+		}
+	}
+	return out
+}
+
+// FormatReasons writes the lock-reasons annotation for the Locks names:
+// "name: reason" lines, in the order of names, for those that have one.
+func FormatReasons(names []string, reasons map[string]string) string {
+	var lines []string
+	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
+		if r := reasons[n]; r != "" {
+			lines = append(lines, n+": "+r)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// oneLine keeps a reason on one line of the annotation.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func (r *reconciler) describe(l object, name string) string {

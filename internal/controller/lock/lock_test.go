@@ -193,8 +193,13 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 		t.Errorf("annotation = %q, want a-prod,b-audit", got)
 	}
 
+	if c := a.GetCondition(xpv2.TypeReady); !strings.Contains(c.Message, "(reason: Production data)") {
+		t.Errorf("the Lock's status does not show its reason: %q", c.Message)
+	}
+
 	t.Run("DeleteDeniedNamingEveryLockSorted", func(t *testing.T) {
-		waitDeleteDenied(ctx, t, db, message("a-prod", "b-audit"))
+		// The fixed part as the contract writes it, then the reasons.
+		waitDeleteDenied(ctx, t, db, message("a-prod", "b-audit")+" (a-prod: Production data)")
 		err := env.Kube.Delete(ctx, db)
 		if err == nil || !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), message("a-prod", "b-audit")) {
 			t.Fatalf("a real delete: %v", err)
@@ -793,8 +798,8 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 
 // TestInstallPolicyWithItsOwnRole: with only cluster/rbac-install-lock-policy.yaml
 // (and rbac.yaml), the provider's identity keeps the installed policy and
-// binding up to date, keeping their identity lists, but cannot create a
-// missing one: it says to apply the policy once.
+// binding up to date, keeping their identity lists, and installs a missing
+// one: Locks are enforced with the default install.
 func TestInstallPolicyWithItsOwnRole(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -834,8 +839,10 @@ func TestInstallPolicyWithItsOwnRole(t *testing.T) {
 			t.Errorf("cannot restore the binding: %v", err)
 		}
 	})
-	err = lock.InstallPolicy(ctx, sa, "crossplane-system")
-	if err == nil || !strings.Contains(err.Error(), "apply cluster/lock-policy.yaml once") {
-		t.Errorf("installing a missing binding with the install role: %v, want a refusal saying to apply the policy", err)
+	if err := lock.InstallPolicy(ctx, sa, "crossplane-system"); err != nil {
+		t.Fatalf("installing a missing binding with the install role: %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, binding); err != nil {
+		t.Errorf("the binding was not installed again: %v", err)
 	}
 }
