@@ -82,8 +82,8 @@ func main() {
 				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
 		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
 				Default(postgres.DefaultIdleTimeout.String()).Duration()
-		installLockPolicy = app.Flag("install-lock-policy", "Keep the ValidatingAdmissionPolicy that enforces Locks, and its binding, in line with this provider's version at start-up (an installed policy keeps its identity lists). With cluster/rbac-install-lock-policy.yaml the provider may only update them, so apply cluster/lock-policy.yaml once first; an identity allowed to create admission policies (make dev) also installs them.").
-					Default("false").Bool()
+		installLockPolicy = app.Flag("install-lock-policy", "On by default. Install the ValidatingAdmissionPolicy that enforces Locks, and its binding, at start-up, or bring an installed one in line with this provider's version (keeping its identity lists); needs cluster/rbac-install-lock-policy.yaml. --no-install-lock-policy leaves the policy to you (apply cluster/lock-policy.yaml).").
+					Default("true").Bool()
 		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
 				Default("30s").Duration()
 	)
@@ -181,9 +181,14 @@ func main() {
 	if *installLockPolicy {
 		direct, err := client.New(cfg, client.Options{Scheme: scheme})
 		kingpin.FatalIfError(err, "Cannot create an API client")
-		kingpin.FatalIfError(lock.InstallPolicy(ctx, direct, *namespace),
-			"Cannot install or update the Lock admission policy (apply cluster/lock-policy.yaml and cluster/rbac-install-lock-policy.yaml, or drop --install-lock-policy)")
-		log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
+		// Not fatal: databases are managed without it, and every Lock
+		// says PolicyMissing (with what to apply) until it is there.
+		if err := lock.InstallPolicy(ctx, direct, *namespace); err != nil {
+			log.Info("Cannot install or update the Lock admission policy: Locks are NOT enforced until it is installed. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/lock-policy.yaml yourself and run with --no-install-lock-policy",
+				"policy", "provider-postgresql-lock", "error", err.Error())
+		} else {
+			log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
+		}
 	}
 
 	kingpin.FatalIfError(pgcontroller.SetupGated(ctx, mgr, config.Config{

@@ -224,6 +224,12 @@ func helpFlags(help string) map[string]flagRow {
 			}
 			flags[cur] = flagRow{Short: m[1], Default: def}
 		}
+		// kingpin shows no default for a boolean flag: one that is on by
+		// default says so in its help.
+		if r, ok := flags[cur]; ok && strings.Contains(line, "On by default") {
+			r.Default = "true"
+			flags[cur] = r
+		}
 		if m := helpEnv.FindStringSubmatch(line); m != nil && cur != "" {
 			r := flags[cur]
 			r.Env = m[1]

@@ -94,7 +94,7 @@ func (p *PolicyChecker) load(ctx context.Context) (*admissionv1.ValidatingAdmiss
 }
 
 func (p *PolicyChecker) read(ctx context.Context) (*admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding, string) {
-	const apply = "apply cluster/lock-policy.yaml (or run the provider with --install-lock-policy)"
+	const apply = "bind cluster/rbac-install-lock-policy.yaml to the provider and restart it (it installs the policy at start-up), or apply cluster/lock-policy.yaml yourself"
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
 	err := p.Reader.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, vap)
 	switch {
