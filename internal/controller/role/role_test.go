@@ -416,6 +416,22 @@ func TestRoleDropBlockedByOwnedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the blocked drop does not say what blocks it: %v; Synced: %+v", err, got.GetCondition(xpv2.TypeSynced))
 	}
+	// And a Warning event on the resource says so, for kubectl describe.
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := env.Kube.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == got.UID && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "owner of table public.owned_by_owner") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no Warning event says why the clean-up failed: %v", err)
+	}
 	if _, err := db.Exec(ctx, "DROP TABLE owned_by_owner"); err != nil {
 		t.Fatal(err)
 	}
@@ -581,6 +597,10 @@ func assertNotInObjects(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQ
 	eb, _ := json.Marshal(events)
 	if strings.Contains(string(b), secret) || strings.Contains(string(eb), secret) {
 		t.Error("the password appears in the PostgreSQLRole or in events")
+	}
+	// Everything the provider logged so far, at every level.
+	if strings.Contains(env.ProviderLog(), secret) {
+		t.Error("the password appears in the provider's log")
 	}
 }
 
