@@ -1,11 +1,13 @@
 // Package index adds field indexes of namespaced kinds to the manager's
-// cache, keyed within their namespace only.
+// cache, each object keyed once: within its namespace (Field), or, for a
+// value unique in the cluster such as a UID, across namespaces (Unique).
 //
 // controller-runtime's IndexField keys every object twice, once in its
 // namespace and once across all namespaces, so that a list of every
-// namespace can match the field too. The provider only ever looks a field
-// up within one namespace (a tenant's references never cross it), and the
-// second key cost as much memory as the first: the indexes were a sixth of
+// namespace can match the field too. The provider looks a field up either
+// within one namespace (a tenant's references never cross it) or, for a
+// UID, across all of them, never both ways, and the second key cost as
+// much memory as the first: the indexes were a sixth of
 // the live heap at 5,000 objects (docs/performance.md, Memory).
 package index
 
