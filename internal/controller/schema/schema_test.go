@@ -192,6 +192,16 @@ func TestSchemaConflict(t *testing.T) {
 			t.Errorf("Conflict message %q lacks %q", msg, want)
 		}
 	}
+	// No busy loop: a resource in Conflict is retried with back-off (1 s
+	// doubling, and the poll), a handful of reconciles in a minute, not
+	// one after another.
+	reads := env.CountReads(t, client.ObjectKeyFromObject(s))
+	time.Sleep(time.Minute)
+	if n := reads(); n > 20 {
+		t.Errorf("a resource in Conflict was reconciled %d times in a minute: a busy loop", n)
+	} else {
+		t.Logf("reconciled %d times in a minute while in Conflict", n)
+	}
 	if err := env.Kube.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
