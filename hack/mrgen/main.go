@@ -316,6 +316,16 @@ func (mg *{{ .Name }}) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
 }
 
+// StampGeneration records in this {{ .Name }}'s status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *{{ .Name }}) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
+}
+
 // GetLastHandledReconcileAt of this {{ .Name }}.
 func (mg *{{ .Name }}) GetLastHandledReconcileAt() string {
 	return mg.Status.GetLastHandledReconcileAt()

@@ -170,6 +170,15 @@ func (b *PostgreSQLBinding) SetConditions(c ...xpv2.Condition) {
 	b.Status.SetConditions(c...)
 }
 
+// StampGeneration records in the status, its conditions included, that it
+// describes the current generation.
+func (b *PostgreSQLBinding) StampGeneration() {
+	for i := range b.Status.Conditions {
+		b.Status.Conditions[i].ObservedGeneration = b.GetGeneration()
+	}
+	b.Status.ObservedGeneration = b.GetGeneration()
+}
+
 // InstanceBinding implements InstanceUser: a binding that provisions
 // refers to the Instance it provisions on. It is never bound to an
 // Instance UID itself; its database is.

@@ -139,6 +139,15 @@ type ClusterLockList struct {
 	Items           []ClusterLock `json:"items"`
 }
 
+// Stamp records that the status, its conditions included, describes
+// generation.
+func (s *LockStatus) Stamp(generation int64) {
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = generation
+	}
+	s.ObservedGeneration = generation
+}
+
 // GetCondition returns the condition of type ct.
 func (l *Lock) GetCondition(ct xpv2.ConditionType) xpv2.Condition { return l.Status.GetCondition(ct) }
 

@@ -44,6 +44,16 @@ func (mg *PostgreSQLDatabase) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
 }
 
+// StampGeneration records in this PostgreSQLDatabase's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLDatabase) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
+}
+
 // GetLastHandledReconcileAt of this PostgreSQLDatabase.
 func (mg *PostgreSQLDatabase) GetLastHandledReconcileAt() string {
 	return mg.Status.GetLastHandledReconcileAt()
@@ -107,6 +117,16 @@ func (mg *PostgreSQLDefaultPrivileges) GetObservedGeneration() int64 {
 // SetObservedGeneration of this PostgreSQLDefaultPrivileges.
 func (mg *PostgreSQLDefaultPrivileges) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
+}
+
+// StampGeneration records in this PostgreSQLDefaultPrivileges's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLDefaultPrivileges) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
 }
 
 // GetLastHandledReconcileAt of this PostgreSQLDefaultPrivileges.
@@ -175,6 +195,16 @@ func (mg *PostgreSQLGrant) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
 }
 
+// StampGeneration records in this PostgreSQLGrant's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLGrant) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
+}
+
 // GetLastHandledReconcileAt of this PostgreSQLGrant.
 func (mg *PostgreSQLGrant) GetLastHandledReconcileAt() string {
 	return mg.Status.GetLastHandledReconcileAt()
@@ -238,6 +268,16 @@ func (mg *PostgreSQLInstance) GetObservedGeneration() int64 {
 // SetObservedGeneration of this PostgreSQLInstance.
 func (mg *PostgreSQLInstance) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
+}
+
+// StampGeneration records in this PostgreSQLInstance's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLInstance) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
 }
 
 // GetLastHandledReconcileAt of this PostgreSQLInstance.
@@ -305,6 +345,16 @@ func (mg *PostgreSQLRole) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
 }
 
+// StampGeneration records in this PostgreSQLRole's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLRole) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
+}
+
 // GetLastHandledReconcileAt of this PostgreSQLRole.
 func (mg *PostgreSQLRole) GetLastHandledReconcileAt() string {
 	return mg.Status.GetLastHandledReconcileAt()
@@ -368,6 +418,16 @@ func (mg *PostgreSQLSchema) GetObservedGeneration() int64 {
 // SetObservedGeneration of this PostgreSQLSchema.
 func (mg *PostgreSQLSchema) SetObservedGeneration(generation int64) {
 	mg.Status.SetObservedGeneration(generation)
+}
+
+// StampGeneration records in this PostgreSQLSchema's status, its conditions
+// included, that it describes the current generation: the provider's one
+// status writer calls it on every write.
+func (mg *PostgreSQLSchema) StampGeneration() {
+	for i := range mg.Status.Conditions {
+		mg.Status.Conditions[i].ObservedGeneration = mg.GetGeneration()
+	}
+	mg.Status.SetObservedGeneration(mg.GetGeneration())
 }
 
 // GetLastHandledReconcileAt of this PostgreSQLSchema.

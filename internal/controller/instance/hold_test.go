@@ -211,6 +211,9 @@ func TestInstancePhaseAndGeneration(t *testing.T) {
 	if got.Status.ObservedGeneration != got.Generation {
 		t.Errorf("observedGeneration = %d after a failed validation of generation %d", got.Status.ObservedGeneration, got.Generation)
 	}
+	if c := got.GetCondition(xpv2.TypeReady); c.ObservedGeneration != got.Generation {
+		t.Errorf("the Ready condition's observedGeneration = %d, want %d", c.ObservedGeneration, got.Generation)
+	}
 	if got.Status.Phase != v1alpha1.InstancePhaseValidating || got.Status.SystemIdentifier != "" || got.Status.PostgreSQLVersion != "" || got.Status.AdminPrivileges != nil {
 		t.Errorf("after the endpoint moved and failed: phase %q, identity %q, version %q, admin %+v; want Validating and nothing of the old server",
 			got.Status.Phase, got.Status.SystemIdentifier, got.Status.PostgreSQLVersion, got.Status.AdminPrivileges)

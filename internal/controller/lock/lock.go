@@ -184,7 +184,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else {
 		l.SetConditions(xpv2.ReconcileSuccess())
 	}
-	l.GetLockStatus().ObservedGeneration = l.GetGeneration()
+	l.GetLockStatus().Stamp(l.GetGeneration())
 	// The status is this controller's alone: a merge patch of all of it
 	// never loses to a reconcile that read a stale copy.
 	patch, serr := json.Marshal(map[string]any{"status": l.GetLockStatus()})
