@@ -5,15 +5,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
 // conflictRetry is how soon a reconcile that lost a write to a newer
@@ -74,24 +71,6 @@ func NewClient(cfg *rest.Config, o client.Options) (client.Client, error) {
 // describes (v1alpha1's StampGeneration).
 type generationStamper interface{ StampGeneration() }
 
-// readyOnFailure gives a resource whose reconcile failed before anything
-// set its Ready condition (a reference it waits for, a missing database)
-// one anyway: Ready is False, for the reason Synced gives, so that every
-// resource has one Ready condition, and kubectl's READY column is never
-// blank while something is wrong.
-func readyOnFailure(o client.Object) {
-	c, ok := o.(resource.Conditioned)
-	if !ok {
-		return
-	}
-	synced, ready := c.GetCondition(xpv2.TypeSynced), c.GetCondition(xpv2.TypeReady)
-	if ready.Reason != "" || synced.Status != corev1.ConditionFalse {
-		return
-	}
-	c.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionFalse, Reason: synced.Reason,
-		Message: "not ready: the last reconcile failed (see Synced)", LastTransitionTime: synced.LastTransitionTime})
-}
-
 // notingConflicts wraps c so that its updates and patches, of objects and
 // of their status, note their conflicts in the caller's context and their
 // results in l, a status update that would change nothing, or that records
@@ -126,7 +105,6 @@ func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
 			// conditions: crossplane-runtime stamps only those it sets
 			// itself, not the Ready condition an external client sets.
 			if s, ok := o.(generationStamper); ok && sub == "status" {
-				readyOnFailure(o)
 				s.StampGeneration()
 			}
 			if sub == "status" && len(opts) == 0 && (unchangedStatus(ctx, c, l, o) || deferCreating(ctx, o)) {

@@ -26,8 +26,8 @@ type generationed interface {
 // TestStatusDescribesTheGenerationOnFailure: on every kind the provider
 // reconciles, one Ready condition and status.observedGeneration follow the
 // spec when the reconcile fails too. Each object is created broken (its
-// target missing), then its spec is changed while it stays broken: the
-// failure reported must be the new generation's.
+// target missing or refused), then its spec is changed while it stays
+// broken: the failure reported must be the new generation's.
 //
 //nolint:forcetypeassert // Each case's funcs take that case's object.
 func TestStatusDescribesTheGenerationOnFailure(t *testing.T) {
@@ -42,7 +42,7 @@ func TestStatusDescribesTheGenerationOnFailure(t *testing.T) {
 	}{
 		"PostgreSQLDatabase": {
 			obj: &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gendb"}, Spec: v1alpha1.PostgreSQLDatabaseSpec{
-				InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Owner: ptr.To("gen_no_such_owner")}}},
+				InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Extensions: []v1alpha1.Extension{{Name: "gen_no_such_extension"}}}}},
 			change:   func(o client.Object) { o.(*v1alpha1.PostgreSQLDatabase).Spec.ForProvider.Comment = ptr.To("changed") },
 			observed: func(o client.Object) int64 { return o.(*v1alpha1.PostgreSQLDatabase).Status.ObservedGeneration },
 		},
@@ -56,7 +56,7 @@ func TestStatusDescribesTheGenerationOnFailure(t *testing.T) {
 		},
 		"PostgreSQLSchema": {
 			obj: &v1alpha1.PostgreSQLSchema{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "genschema"}, Spec: v1alpha1.PostgreSQLSchemaSpec{
-				InstanceRef: in, ForProvider: v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("gen_no_such_db")}}},
+				InstanceRef: in, ForProvider: v1alpha1.PostgreSQLSchemaParameters{Database: ptr.To("postgres")}}},
 			change:   func(o client.Object) { o.(*v1alpha1.PostgreSQLSchema).Spec.ForProvider.Comment = ptr.To("changed") },
 			observed: func(o client.Object) int64 { return o.(*v1alpha1.PostgreSQLSchema).Status.ObservedGeneration },
 		},
