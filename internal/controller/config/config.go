@@ -97,6 +97,11 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		// annotation (created.go).
 		managed.WithFinalizer(Finalizer(mgr.GetClient())),
 	}
+	if c.ChangeLogOptions != nil {
+		// --enable-changelogs: one entry per create, update and delete
+		// on the server (package changelog).
+		o = append(o, managed.WithChangeLogger(c.ChangeLogOptions.ChangeLogger))
+	}
 	if c.MetricOptions != nil {
 		if c.MetricOptions.MRMetrics != nil {
 			o = append(o, managed.WithMetricRecorder(c.MetricOptions.MRMetrics))
