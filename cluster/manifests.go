@@ -1,7 +1,8 @@
 // Package cluster holds the manifests a cluster admin applies beside the
 // provider package (a provider package can carry neither an admission
 // policy nor extra RBAC). They are embedded so that the provider can
-// install the Lock policy itself (--install-lock-policy) and tests apply
+// install its admission policies itself (--install-lock-policy,
+// --install-tenant-policy) and tests apply
 // exactly what ships.
 package cluster
 
@@ -16,4 +17,11 @@ var Manifests embed.FS
 const (
 	LockPolicyName = "provider-postgresql-lock"
 	LockPolicyFile = "lock-policy.yaml"
+)
+
+// Names of the tenant admission policy's objects: it checks claims that
+// name an admin-registered database.
+const (
+	TenantPolicyName = "provider-postgresql-tenant"
+	TenantPolicyFile = "tenant-policy.yaml"
 )

@@ -50,7 +50,7 @@ func TestRBACNamesWhatItGrants(t *testing.T) {
 }
 
 // TestInstallRoleIsLimitedToItsNames: the role that lets the provider
-// install and update the Lock policy reads and changes admission policies
+// install and update its admission policies reads and changes admission policies
 // only by name; the one thing RBAC cannot limit to a name, create, is
 // granted alone (docs/install.md weighs it), and nothing deletes or lists
 // them.
@@ -63,6 +63,7 @@ func TestInstallRoleIsLimitedToItsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	own := []string{cluster.LockPolicyName, cluster.TenantPolicyName}
 	creates := false
 	for _, u := range objs {
 		if u.GetKind() != "ClusterRole" {
@@ -80,9 +81,9 @@ func TestInstallRoleIsLimitedToItsNames(t *testing.T) {
 			switch {
 			case slices.Equal(verbs, []string{"create"}) && len(names) == 0:
 				creates = true
-			case slices.Equal(names, []string{cluster.LockPolicyName}) && !slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains([]string{"get", "update", "patch"}, v) }):
+			case slices.Equal(names, own) && !slices.ContainsFunc(verbs, func(v string) bool { return !slices.Contains([]string{"get", "update", "patch"}, v) }):
 			default:
-				t.Errorf("rule %d on admission policies: verbs %v, resourceNames %v; want get/update/patch of %s only, or create alone", i, verbs, names, cluster.LockPolicyName)
+				t.Errorf("rule %d on admission policies: verbs %v, resourceNames %v; want get/update/patch of %v only, or create alone", i, verbs, names, own)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 
+	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/configuration"
+	"github.com/ayatori/provider-postgresql/internal/admission"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
@@ -45,12 +48,32 @@ var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() err
 	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
 		return nil, errors.Join(errors.Wrap(err, "the API server refused the CRDs generated from the XRD"), cp.Stop())
 	}
+	// The provider's PostgreSQLDatabase, which the tenant policy reads.
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "package", "crds", "database.ayatori.ddupan.top_postgresqldatabases.yaml")},
+	}); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
 	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
 		return nil, errors.Join(err, cp.Stop())
+	}
+	// The tenant policy, as the provider installs it at start-up.
+	policy, err := admission.Manifests(cluster.TenantPolicyFile)
+	if err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	for _, o := range policy {
+		if err := kube.Create(ctx, o); err != nil {
+			return nil, errors.Join(err, cp.Stop())
+		}
 	}
 	return cp.Stop, nil
 })
@@ -113,7 +136,11 @@ func TestClaimValidation(t *testing.T) {
 		},
 		"OverLongNames": {
 			name: "longer", spec: `{"instanceRef": {"name": "` + long + `x` + strings.Repeat("y", 40) + `"}}`,
-			want: []string{"exceed 241 characters", "set spec.secretName"},
+			want: []string{"exceed 241 characters", "shorten them"},
+		},
+		"OverLongNamesWithANamedSecret": {
+			name: "longer", spec: `{"instanceRef": {"name": "` + long + `x` + strings.Repeat("y", 40) + `"}, "secretName": "creds"}`,
+			want: []string{"exceed 241 characters"},
 		},
 		"BadSecretName": {
 			name: "badsecret", spec: `{"instanceRef": {"name": "main"}, "secretName": "Not_A_Name"}`,
@@ -159,9 +186,6 @@ func TestClaimAcceptedAndFrozen(t *testing.T) {
 		mutate func(u *unstructured.Unstructured)
 		want   string
 	}{
-		"RemovingAnExtension": {func(u *unstructured.Unstructured) {
-			_ = unstructured.SetNestedStringSlice(u.Object, []string{}, "spec", "extensions")
-		}, "spec.extensions is append-only"},
 		"SettingTheDatabaseLater": {func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "orders_new", "spec", "database")
 		}, "spec.database cannot be set or removed after creation"},
@@ -201,4 +225,87 @@ func TestClaimAcceptedAndFrozen(t *testing.T) {
 			t.Errorf("update: %v", err)
 		}
 	})
+}
+
+// TestClaimExtensionsAppendOnlyOnceInstalled: an extension the database
+// has installed (the claim's status.extensions) cannot be removed from the
+// claim; one it never installed, a misspelt name, can.
+func TestClaimExtensionsAppendOnlyOnceInstalled(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	c := claim("typo", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto", "pgcrytpo"]}`)
+	if err := kube.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), c) })
+	_ = unstructured.SetNestedStringSlice(c.Object, []string{"pgcrypto"}, "status", "extensions")
+	if err := kube.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	set := func(extensions ...string) error {
+		cur := c.DeepCopy()
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(c), cur); err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedStringSlice(cur.Object, extensions, "spec", "extensions")
+		return kube.Update(ctx, cur)
+	}
+	if err := set("pgcrytpo"); err == nil || !strings.Contains(err.Error(), "an extension the database has installed (status.extensions) cannot be removed") {
+		t.Errorf("removing an installed extension: %v, want a refusal", err)
+	}
+	if err := set(); err == nil {
+		t.Error("removing every extension, an installed one included, was accepted")
+	}
+	if err := set("pgcrypto"); err != nil {
+		t.Errorf("removing an extension never installed was refused: %v", err)
+	}
+	if err := set("pgcrypto", "citext"); err != nil {
+		t.Errorf("appending an extension was refused: %v", err)
+	}
+}
+
+// TestRegisteredDatabaseClaimNames: a claim naming a registered database
+// takes its Instance from that PostgreSQLDatabase, and the tenant policy
+// refuses it at creation when the Instance's name and the claim's exceed
+// 241 characters together, named Secret or not; a claim naming a database
+// not registered yet passes (the composition checks it later).
+func TestRegisteredDatabaseClaimNames(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	instance := strings.Repeat("i", 200)
+	db := &unstructured.Unstructured{}
+	db.SetAPIVersion("database.ayatori.ddupan.top/v1alpha1")
+	db.SetKind("PostgreSQLDatabase")
+	db.SetNamespace("default")
+	db.SetName("far")
+	_ = unstructured.SetNestedField(db.Object, instance, "spec", "instanceRef", "name")
+	if err := kube.Create(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	tooLong := strings.Repeat("c", 42) // 200 + 42 = 242.
+	// The policy takes a moment to see the new param.
+	var err error
+	wait := time.Now().Add(30 * time.Second)
+	for time.Now().Before(wait) {
+		c := claim(tooLong, `{"databaseRef": {"name": "far"}, "loginRole": "app"}`)
+		if err = kube.Create(ctx, c); err != nil {
+			break
+		}
+		_ = kube.Delete(ctx, c)
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, want := range []string{"spec.databaseRef: PostgreSQLDatabase far is on PostgreSQLInstance " + instance, "exceed 241 characters"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a claim of %d characters on a registered database of an Instance of 200: %v, want a refusal saying %q", len(tooLong), err, want)
+		}
+	}
+	if err := kube.Create(ctx, claim(tooLong, `{"databaseRef": {"name": "far"}, "loginRole": "app", "secretName": "creds"}`)); err == nil {
+		t.Error("a named Secret exempted the claim: the ExternalSecret is named <instance>-<name>-postgresql whatever secretName says")
+	}
+	if err := kube.Create(ctx, claim(strings.Repeat("c", 41), `{"databaseRef": {"name": "far"}, "loginRole": "app"}`)); err != nil {
+		t.Errorf("241 characters exactly were refused: %v", err)
+	}
+	if err := kube.Create(ctx, claim(tooLong, `{"databaseRef": {"name": "not-yet"}, "loginRole": "app"}`)); err != nil {
+		t.Errorf("a claim naming a database not registered yet was refused: %v", err)
+	}
 }

@@ -123,6 +123,40 @@ func waitBound(ctx context.Context, t *testing.T, core *crossplane.Core, c *unst
 	return found
 }
 
+// describesGeneration waits until claim c has exactly one Ready condition,
+// of status ready, and its Ready and Synced conditions both record the
+// claim's current generation.
+func describesGeneration(ctx context.Context, t *testing.T, c *unstructured.Unstructured, ready string) {
+	t.Helper()
+	var conds []any
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return false, err
+		}
+		conds, _, _ = unstructured.NestedSlice(c.Object, "status", "conditions")
+		readies, current := 0, 0
+		for _, x := range conds {
+			m, _ := x.(map[string]any)
+			gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+			switch m["type"] {
+			case "Ready":
+				readies++
+				if m["status"] == ready && gen == c.GetGeneration() {
+					current++
+				}
+			case "Synced":
+				if gen == c.GetGeneration() {
+					current++
+				}
+			}
+		}
+		return readies == 1 && current == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("claim %s/%s at generation %d: want one Ready (%s) and Synced describing it, have %v: %v", c.GetNamespace(), c.GetName(), c.GetGeneration(), ready, conds, err)
+	}
+}
+
 // assertNoAccess checks that nothing was delivered for the claim ns/name:
 // no login role on the server, no Secret in its namespace.
 func assertNoAccess(ctx context.Context, t *testing.T, ns, name string) {
@@ -241,6 +275,31 @@ func TestTenantEndToEnd(t *testing.T) {
 		assertNoAccess(ctx, t, "finance", "thief")
 		if _, err := providertest.ConnectWithSecret(ctx, secret, ""); err != nil {
 			t.Errorf("the orders tenant lost its access: %v", err)
+		}
+		// A refused claim's one Ready condition, and its Synced, describe
+		// its generation, and follow a spec change while it stays refused.
+		describesGeneration(ctx, t, thief, "False")
+		providertest.Update(ctx, t, env, thief, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "now", "spec", "rotateCredentials")
+		})
+		describesGeneration(ctx, t, thief, "False")
+	})
+
+	t.Run("InstalledExtensionsAreShownAndKept", func(t *testing.T) {
+		describesGeneration(ctx, t, orders, "True")
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(orders), orders)
+			got, _, _ := unstructured.NestedStringSlice(orders.Object, "status", "extensions")
+			return err == nil && fmt.Sprint(got) == "[pgcrypto]", err
+		})
+		if err != nil {
+			got, _, _ := unstructured.NestedStringSlice(orders.Object, "status", "extensions")
+			t.Fatalf("the claim's status.extensions is %v, want [pgcrypto]: %v", got, err)
+		}
+		cur := orders.DeepCopy()
+		_ = unstructured.SetNestedStringSlice(cur.Object, []string{}, "spec", "extensions")
+		if err := env.Kube.Update(ctx, cur); err == nil || !strings.Contains(err.Error(), "cannot be removed") {
+			t.Errorf("removing an installed extension from the claim: %v, want a refusal", err)
 		}
 	})
 

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
@@ -29,6 +30,9 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
+	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/admission"
+	"github.com/ayatori/provider-postgresql/internal/changelog"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
@@ -84,6 +88,12 @@ func main() {
 				Default(postgres.DefaultIdleTimeout.String()).Duration()
 		installLockPolicy = app.Flag("install-lock-policy", "On by default. Install the ValidatingAdmissionPolicy that enforces Locks, and its binding, at start-up, or bring an installed one in line with this provider's version (keeping its identity lists); needs cluster/rbac-install-lock-policy.yaml. --no-install-lock-policy leaves the policy to you (apply cluster/lock-policy.yaml).").
 					Default("true").Bool()
+		installTenantPolicy = app.Flag("install-tenant-policy", "On by default. Install the ValidatingAdmissionPolicy that checks PostgreSQLTenant claims naming a registered database (cluster/tenant-policy.yaml), and its binding, at start-up, or bring installed ones in line with this provider's version; needs cluster/rbac-install-lock-policy.yaml. --no-install-tenant-policy leaves it to you.").
+					Default("true").Bool()
+		enableChangeLogs = app.Flag("enable-changelogs", "Send an entry for every create, update and delete made on a PostgreSQL server to Crossplane's change log sidecar (see docs/install.md, \"Change logs\").").
+					Default("false").Bool()
+		changeLogsSocket = app.Flag("changelogs-socket-path", "The Unix socket the change log sidecar listens on (with --enable-changelogs).").
+					Default(changelog.DefaultSocket).String()
 		shutdownTimeout = app.Flag("graceful-shutdown-timeout", "How long running reconciles may take to finish after SIGTERM before the process exits.").
 				Default("30s").Duration()
 	)
@@ -161,6 +171,14 @@ func main() {
 		},
 		Gate: new(gate.Gate[schema.GroupVersionKind]),
 	}
+	if *enableChangeLogs {
+		c, err := changelog.Dial(*changeLogsSocket, "provider-postgresql:"+version.Version)
+		kingpin.FatalIfError(err, "Cannot set up change logs")
+		defer func() { _ = c.Close() }()
+		o.Features.Enable(feature.EnableAlphaChangeLogs)
+		o.ChangeLogOptions = c.Options
+		log.Info("Change logs enabled", "socket", *changeLogsSocket)
+	}
 
 	ctx, cancel := context.WithCancelCause(ctrl.SetupSignalHandler())
 	defer cancel(nil)
@@ -178,9 +196,9 @@ func main() {
 	observations := config.NewObservations()
 	metrics.Registry.MustRegister(pools, observations, role.CredentialMetrics{Roles: mgr.GetClient()})
 
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	kingpin.FatalIfError(err, "Cannot create an API client")
 	if *installLockPolicy {
-		direct, err := client.New(cfg, client.Options{Scheme: scheme})
-		kingpin.FatalIfError(err, "Cannot create an API client")
 		// Not fatal: databases are managed without it, and every Lock
 		// says PolicyMissing (with what to apply) until it is there.
 		if err := lock.InstallPolicy(ctx, direct, *namespace); err != nil {
@@ -188,6 +206,16 @@ func main() {
 				"policy", "provider-postgresql-lock", "error", err.Error())
 		} else {
 			log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
+		}
+	}
+	if *installTenantPolicy {
+		// Not fatal either: the tenant composition makes the same check,
+		// later, on the claim's condition.
+		if err := admission.Install(ctx, direct, cluster.TenantPolicyFile, nil); err != nil {
+			log.Info("Cannot install or update the tenant admission policy: claims naming a registered database are checked only by the composition. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/tenant-policy.yaml yourself and run with --no-install-tenant-policy",
+				"policy", cluster.TenantPolicyName, "error", err.Error())
+		} else {
+			log.Info("Installed the tenant admission policy", "policy", cluster.TenantPolicyName)
 		}
 	}
 

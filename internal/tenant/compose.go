@@ -68,6 +68,9 @@ type Status struct {
 	Database   string `json:"database,omitempty"`
 	LoginRole  string `json:"loginRole,omitempty"`
 	SecretName string `json:"secretName,omitempty"`
+	// Extensions are those installed in the database: the claim can no
+	// longer remove them from spec.extensions.
+	Extensions []string `json:"extensions,omitempty"`
 }
 
 // Composed is the result of a composition.
@@ -117,8 +120,16 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase) (*Composed, error) {
 	if d.Instance == "" || d.Database == "" || d.Owner == "" {
 		return nil, errors.New("the bound database's instance, name and owner are not known yet")
 	}
+	instance := def(s.InstanceRef, d.Instance)
+	if len(instance)+len(s.ClaimName) > MaxNames {
+		// Admission refuses it (the claim's schema, or for a registered
+		// database the tenant policy); this catches a claim created
+		// before its database was registered.
+		return nil, errors.Errorf("the database's PostgreSQLInstance %q and the claim's name %q together exceed %d characters, so the credentials name "+
+			"<instance>-<name>-postgresql would not be a valid name: give the claim a shorter name", instance, s.ClaimName, MaxNames)
+	}
 	login := def(s.LoginRole, s.ClaimName)
-	secret := def(s.SecretName, SecretName(def(s.InstanceRef, d.Instance), s.ClaimName))
+	secret := def(s.SecretName, SecretName(instance, s.ClaimName))
 	role := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ClaimNamespace, Name: s.ClaimName + "-login"},
 		Spec: v1alpha1.PostgreSQLRoleSpec{
@@ -147,9 +158,13 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase) (*Composed, error) {
 	}
 	return &Composed{
 		Resources: map[string]client.Object{LoginRole: role},
-		Status:    Status{Instance: d.Instance, Database: d.Database, LoginRole: login, SecretName: secret},
+		Status:    Status{Instance: d.Instance, Database: d.Database, LoginRole: login, SecretName: secret, Extensions: d.Extensions},
 	}, nil
 }
+
+// MaxNames is how long an Instance's name and a claim's may be together:
+// SecretName adds 12 characters, and an object name has at most 253.
+const MaxNames = 241
 
 // SecretName is the default name of a tenant's Secret.
 func SecretName(instance, claim string) string {

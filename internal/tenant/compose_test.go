@@ -148,3 +148,40 @@ func TestAccess(t *testing.T) {
 		t.Error("composed access without knowing the database's owner")
 	}
 }
+
+// TestAccessShowsInstalledExtensions: the claim's status lists the
+// extensions the bound database has installed, which the claim's schema
+// then keeps from being removed.
+func TestAccessShowsInstalledExtensions(t *testing.T) {
+	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner", Extensions: []string{"pgcrypto"}}
+	c, err := Access(Spec{InstanceRef: "main", Extensions: []string{"pgcrypto", "pgcrytpo"}, ClaimNamespace: "shop", ClaimName: "orders"}, Options{}, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"pgcrypto"}, c.Status.Extensions); diff != "" {
+		t.Errorf("status.extensions (-want +got): only what the database installed\n%s", diff)
+	}
+}
+
+// TestAccessRefusesOverLongNames: a claim whose Instance (for a registered
+// database, the database's) and name together exceed 241 characters gets
+// no login, and an error saying why, whether it names its Secret or not.
+func TestAccessRefusesOverLongNames(t *testing.T) {
+	long := strings.Repeat("i", 200)
+	for name, s := range map[string]Spec{
+		"RegisteredDatabase": {DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 42)},
+		"NamedSecret":        {DatabaseRef: "legacy", SecretName: "creds", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 42)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
+			c, err := Access(s, Options{}, bound)
+			if err == nil || !strings.Contains(err.Error(), "exceed 241 characters") {
+				t.Fatalf("composed %v, error %v; want a refusal naming the 241-character rule", c, err)
+			}
+		})
+	}
+	bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
+	if _, err := Access(Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 41)}, Options{}, bound); err != nil {
+		t.Errorf("241 characters exactly: %v", err)
+	}
+}

@@ -16,7 +16,7 @@ import (
 // TestBindingIsFrozen: what a binding asks for cannot be changed once
 // created (a binding never moves to another database, and the reclaim
 // policy of what it provisions is fixed), except that extensions may be
-// added.
+// added, and removed while the database has not installed them.
 func TestBindingIsFrozen(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -48,8 +48,7 @@ func TestBindingIsFrozen(t *testing.T) {
 		"Reclaim": {func(b *v1alpha1.PostgreSQLBinding) {
 			b.Spec.Provision.ManagementPolicies = xpv2.ManagementPolicies{"*"}
 		}, "fixed at provisioning"},
-		"ExtensionOut": {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.Extensions = nil }, "append-only"},
-		"NoProvision":  {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision = nil }, "provision cannot be added or removed"},
+		"NoProvision": {func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision = nil }, "provision cannot be added or removed"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -66,6 +65,28 @@ func TestBindingIsFrozen(t *testing.T) {
 		u.Spec.Provision.Extensions = append(u.Spec.Provision.Extensions, "citext")
 		if err := kube.Update(ctx, u); err != nil {
 			t.Errorf("adding an extension: %v", err)
+		}
+	})
+	t.Run("ExtensionRemoved", func(t *testing.T) {
+		// The database has installed pgcrypto (and citext not yet).
+		u := &v1alpha1.PostgreSQLBinding{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(b), u); err != nil {
+			t.Fatal(err)
+		}
+		u.Status.Phase = v1alpha1.BindingBound
+		u.Status.Database = &v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner", Extensions: []string{"pgcrypto"}}
+		if err := kube.Status().Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		installed := u.DeepCopy()
+		installed.Spec.Provision.Extensions = []string{"citext"}
+		if err := kube.Update(ctx, installed); err == nil || !strings.Contains(err.Error(), "an extension the database has installed (status.database.extensions) cannot be removed") {
+			t.Errorf("removing an installed extension: %v, want a refusal", err)
+		}
+		never := u.DeepCopy()
+		never.Spec.Provision.Extensions = []string{"pgcrypto"}
+		if err := kube.Update(ctx, never); err != nil {
+			t.Errorf("removing an extension never installed: %v", err)
 		}
 	})
 }

@@ -51,7 +51,6 @@ const (
 // binding when it does not exist: a PostgreSQLDatabase reserved for this
 // binding, owned by a NOLOGIN owner role that is kept with the database.
 // +kubebuilder:validation:XValidation:rule="self.instanceRef == oldSelf.instanceRef && self.database == oldSelf.database",message="the instance and database of a provisioned database cannot change"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.extensions) || (has(self.extensions) && oldSelf.extensions.all(e, e in self.extensions))",message="extensions is append-only; an extension is never uninstalled automatically"
 // +kubebuilder:validation:XValidation:rule="has(self.managementPolicies) == has(oldSelf.managementPolicies) && (!has(self.managementPolicies) || self.managementPolicies == oldSelf.managementPolicies)",message="managementPolicies (the reclaim policy) is fixed at provisioning"
 type BindingProvision struct {
 	// InstanceRef names the PostgreSQLInstance to create the database on.
@@ -62,7 +61,10 @@ type BindingProvision struct {
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,62}$`
 	Database string `json:"database"`
 
-	// Extensions to install in the database. Append-only.
+	// Extensions to install in the database. Append-only once installed:
+	// an entry the database has installed (status.database.extensions)
+	// cannot be removed, and no extension is ever uninstalled; one never
+	// installed (a misspelt name) can be, and leaves the database's list.
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9_][a-z0-9_-]{0,62}$`
 	// +optional
@@ -112,6 +114,13 @@ type BoundDatabase struct {
 	// Owner is the database's owner role, of which the tenant's login role
 	// becomes a member.
 	Owner string `json:"owner"`
+	// Extensions installed in the database, of those it lists (its
+	// status.atProvider.extensions): the ones the binding can no longer
+	// remove.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Extensions []string `json:"extensions,omitempty"`
 }
 
 // A PostgreSQLBindingStatus is the binding as the provider last saw it.
@@ -138,6 +147,7 @@ type PostgreSQLBindingStatus struct {
 // bindings themselves (see cluster/personas.yaml).
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.provision) || !has(oldSelf.spec.provision.extensions) || !has(oldSelf.status) || !has(oldSelf.status.database) || !has(oldSelf.status.database.extensions) || oldSelf.spec.provision.extensions.all(e, !(e in oldSelf.status.database.extensions) || (has(self.spec.provision) && has(self.spec.provision.extensions) && e in self.spec.provision.extensions))",message="spec.provision.extensions: an extension the database has installed (status.database.extensions) cannot be removed, and is never uninstalled; only one never installed can be"
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,postgresql},shortName=pgbinding
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.phase"

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -133,12 +134,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, r.report(ctx, b, *refused, nil)
 		}
 	}
-	c, delivered := state(b, db)
-	if delivered != nil && provisionedFor(db, b) {
-		if err := r.appendExtensions(ctx, b, db); err != nil {
+	if provisionedFor(db, b) {
+		// Before it is Bound too: a database whose creation waits for a
+		// misspelt extension is never Bound until the name goes.
+		if err := r.syncExtensions(ctx, b, db); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
+	c, delivered := state(b, db)
 	return reconcile.Result{}, r.report(ctx, b, c, delivered)
 }
 
@@ -167,7 +170,7 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()):
 		d := &v1alpha1.BoundDatabase{
 			Name: db.GetName(), UID: string(db.GetUID()), Instance: db.Spec.InstanceRef.Name,
-			Database: db.Status.AtProvider.Name, Owner: db.Status.AtProvider.Owner,
+			Database: db.Status.AtProvider.Name, Owner: db.Status.AtProvider.Owner, Extensions: installed(db),
 		}
 		return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), Reason: v1alpha1.ReasonBound,
 			Message: fmt.Sprintf("%s (database %q on PostgreSQLInstance %q) is bound to this tenant", what, d.Database, d.Instance)}, d
@@ -216,7 +219,7 @@ func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, 
 	}
 	old := b.GetCondition(xpv2.TypeReady)
 	same := b.Status.Phase == phase && old.Equal(c) && b.Status.ObservedGeneration == b.GetGeneration() &&
-		(b.Status.Database == nil) == (d == nil) && (d == nil || *b.Status.Database == *d)
+		equality.Semantic.DeepEqual(b.Status.Database, d)
 	if same {
 		return nil
 	}
@@ -325,21 +328,38 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 	return nil, nil
 }
 
-// appendExtensions adds the extensions a bound binding asks for that its
-// provisioned database does not list yet. Nothing is ever removed.
-func (r *reconciler) appendExtensions(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) error {
-	var missing []v1alpha1.Extension
-	for _, n := range b.Spec.Provision.Extensions {
-		if !slices.ContainsFunc(db.Spec.ForProvider.Extensions, func(x v1alpha1.Extension) bool { return x.Name == n }) {
-			missing = append(missing, v1alpha1.Extension{Name: n})
+// syncExtensions brings the extensions of a binding's provisioned
+// database in line with what the binding asks for: it adds those missing,
+// and removes those the binding no longer lists that the database never
+// installed (a misspelt name the server cannot install). An installed
+// extension stays listed whatever the binding says, and none is ever
+// uninstalled: the binding's own validation refuses removing one the
+// database reported installed, and this covers one installed since.
+func (r *reconciler) syncExtensions(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) error {
+	want, done := b.Spec.Provision.Extensions, installed(db)
+	kept := slices.DeleteFunc(slices.Clone(db.Spec.ForProvider.Extensions), func(x v1alpha1.Extension) bool {
+		return !slices.Contains(want, x.Name) && !slices.Contains(done, x.Name)
+	})
+	for _, n := range want {
+		if !slices.ContainsFunc(kept, func(x v1alpha1.Extension) bool { return x.Name == n }) {
+			kept = append(kept, v1alpha1.Extension{Name: n})
 		}
 	}
-	if len(missing) == 0 {
+	if slices.EqualFunc(kept, db.Spec.ForProvider.Extensions, func(a, b v1alpha1.Extension) bool { return a.Name == b.Name }) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	db.Spec.ForProvider.Extensions = append(db.Spec.ForProvider.Extensions, missing...)
-	return errors.Wrap(r.kube.Patch(ctx, db, patch), "cannot add extensions to the provisioned database")
+	db.Spec.ForProvider.Extensions = kept
+	return errors.Wrap(r.kube.Patch(ctx, db, patch), "cannot bring the provisioned database's extensions in line with its binding")
+}
+
+// installed names the extensions db reports installed, of those it lists.
+func installed(db *v1alpha1.PostgreSQLDatabase) []string {
+	var out []string
+	for _, x := range db.Status.AtProvider.Extensions {
+		out = append(out, x.Name)
+	}
+	return out
 }
 
 func extensions(names []string) []v1alpha1.Extension {

@@ -476,3 +476,62 @@ func TestOwnerPrivilegedAfterBinding(t *testing.T) {
 		t.Error("delivery did not resume once the owner lost the power")
 	}
 }
+
+// TestMisspeltExtensionRemoved: a tenant that asked for an extension the
+// server cannot install (a misspelt name) leaves its database
+// ExtensionUnavailable; removing that entry takes it off the database's
+// list, and the database installs the rest and becomes Ready. An installed
+// extension is then listed in the binding's status and cannot be removed;
+// nothing is ever uninstalled.
+func TestMisspeltExtensionRemoved(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	b := dynamic("shop", "typo", "typo")
+	b.Spec.Provision.Extensions = []string{"pgcrypto", "pgcrytpo"}
+	env.Create(ctx, t, b)
+	// The database is not created while an extension cannot be installed,
+	// so it is never Bound.
+	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "typo"}}
+	env.Ready(ctx, t, db, corev1.ConditionFalse, database.ReasonExtensionUnavailable)
+	bindingReady(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonProvisioning)
+	if !strings.Contains(db.GetCondition(xpv2.TypeReady).Message, `"pgcrytpo" (did you mean pgcrypto?)`) {
+		t.Errorf("ExtensionUnavailable does not name the misspelt extension: %q", db.GetCondition(xpv2.TypeReady).Message)
+	}
+
+	providertest.Update(ctx, t, env, b, func(b *v1alpha1.PostgreSQLBinding) { b.Spec.Provision.Extensions = []string{"pgcrypto"} })
+	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	if got := names(db.Spec.ForProvider.Extensions); !slices.Equal(got, []string{"pgcrypto"}) {
+		t.Errorf("the database lists extensions %v, want [pgcrypto]", got)
+	}
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_database WHERE datname = 'typo'"); n != 1 {
+		t.Fatal("the database is gone")
+	}
+	var installed int
+	if err := env.Connect(ctx, t, "typo").QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto'").Scan(&installed); err != nil || installed != 1 {
+		t.Fatalf("pgcrypto installed %d times (%v), want once", installed, err)
+	}
+
+	// The binding's status now lists pgcrypto as installed: it can no
+	// longer be removed.
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), b)
+		return err == nil && b.Status.Database != nil && slices.Equal(b.Status.Database.Extensions, []string{"pgcrypto"}), err
+	})
+	if err != nil {
+		t.Fatalf("the binding does not show pgcrypto installed: %v (%+v)", err, b.Status.Database)
+	}
+	b.Spec.Provision.Extensions = nil
+	if err := env.Kube.Update(ctx, b); err == nil || !strings.Contains(err.Error(), "cannot be removed") {
+		t.Errorf("removing an installed extension: %v, want a refusal", err)
+	}
+	deleteAndWait(ctx, t, b)
+}
+
+func names(xs []v1alpha1.Extension) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, x.Name)
+	}
+	return out
+}

@@ -1,10 +1,8 @@
 package lock
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,13 +15,12 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/admission"
 )
 
 // A PolicyChecker reports whether the Lock admission policy refuses the
@@ -182,21 +179,9 @@ func ruleMatches(r admissionv1.NamedRuleWithOperations, t Target) bool {
 // annotation; an existing policy keeps its lists of identities, so an
 // admin's values are never overwritten.
 func InstallPolicy(ctx context.Context, kube client.Client, namespace string) error {
-	objs, err := PolicyManifests()
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if p, ok := o.(*admissionv1.ValidatingAdmissionPolicy); ok {
-			if err := identities(ctx, kube, p, namespace); err != nil {
-				return err
-			}
-		}
-		if err := createOrUpdate(ctx, kube, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return admission.Install(ctx, kube, cluster.LockPolicyFile, func(p *admissionv1.ValidatingAdmissionPolicy) error {
+		return identities(ctx, kube, p, namespace)
+	})
 }
 
 // Variables of the policy that name identities.
@@ -246,27 +231,6 @@ func celList(items ...string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// createOrUpdate updates o where it exists (the provider's RBAC allows
-// that by name) and creates it otherwise, which needs rights RBAC cannot
-// limit to a name, so the shipped role does not grant them.
-func createOrUpdate(ctx context.Context, kube client.Client, o client.Object) error {
-	cur := o.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of a client.Object.
-	err := kube.Get(ctx, client.ObjectKeyFromObject(o), cur)
-	switch {
-	case err == nil:
-		o.SetResourceVersion(cur.GetResourceVersion())
-		return errors.Wrapf(kube.Update(ctx, o), "cannot update %s", o.GetName())
-	case !kerrors.IsNotFound(err):
-		return errors.Wrapf(err, "cannot get %s", o.GetName())
-	}
-	err = kube.Create(ctx, o)
-	if kerrors.IsForbidden(err) {
-		return errors.Wrapf(err, "%s is not installed and the provider may not create admission policies (RBAC cannot limit creation to a name, so "+
-			"cluster/rbac-install-lock-policy.yaml does not grant it): apply cluster/lock-policy.yaml once; the provider then keeps it up to date", o.GetName())
-	}
-	return errors.Wrapf(err, "cannot create %s", o.GetName())
-}
-
 // whoAmI returns the user name the provider acts as.
 func whoAmI(ctx context.Context, kube client.Client) (string, error) {
 	r := &authnv1.SelfSubjectReview{}
@@ -279,44 +243,5 @@ func whoAmI(ctx context.Context, kube client.Client) (string, error) {
 // PolicyManifests returns the shipped policy and binding
 // (cluster/lock-policy.yaml) as typed objects.
 func PolicyManifests() ([]client.Object, error) {
-	return manifests(cluster.LockPolicyFile)
-}
-
-// manifests decodes the named files of the cluster package into typed
-// objects.
-func manifests(files ...string) ([]client.Object, error) {
-	var out []client.Object
-	for _, f := range files {
-		b, err := cluster.Manifests.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			raw := map[string]any{}
-			if err := dec.Decode(&raw); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, errors.Wrapf(err, "cannot read %s", f)
-			}
-			kind, _ := raw["kind"].(string)
-			var o client.Object
-			switch kind {
-			case "ValidatingAdmissionPolicy":
-				o = &admissionv1.ValidatingAdmissionPolicy{}
-			case "ValidatingAdmissionPolicyBinding":
-				o = &admissionv1.ValidatingAdmissionPolicyBinding{}
-			case "":
-				continue
-			default:
-				return nil, errors.Errorf("%s: unexpected kind %s", f, kind)
-			}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, o); err != nil {
-				return nil, errors.Wrapf(err, "cannot read %s %s", f, kind)
-			}
-			out = append(out, o)
-		}
-	}
-	return out, nil
+	return admission.Manifests(cluster.LockPolicyFile)
 }
