@@ -63,7 +63,7 @@ func main() {
 				Short('s').Default("1h").Duration()
 		pollInterval = app.Flag("poll", "How often each managed resource is compared with PostgreSQL to detect drift.").
 				Default("1m").Duration()
-		pollJitter = app.Flag("poll-jitter", "How far a poll may move from the interval: random jitter, so resources created together do not poll together, except that the schemas, grants and default privileges of one database are polled together, at a moment of that database.").
+		pollJitter = app.Flag("poll-jitter", "How far a poll may move from the interval (at most a quarter of a resource's interval): random jitter, so resources created together do not poll together, except that the schemas, grants and default privileges of one database are polled together, at a moment of that database.").
 				Default("10s").Duration()
 		pollStateMetricInterval = app.Flag("poll-state-metric", "How often the managed resource state metrics (exists, ready, synced) are recorded.").
 					Default("5s").Duration()

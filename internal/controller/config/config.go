@@ -147,8 +147,13 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 // the moments of observation, because whether two moments share a grid
 // point of phased depends on where they fall against it.
 func (c Config) pollIntervalHook(wake func(resource.Managed, time.Time) time.Duration, clock func() time.Time) managed.PollIntervalHook {
-	jitter := c.PollJitter
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		// At most a quarter of the interval: a resource's own
+		// crossplane.io/poll-interval may be shorter than --poll-jitter,
+		// and a jitter larger than the interval would schedule the next
+		// poll in the past, which controller-runtime takes as no poll at
+		// all.
+		jitter := min(c.PollJitter, poll/4)
 		now := clock()
 		// The longest interval scheduled is shortened by how late polls
 		// come now, so the interval between two observations, lateness

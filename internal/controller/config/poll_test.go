@@ -212,3 +212,32 @@ func TestPollsLateStayWithinJitter(t *testing.T) {
 		})
 	}
 }
+
+// TestJitterBoundedByThePoll: a resource polled more often than the jitter
+// (its crossplane.io/poll-interval annotation, a short --poll) is still
+// polled, never scheduled in the past (which would mean never again): at
+// random within a quarter of its interval, or on its database's grid, at
+// most a quarter of the interval past it.
+func TestJitterBoundedByThePoll(t *testing.T) {
+	const poll, jitter = 5 * time.Second, 10 * time.Second
+	for name, tc := range map[string]struct {
+		mg       resource.Managed
+		min, max time.Duration
+	}{
+		"Random": {mg: &v1alpha1.PostgreSQLRole{}, min: poll - poll/4, max: poll + poll/4},
+		// The grid point is the latest before poll+jitter: after the
+		// jitter, a poll ahead at most.
+		"Phased": {mg: schemaIn("u1", "shop"), min: poll / 4, max: poll + poll/4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+			hook := Config{PollJitter: jitter}.pollIntervalHook(nil, func() time.Time { return now })
+			for range 200 {
+				now = now.Add(137 * time.Millisecond)
+				if d := hook(tc.mg, poll); d < tc.min || d > tc.max {
+					t.Fatalf("a %s poll with --poll-jitter %s: next poll in %s, want within [%s, %s]", poll, jitter, d, tc.min, tc.max)
+				}
+			}
+		})
+	}
+}
