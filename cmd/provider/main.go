@@ -65,6 +65,8 @@ func main() {
 				Default("1m").Duration()
 		pollJitter = app.Flag("poll-jitter", "How far a poll may move from the interval (at most a quarter of a resource's interval): random jitter, so resources created together do not poll together, except that the schemas, grants and default privileges of one database are polled together, at a moment of that database.").
 				Default("10s").Duration()
+		minPollInterval = app.Flag("min-poll-interval", "The shortest poll interval a resource may ask for with its crossplane.io/poll-interval annotation; shorter ones are raised to it.").
+				Default(config.DefaultMinPollInterval.String()).Duration()
 		pollStateMetricInterval = app.Flag("poll-state-metric", "How often the managed resource state metrics (exists, ready, synced) are recorded.").
 					Default("5s").Duration()
 		maxReconcileRate = app.Flag("max-reconcile-rate", "Global maximum number of reconciles per second across all controllers; the API client is limited to five times as many requests per second.").
@@ -220,11 +222,12 @@ func main() {
 	}
 
 	kingpin.FatalIfError(pgcontroller.SetupGated(ctx, mgr, config.Config{
-		Options:      o,
-		Namespace:    *namespace,
-		PollJitter:   *pollJitter,
-		Pools:        pools,
-		Observations: observations,
+		Options:         o,
+		Namespace:       *namespace,
+		PollJitter:      *pollJitter,
+		MinPollInterval: *minPollInterval,
+		Pools:           pools,
+		Observations:    observations,
 	}, cancel), "Cannot set up controllers")
 
 	kingpin.FatalIfError(mgr.Start(ctx), "Cannot start controller manager")

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"maps"
@@ -47,6 +48,12 @@ const (
 	// Reconciles wait on a handful of server connections (--max-conns),
 	// so more workers would only queue there.
 	DefaultMaxConcurrentReconciles = 10
+	// DefaultMinPollInterval is the shortest poll interval a resource's
+	// crossplane.io/poll-interval annotation may ask for: whoever may
+	// annotate a resource could otherwise keep the provider observing it
+	// in a loop, at the expense of every other resource under the global
+	// rate.
+	DefaultMinPollInterval = 5 * time.Second
 )
 
 // Config is what every controller of the provider is set up with.
@@ -59,6 +66,11 @@ type Config struct {
 
 	// PollJitter is added at random to each managed resource's poll interval.
 	PollJitter time.Duration
+
+	// MinPollInterval is the shortest interval a crossplane.io/poll-interval
+	// annotation may ask for (shorter ones are raised to it); zero means
+	// DefaultMinPollInterval.
+	MinPollInterval time.Duration
 
 	// Pools is the connection pool registry every controller shares.
 	Pools *postgres.Registry
@@ -80,6 +92,7 @@ func ManagedReconcilerOptions(mgr ctrl.Manager, c Config, name string, list reso
 		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name), c.EventFilterFunctions...)), //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 		managed.WithPollInterval(c.PollInterval),
 		managed.WithPollIntervalHook(c.PollIntervalHook(nil)),
+		managed.WithMinPollInterval(cmp.Or(c.MinPollInterval, DefaultMinPollInterval)),
 		// Every kind declares its own managementPolicies default.
 		managed.WithManagementPolicies(),
 		// The grace period exists for eventually consistent cloud APIs:

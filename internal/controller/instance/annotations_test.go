@@ -22,7 +22,8 @@ import (
 // Crossplane providers rely on work here too, through this provider's own
 // poll scheduling (the package's default poll is 10 minutes):
 // crossplane.io/poll-interval polls one resource more often while its
-// neighbour keeps the default, crossplane.io/paused makes a resource send
+// neighbour keeps the default, down to --min-poll-interval and no more
+// often, crossplane.io/paused makes a resource send
 // nothing, and a crossplane.io/reconcile-requested-at bump observes at
 // once.
 func TestCrossplaneAnnotations(t *testing.T) {
@@ -53,19 +54,26 @@ func TestCrossplaneAnnotations(t *testing.T) {
 	t.Run("PollInterval", func(t *testing.T) {
 		fast := role("annfast", map[string]string{meta.AnnotationKeyPollInterval: "5s"})
 		slow := role("annslow", nil)
-		env.Create(ctx, t, fast, slow)
-		env.Ready(ctx, t, fast, corev1.ConditionTrue, xpv2.ReasonAvailable)
-		env.Ready(ctx, t, slow, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		// Whoever may annotate a resource cannot have it observed in a
+		// loop: 100ms is raised to --min-poll-interval (5s).
+		eager := role("anneager", map[string]string{meta.AnnotationKeyPollInterval: "100ms"})
+		env.Create(ctx, t, fast, slow, eager)
+		for _, r := range []*v1alpha1.PostgreSQLRole{fast, slow, eager} {
+			env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		}
 		time.Sleep(2 * time.Second) // Past the reconciles of the creation.
-		reads := env.CountReads(t, client.ObjectKeyFromObject(fast), client.ObjectKeyFromObject(slow))
+		reads := env.CountReads(t, client.ObjectKeyFromObject(fast), client.ObjectKeyFromObject(slow), client.ObjectKeyFromObject(eager))
 		time.Sleep(21 * time.Second)
 		n := reads()
-		t.Logf("in 21 s: %d reconciles with a 5 s poll-interval, %d with the default", n[0], n[1])
+		t.Logf("in 21 s: %d reconciles with a 5 s poll-interval, %d with the default, %d with 100ms", n[0], n[1], n[2])
 		if n[0] < 3 || n[0] > 8 {
 			t.Errorf("a resource with a 5 s poll-interval was reconciled %d times in 21 s, want about 4", n[0])
 		}
 		if n[1] != 0 {
 			t.Errorf("its neighbour, on the default 10-minute poll, was reconciled %d times", n[1])
+		}
+		if n[2] < 3 || n[2] > 8 {
+			t.Errorf("a resource asking for a 100ms poll-interval was reconciled %d times in 21 s, want about 4 (every --min-poll-interval, 5 s)", n[2])
 		}
 	})
 
