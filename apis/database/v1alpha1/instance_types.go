@@ -226,6 +226,13 @@ type PostgreSQLInstanceSpec struct {
 	// Ready condition (reason PolicyRefused) naming the field and the rule.
 	// +optional
 	Policy InstancePolicy `json:"policy,omitempty"`
+
+	// CredentialVault is the OpenBao (or Vault) KV v2 engine that roles on
+	// this Instance may deliver their credentials to instead of a Secret
+	// (spec.writeConnectionDetailsToVault of a PostgreSQLRole). Set by the
+	// platform team; nothing a tenant can set.
+	// +optional
+	CredentialVault *CredentialVault `json:"credentialVault,omitempty"`
 }
 
 // PolicyRoleAttribute is a role attribute an Instance's policy may allow.

@@ -158,3 +158,71 @@ func TestRoleRotationModeOneWay(t *testing.T) {
 		}
 	}
 }
+
+// TestVaultDeliveryValidation: a role delivers to one place, and its vault
+// path is fixed at creation; an Instance's credentialVault is https, with
+// exactly one way to log in.
+func TestVaultDeliveryValidation(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	role := func(name string) *v1alpha1.PostgreSQLRole {
+		return &v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: v1alpha1.PostgreSQLRoleSpec{
+				InstanceRef:                   v1alpha1.InstanceReference{Name: "main"},
+				ForProvider:                   v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+				WriteConnectionDetailsToVault: &v1alpha1.VaultPath{Name: "orders"},
+			},
+		}
+	}
+	both := role("both-places")
+	both.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "orders"}
+	if err := kube.Create(ctx, both); err == nil || !strings.Contains(err.Error(), "set one of writeConnectionSecretToRef and writeConnectionDetailsToVault") {
+		t.Errorf("a role delivering to a Secret and a vault: %v, want a refusal", err)
+	}
+	r := role("vaulted")
+	if err := kube.Create(ctx, r); err != nil {
+		t.Fatalf("a role delivering to a vault was refused: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), r) })
+	moved := r.DeepCopy()
+	moved.Spec.WriteConnectionDetailsToVault.Name = "elsewhere"
+	if err := kube.Update(ctx, moved); err == nil || !strings.Contains(err.Error(), "writeConnectionDetailsToVault cannot be set, changed or removed") {
+		t.Errorf("moving a role's vault path: %v, want a refusal", err)
+	}
+
+	instance := func(name string, cv v1alpha1.CredentialVault) *v1alpha1.PostgreSQLInstance {
+		return &v1alpha1.PostgreSQLInstance{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.PostgreSQLInstanceSpec{
+				Endpoint:           v1alpha1.Endpoint{Host: "db.example", Hostaddr: "127.0.0.1"},
+				AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "admin"},
+				CredentialVault:    &cv,
+			},
+		}
+	}
+	token := v1alpha1.CredentialVaultAuth{TokenSecretRef: &v1alpha1.VaultTokenReference{Name: "t"}}
+	for name, tc := range map[string]struct {
+		cv   v1alpha1.CredentialVault
+		want string
+	}{
+		"PlainHTTP":     {v1alpha1.CredentialVault{Address: "http://openbao:8200", Auth: token}, "spec.credentialVault.address"},
+		"NoAuth":        {v1alpha1.CredentialVault{Address: "https://openbao:8200"}, "set exactly one of kubernetes and tokenSecretRef"},
+		"TwoAuths":      {v1alpha1.CredentialVault{Address: "https://openbao:8200", Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: token.TokenSecretRef, Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "r"}}}, "set exactly one of kubernetes and tokenSecretRef"},
+		"PrefixEscapes": {v1alpha1.CredentialVault{Address: "https://openbao:8200", PathPrefix: "../sys", Auth: token}, "spec.credentialVault.pathPrefix"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := kube.Create(ctx, instance("cv-"+strings.ToLower(name), tc.cv)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("credentialVault %+v: %v, want a refusal naming %q", tc.cv, err, tc.want)
+			}
+		})
+	}
+	ok := instance("cv-accepted", v1alpha1.CredentialVault{Address: "https://openbao.openbao.svc:8200", Auth: token})
+	if err := kube.Create(ctx, ok); err != nil {
+		t.Fatalf("a valid credentialVault was refused: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), ok) })
+	if cv := ok.Spec.CredentialVault; cv.Mount != "secret" || cv.PathPrefix != "postgresql" {
+		t.Errorf("defaults: mount %q, pathPrefix %q; want secret, postgresql", cv.Mount, cv.PathPrefix)
+	}
+}

@@ -213,7 +213,9 @@ type PasswordRotation struct {
 // A PostgreSQLRoleSpec defines the desired state of a PostgreSQLRole.
 // +kubebuilder:validation:XValidation:rule="!has(self.ownedObjectsOnDelete) || self.ownedObjectsOnDelete != 'Reassign' || has(self.reassignOwnedTo)",message="ownedObjectsOnDelete Reassign needs reassignOwnedTo"
 // +kubebuilder:validation:XValidation:rule="has(self.forProvider.name) == has(oldSelf.forProvider.name) && (!has(self.forProvider.name) || self.forProvider.name == oldSelf.forProvider.name)",message="forProvider.name cannot be changed: create a new PostgreSQLRole instead"
-// +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || (has(self.forProvider.login) && self.forProvider.login && has(self.writeConnectionSecretToRef) && !has(self.forProvider.passwordSecretRef))",message="passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef, without forProvider.passwordSecretRef: the provider generates the logins' passwords"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || (has(self.forProvider.login) && self.forProvider.login && (has(self.writeConnectionSecretToRef) || has(self.writeConnectionDetailsToVault)) && !has(self.forProvider.passwordSecretRef))",message="passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef or writeConnectionDetailsToVault, without forProvider.passwordSecretRef: the provider generates the logins' passwords"
+// +kubebuilder:validation:XValidation:rule="!(has(self.writeConnectionSecretToRef) && has(self.writeConnectionDetailsToVault))",message="set one of writeConnectionSecretToRef and writeConnectionDetailsToVault: the credentials go to one place"
+// +kubebuilder:validation:XValidation:rule="has(self.writeConnectionDetailsToVault) == has(oldSelf.writeConnectionDetailsToVault) && (!has(self.writeConnectionDetailsToVault) || self.writeConnectionDetailsToVault == oldSelf.writeConnectionDetailsToVault)",message="writeConnectionDetailsToVault cannot be set, changed or removed after creation: clients read the credentials where they were delivered"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || (!has(self.passwordRotation.maxAge) && !has(self.passwordRotation.schedule)) || !has(self.forProvider.passwordSecretRef)",message="passwordRotation maxAge and schedule rotate generated passwords: remove them, or forProvider.passwordSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.passwordRotation) || oldSelf.passwordRotation.mode != 'Alternating' || (has(self.passwordRotation) && self.passwordRotation.mode == 'Alternating')",message="passwordRotation mode Alternating cannot be turned back to InPlace: clients may hold the login roles' credentials"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || !has(self.forProvider.name) || size(self.forProvider.name) <= 61",message="passwordRotation mode Alternating needs a role name of at most 61 characters: the login roles are <name>_a and <name>_b"
@@ -245,6 +247,15 @@ type PostgreSQLRoleSpec struct {
 	// Observe-only import publishes nothing.
 	// +optional
 	WriteConnectionSecretToReference *xpv2.LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
+
+	// WriteConnectionDetailsToVault delivers the same keys, instead of a
+	// Secret, to the path <pathPrefix>/<instance>/<namespace>/<name> of
+	// the Instance's spec.credentialVault (an OpenBao or Vault KV v2
+	// engine), a new version whenever one of them changes, and destroys
+	// the path when the role is dropped. The namespace in the path is this
+	// resource's own. Not with writeConnectionSecretToRef.
+	// +optional
+	WriteConnectionDetailsToVault *VaultPath `json:"writeConnectionDetailsToVault,omitempty"`
 
 	// OwnedObjectsOnDelete says what happens, when the Delete management
 	// policy drops the role, to what it still owns and the privileges it

@@ -496,18 +496,18 @@ func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string,
 			"Only Secrets that opt in are read, so that no other Secret of the namespace can be sent to a server; nothing was sent",
 			namespace, ref.Name, v1alpha1.LabelAdminCredential)
 	}
-	user, err := secretKey(s, orDefault(ref.UsernameKey, "username"))
+	user, err := SecretKey(s, orDefault(ref.UsernameKey, "username"))
 	if err != nil {
 		return postgres.Target{}, err
 	}
-	password, err := secretKey(s, orDefault(ref.PasswordKey, "password"))
+	password, err := SecretKey(s, orDefault(ref.PasswordKey, "password"))
 	if err != nil {
 		return postgres.Target{}, err
 	}
 
 	var ca []byte
 	if b := in.Spec.CABundleRef; b != nil {
-		if ca, err = caBundle(ctx, kube, namespace, b); err != nil {
+		if ca, err = CABundle(ctx, kube, namespace, b); err != nil {
 			return postgres.Target{}, err
 		}
 	}
@@ -540,7 +540,9 @@ func passwordMethods(in []v1alpha1.PasswordMethod) []string {
 	return out
 }
 
-func caBundle(ctx context.Context, kube client.Reader, namespace string, ref *v1alpha1.CABundleReference) ([]byte, error) {
+// CABundle reads the PEM bundle ref names in namespace (a Secret or a
+// ConfigMap).
+func CABundle(ctx context.Context, kube client.Reader, namespace string, ref *v1alpha1.CABundleReference) ([]byte, error) {
 	key := orDefault(ref.Key, "ca.crt")
 	nn := types.NamespacedName{Namespace: namespace, Name: ref.Name}
 	if caKind(ref) == v1alpha1.CABundleKindConfigMap {
@@ -560,10 +562,11 @@ func caBundle(ctx context.Context, kube client.Reader, namespace string, ref *v1
 	if err := kube.Get(ctx, nn, s); err != nil {
 		return nil, errors.Wrapf(err, "cannot read the CA bundle Secret %s", nn)
 	}
-	return secretKey(s, key)
+	return SecretKey(s, key)
 }
 
-func secretKey(s *corev1.Secret, key string) ([]byte, error) {
+// SecretKey is the non-empty value of s's key.
+func SecretKey(s *corev1.Secret, key string) ([]byte, error) {
 	v, ok := s.Data[key]
 	if !ok || len(v) == 0 {
 		return nil, errors.Errorf("the Secret %s/%s has no key %q, or it is empty", s.Namespace, s.Name, key)

@@ -81,7 +81,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
-	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
+	publisher := publisher{
+		secrets: managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme()),
+		vaults:  &vaults{kube: kube, secrets: mgr.GetAPIReader(), namespace: c.Namespace},
+	}
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
@@ -102,7 +105,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder, whose: whose}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
-		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube}),
+		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube, vaults: publisher.vaults}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
 		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
@@ -191,22 +194,23 @@ type external struct {
 	pool      postgres.DB
 	instance  *v1alpha1.PostgreSQLInstance
 	target    postgres.Target
-	publisher *managed.APILocalSecretPublisher
+	publisher publisher
 	verified  *verifiedPasswords
 	events    event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 }
 
-func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		if err := e.holdForHeirs(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-	} else if mg.Spec.WriteConnectionSecretToReference != nil && !config.ObserveOnly(mg) {
+	} else if publishes(mg) && !config.ObserveOnly(mg) {
 		// Before anything is published into it (crossplane-runtime's
-		// publisher takes over a Secret that has no controller).
-		if _, err := e.connectionSecret(ctx, mg); err != nil {
+		// publisher takes over a Secret that has no controller; a vault
+		// path another wrote is refused likewise).
+		if _, err := e.published(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
@@ -270,12 +274,23 @@ func heldFor(ctx context.Context, kube client.Reader, mg *v1alpha1.PostgreSQLRol
 type heirFinalizer struct {
 	resource.Finalizer
 	kube client.Reader
+	// vaults destroys a departing role's vault path, whatever its
+	// policies: a connection Secret goes with its role (garbage
+	// collection), and so does the path.
+	vaults *vaults
 }
 
 func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object) error {
 	if mg, ok := obj.(*v1alpha1.PostgreSQLRole); ok {
 		if err := heldFor(ctx, f.kube, mg); err != nil {
 			return err
+		}
+		if mg.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(mg) {
+			// After the role is dropped (Delete ran first): no credential
+			// stays readable for a login that is gone.
+			if err := f.vaults.destroy(ctx, mg); err != nil {
+				return err
+			}
 		}
 	}
 	return f.Finalizer.RemoveFinalizer(ctx, obj)
@@ -358,7 +373,7 @@ func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { 
 // not know its password and must not hand out a half credential.
 func (kind) Describe(mg *v1alpha1.PostgreSQLRole) string {
 	d := fmt.Sprintf("role %q", mg.RoleName())
-	if mg.Spec.WriteConnectionSecretToReference != nil {
+	if publishes(mg) {
 		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
 			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
 			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",
@@ -390,7 +405,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 		}
 		mg.SetConditions(expired(name, *exp))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.details(mg, name, pw)}, nil
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
 	}
 	mg.SetConditions(xpv2.Available())
 	pw, pwOK, err := e.passwordUpToDate(ctx, mg, got)
@@ -402,7 +417,19 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, err
 		}
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.details(mg, name, pw)}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
+}
+
+// observedDetails are the details an observation publishes: none while a
+// generated password is to be made (a rotation asked for, or none
+// delivered yet), so that what clients read keeps the password that works
+// (a uri without one would be published, and then written again) until
+// Update stages the new one.
+func (e *external) observedDetails(mg *v1alpha1.PostgreSQLRole, name, pw string) managed.ConnectionDetails {
+	if pw == "" && wantsGeneratedPassword(mg) {
+		return nil
+	}
+	return e.details(mg, name, pw)
 }
 
 // expired is the Ready condition of a login role whose validUntil has
@@ -413,7 +440,7 @@ func expired(name string, at time.Time) xpv2.Condition {
 			"Move spec.forProvider.validUntil forward, or remove it, to let the role log in again", name, at.UTC().Format(time.RFC3339)))
 }
 
-func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
+func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
 	if alternating(mg) {
 		// The role holds privileges and ownership and does not log in;
 		// the next reconcile makes its first login.
@@ -444,7 +471,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	return managed.ExternalCreation{ConnectionDetails: e.details(mg, mg.RoleName(), pw)}, nil
 }
 
-func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
 	if alternating(mg) {
 		return e.updateAlternating(ctx, mg)
 	}
@@ -831,7 +858,7 @@ func login(mg *v1alpha1.PostgreSQLRole) bool {
 // wantsGeneratedPassword: a login role without passwordSecretRef that
 // publishes a connection Secret gets a generated password.
 func wantsGeneratedPassword(mg *v1alpha1.PostgreSQLRole) bool {
-	return login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && mg.Spec.WriteConnectionSecretToReference != nil
+	return login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && publishes(mg)
 }
 
 // password returns the password the role should have, or "" when the
@@ -868,11 +895,11 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", err
 	}
 	rotate := rotationRequested(mg) || due
-	s, err := e.connectionSecret(ctx, mg)
+	d, err := e.published(ctx, mg)
 	if err != nil {
 		return "", err
 	}
-	if pw := string(s.Data[keyPassword]); pw != "" && !rotate {
+	if pw := string(d[keyPassword]); pw != "" && !rotate {
 		return pw, nil
 	}
 	if !generate {
@@ -978,7 +1005,7 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 // details are the connection details of the role: everything a client
 // needs, in the forms clients take.
 func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed.ConnectionDetails {
-	if mg.Spec.WriteConnectionSecretToReference == nil {
+	if !publishes(mg) {
 		return nil
 	}
 	ep := e.target.Endpoint

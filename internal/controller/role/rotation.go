@@ -207,11 +207,11 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 			return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
 		}
 	}
-	s, err := e.connectionSecret(ctx, mg)
+	d, err := e.published(ctx, mg)
 	if err != nil {
 		return nil, err
 	}
-	l.user, l.password = string(s.Data[keyUsername]), string(s.Data[keyPassword])
+	l.user, l.password = string(d[keyUsername]), string(d[keyPassword])
 	return l, nil
 }
 
@@ -548,7 +548,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	}
 	l.user, l.password = target, pw
 	c := credential(mg)
-	msg := fmt.Sprintf("connection Secret %s now holds login %q (%s)", mg.Spec.WriteConnectionSecretToReference.Name, target, why)
+	msg := fmt.Sprintf("%s now holds login %q (%s)", deliveredTo(mg), target, why)
 	if prev != "" {
 		switched(mg, prev, now)
 		msg += fmt.Sprintf("; login %q accepts new logins until %s", prev, c.PreviousLoginUntil.UTC().Format(time.RFC3339))

@@ -477,6 +477,29 @@ func TestInPlaceScheduledRotation(t *testing.T) {
 	if err != nil {
 		t.Errorf("status.atProvider.credential does not say when the next rotation is due: %+v", getRole(ctx, t, r).Status.AtProvider.Credential)
 	}
+	// Every version of the Secret the rotation writes is whole: its uri
+	// carries its password (an observation once published the uri
+	// without it just before the new one was staged: a client reading
+	// it then could not log in).
+	wc, err := client.NewWithWatch(env.ControlPlane.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "tally-conn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var seen []*corev1.Secret
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for e := range w.ResultChan() {
+			if s, ok := e.Object.(*corev1.Secret); ok {
+				seen = append(seen, s)
+			}
+		}
+	}()
 	var now map[string][]byte
 	err = providertest.Wait(ctx, 40*time.Second, func(ctx context.Context) (bool, error) {
 		now = waitSecretUser(ctx, t, "tally-conn", "tally")
@@ -491,6 +514,16 @@ func TestInPlaceScheduledRotation(t *testing.T) {
 	}
 	if _, err := loginWith(ctx, first); err == nil {
 		t.Error("the old password still logs in after an in-place rotation")
+	}
+	w.Stop()
+	<-watched
+	for _, s := range seen {
+		if !strings.Contains(string(s.Data["uri"]), ":"+string(s.Data["password"])+"@") {
+			t.Errorf("version %s of the Secret has a uri without its password", s.ResourceVersion)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("the watch saw %d versions of the Secret, want the one before and at least one rotation", len(seen))
 	}
 }
 

@@ -1,0 +1,266 @@
+// Package openbao tests the delivery of login credentials to an OpenBao
+// (here Vault, dev mode) KV v2 engine end to end: the provider's
+// controllers, a real PostgreSQL, a real API server and a real KV v2
+// server over TLS.
+package openbao
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/vaultserver"
+)
+
+const ns = "shop"
+
+var (
+	env   *providertest.Env
+	vault *vaultserver.Server
+	kv    *openbao.Client
+)
+
+// suite is the package's environment: the provider's controllers against
+// a real API server and PostgreSQL, and a KV v2 server.
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Namespaces: []string{ns}}, func(e *providertest.Env) {
+	env = e
+})
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+
+// vaultedInstance starts the KV v2 server and registers an Instance that
+// delivers to it, authenticated with a token Secret that opted in.
+func vaultedInstance(ctx context.Context, t *testing.T) *v1alpha1.PostgreSQLInstance {
+	t.Helper()
+	var err error
+	if vault, err = vaultserver.Start(ctx, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vault.Stop)
+	if kv, err = vault.Client(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := env.Instance(ctx, "vaulted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Create(ctx, t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "vault-token", Labels: map[string]string{v1alpha1.LabelVaultCredential: "true"}},
+			Data: map[string][]byte{"token": []byte(vault.RootToken)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "vault-ca"}, Data: map[string][]byte{"ca.crt": vault.CA}},
+	)
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+		in.Spec.CredentialVault = &v1alpha1.CredentialVault{
+			Address: vault.Address, CABundleRef: &v1alpha1.CABundleReference{Name: "vault-ca"},
+			Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: &v1alpha1.VaultTokenReference{Name: "vault-token"}},
+		}
+	})
+	return in
+}
+
+func vaultRole(in *v1alpha1.PostgreSQLInstance, name, path string, mutate ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {
+	r := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			ManagementPolicies:            xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+			InstanceRef:                   v1alpha1.InstanceReference{Name: in.Name},
+			ForProvider:                   v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+			WriteConnectionDetailsToVault: &v1alpha1.VaultPath{Name: path},
+		},
+	}
+	for _, m := range mutate {
+		m(r)
+	}
+	return r
+}
+
+// ordersPath is the KV path of the orders role's credential.
+const ordersPath = "postgresql/vaulted/" + ns + "/orders"
+
+// credential reads the orders role's KV path, waiting up to 30 s until ok
+// says it is the one expected.
+func credential(ctx context.Context, t *testing.T, ok func(map[string][]byte) bool) map[string][]byte {
+	t.Helper()
+	var got map[string][]byte
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		s, err := kv.Read(ctx, ordersPath)
+		if errors.Is(err, openbao.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		got = map[string][]byte{}
+		for k, v := range s.Data {
+			got[k] = []byte(v)
+		}
+		return ok(got), nil
+	})
+	if err != nil {
+		t.Fatalf("the credential at %s: %v (keys %d)", ordersPath, err, len(got))
+	}
+	return got
+}
+
+func versions(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	n, err := kv.Versions(ctx, ordersPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func logsIn(ctx context.Context, d map[string][]byte) error {
+	c, err := providertest.ConnectWithSecret(ctx, d, "")
+	if err != nil {
+		return err
+	}
+	return c.Close(ctx)
+}
+
+// TestVaultDelivery: a login role delivering to the vault writes every key
+// a connection Secret holds to its path, one version per change and none
+// per poll; no Secret holds the password; an on-demand rotation is one new
+// version that logs in; a path someone else wrote is refused and left as
+// it was; a vault that does not answer mid-rotation changes nothing until
+// it answers again; the path goes with the role.
+func TestVaultDelivery(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	in := vaultedInstance(ctx, t)
+	r := vaultRole(in, "orders-login", "orders", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("orders") })
+	env.Create(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	first := credential(ctx, t, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+
+	t.Run("EveryKeyAndItLogsIn", func(t *testing.T) {
+		for _, k := range []string{"username", "password", "host", "hostaddr", "port", "database", "sslmode", "uri", "jdbc-url", "pgpass", "pg_service.conf", "ca.crt"} {
+			if len(first[k]) == 0 {
+				t.Errorf("the credential has no %s", k)
+			}
+		}
+		if err := logsIn(ctx, first); err != nil {
+			t.Errorf("its uri does not log in: %v", err)
+		}
+	})
+
+	t.Run("NoSecretHoldsThePassword", func(t *testing.T) {
+		l := &corev1.SecretList{}
+		if err := env.Kube.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Items {
+			for k, v := range s.Data {
+				if strings.Contains(string(v), string(first["password"])) {
+					t.Errorf("Secret %s/%s key %s holds the password", s.Namespace, s.Name, k)
+				}
+			}
+		}
+	})
+
+	t.Run("NoVersionPerPoll", func(t *testing.T) {
+		before := versions(ctx, t)
+		time.Sleep(5 * time.Second) // Two polls.
+		if after := versions(ctx, t); after != before {
+			t.Errorf("versions went from %d to %d over two polls with nothing changed", before, after)
+		}
+	})
+
+	t.Run("RotationIsOneVersion", func(t *testing.T) {
+		before := versions(ctx, t)
+		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+			meta.AddAnnotations(r, map[string]string{v1alpha1.AnnotationRotatePassword: "1"})
+		})
+		next := credential(ctx, t, func(d map[string][]byte) bool { return string(d["password"]) != string(first["password"]) })
+		env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		if err := logsIn(ctx, next); err != nil {
+			t.Errorf("the rotated credential does not log in: %v", err)
+		}
+		time.Sleep(5 * time.Second)
+		if after := versions(ctx, t); after != before+1 {
+			t.Errorf("a rotation took the path from %d to %d versions, want one more", before, after)
+		}
+	})
+
+	t.Run("APathSomeoneElseWroteIsRefused", func(t *testing.T) {
+		planted := map[string]string{"username": "planted", "password": "chosen-by-someone-else"}
+		if _, err := kv.Write(ctx, "postgresql/vaulted/"+ns+"/planted", planted, 0); err != nil {
+			t.Fatal(err)
+		}
+		p := vaultRole(in, "planted-login", "planted", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("planted") })
+		env.Create(ctx, t, p)
+		env.Ready(ctx, t, p, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+		if m := p.GetCondition(xpv2.TypeReady).Message; !strings.Contains(m, "did not write") || strings.Contains(m, "chosen-by-someone-else") {
+			t.Errorf("the Conflict does not say whose the path is, or quotes its password: %q", m)
+		}
+		if env.Holds(ctx, t, "EXISTS (SELECT FROM pg_roles WHERE rolname = 'planted')") {
+			t.Error("the role was created with a planted credential at its path")
+		}
+		s, err := kv.Read(ctx, "postgresql/vaulted/"+ns+"/planted")
+		if err != nil || s.Version != 1 || s.Data["password"] != "chosen-by-someone-else" {
+			t.Errorf("the planted path was changed: %+v, %v", s, err)
+		}
+	})
+
+	t.Run("VaultNotAnsweringMidRotation", func(t *testing.T) {
+		cur := credential(ctx, t, func(map[string][]byte) bool { return true })
+		before := versions(ctx, t)
+		if err := vault.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+			meta.AddAnnotations(r, map[string]string{v1alpha1.AnnotationRotatePassword: "2"})
+		})
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+			s := r.GetCondition(xpv2.TypeSynced)
+			return err == nil && s.Status == corev1.ConditionFalse && strings.Contains(s.Message, "credentialVault"), err
+		})
+		if err != nil {
+			t.Errorf("the role does not say the vault is not answering: %v (Synced %+v)", err, r.GetCondition(xpv2.TypeSynced))
+		}
+		if err := logsIn(ctx, cur); err != nil {
+			t.Errorf("the delivered credential stopped working while the vault was down: %v", err)
+		}
+		if err := vault.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		next := credential(ctx, t, func(d map[string][]byte) bool { return string(d["password"]) != string(cur["password"]) })
+		if err := logsIn(ctx, next); err != nil {
+			t.Errorf("after the vault came back, the rotated credential does not log in: %v", err)
+		}
+		if after := versions(ctx, t); after != before+1 {
+			t.Errorf("the rotation across the outage took the path from %d to %d versions, want one more", before, after)
+		}
+	})
+
+	t.Run("ThePathGoesWithTheRole", func(t *testing.T) {
+		last := credential(ctx, t, func(map[string][]byte) bool { return true })
+		if err := env.Kube.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		env.Gone(ctx, t, r)
+		if n := versions(ctx, t); n != 0 {
+			t.Errorf("the path keeps %d versions after its role is gone", n)
+		}
+		if err := logsIn(ctx, last); err == nil {
+			t.Error("the last delivered credential still logs in after the role was dropped")
+		}
+	})
+}

@@ -1,0 +1,305 @@
+package role
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
+	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+)
+
+// ownerKey is the custom metadata key of a KV path that names the
+// PostgreSQLRole (by UID) whose credentials it holds: a path written by
+// anyone else is never read as a credential nor overwritten.
+const ownerKey = "provider-postgresql-owner"
+
+// publisher is where a role's connection details go: its connection
+// Secret, or the KV v2 path of spec.writeConnectionDetailsToVault. The
+// rotation steps stage through it. crossplane-runtime's own publisher
+// (which cannot be replaced for namespaced resources) writes the Secret
+// after every observation, create and update; for a role delivering to a
+// vault, the external client publishes there itself at the same points
+// (vaultDelivering), and the finalizer destroys the path.
+type publisher struct {
+	secrets *managed.APILocalSecretPublisher
+	vaults  *vaults
+}
+
+func (p publisher) PublishConnection(ctx context.Context, o resource.LocalConnectionSecretOwner, c managed.ConnectionDetails) (bool, error) {
+	if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && r.Spec.WriteConnectionDetailsToVault != nil {
+		return p.vaults.publish(ctx, r, c)
+	}
+	return p.secrets.PublishConnection(ctx, o, c)
+}
+
+// vaults reaches the credentialVault of each Instance: a client per
+// configuration, built again when the address, CA, mount or credentials
+// change.
+type vaults struct {
+	// kube reads Instances; secrets the token and CA, in namespace.
+	kube, secrets client.Reader
+	namespace     string
+
+	mu      sync.Mutex
+	clients map[string]*openbao.Client
+}
+
+// target returns the client and the path of r's credential.
+func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
+	in := &v1alpha1.PostgreSQLInstance{}
+	if err := v.kube.Get(ctx, types.NamespacedName{Name: r.Spec.InstanceRef.Name}, in); err != nil {
+		return nil, "", xperrors.Wrapf(err, "cannot read PostgreSQLInstance %q for its credentialVault", r.Spec.InstanceRef.Name)
+	}
+	cv := in.Spec.CredentialVault
+	if cv == nil {
+		return nil, "", xperrors.Errorf("spec.writeConnectionDetailsToVault: PostgreSQLInstance %q has no spec.credentialVault; nothing was delivered", in.GetName())
+	}
+	cfg := openbao.Config{Address: cv.Address, Mount: def(cv.Mount, "secret")}
+	if cv.CABundleRef != nil {
+		ca, err := instance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
+		if err != nil {
+			return nil, "", xperrors.Wrap(err, "cannot read the credentialVault's CA bundle")
+		}
+		cfg.CA = ca
+	}
+	switch a := cv.Auth; {
+	case a.Kubernetes != nil:
+		cfg.Kubernetes = &openbao.KubernetesAuth{Role: a.Kubernetes.Role, MountPath: a.Kubernetes.MountPath}
+	case a.TokenSecretRef != nil:
+		s := &corev1.Secret{}
+		nn := types.NamespacedName{Namespace: v.namespace, Name: a.TokenSecretRef.Name}
+		if err := v.secrets.Get(ctx, nn, s); err != nil {
+			return nil, "", xperrors.Wrapf(err, "cannot read the credentialVault token Secret %s", nn)
+		}
+		if s.GetLabels()[v1alpha1.LabelVaultCredential] != "true" {
+			return nil, "", xperrors.Errorf("the Secret %s has not opted in as a vault token: label it %s=true if it is meant for PostgreSQLInstance %q's credentialVault; nothing was sent",
+				nn, v1alpha1.LabelVaultCredential, in.GetName())
+		}
+		tok, err := instance.SecretKey(s, def(a.TokenSecretRef.Key, "token"))
+		if err != nil {
+			return nil, "", err
+		}
+		cfg.Token = string(tok)
+	}
+	c, err := v.client(cfg)
+	if err != nil {
+		return nil, "", xperrors.Wrapf(err, "PostgreSQLInstance %q spec.credentialVault", in.GetName())
+	}
+	return c, strings.Join([]string{def(cv.PathPrefix, "postgresql"), in.GetName(), r.GetNamespace(), r.Spec.WriteConnectionDetailsToVault.Name}, "/"), nil
+}
+
+// client returns the client of cfg, the same one while cfg is unchanged
+// (it keeps its login).
+func (v *vaults) client(cfg openbao.Config) (*openbao.Client, error) {
+	key := fmt.Sprintf("%s\x00%s\x00%x\x00%s\x00%v", cfg.Address, cfg.Mount, cfg.CA, cfg.Token, cfg.Kubernetes)
+	if cfg.Kubernetes != nil {
+		key += cfg.Kubernetes.Role + "\x00" + cfg.Kubernetes.MountPath
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c, ok := v.clients[key]; ok {
+		return c, nil
+	}
+	c, err := openbao.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if v.clients == nil {
+		v.clients = map[string]*openbao.Client{}
+	}
+	// One configuration per Instance at a time: forget the others.
+	if len(v.clients) > 64 {
+		clear(v.clients)
+	}
+	v.clients[key] = c
+	return c, nil
+}
+
+// current reads r's path: nil when it holds no credential yet. A path
+// holding a credential that another resource wrote (or someone by hand) is
+// a Conflict: never read, never overwritten.
+func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, *openbao.Secret, error) {
+	c, path, err := v.target(ctx, r)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	s, err := c.Read(ctx, path)
+	if errors.Is(err, openbao.ErrNotFound) {
+		return c, path, nil, nil
+	}
+	if err != nil {
+		return nil, "", nil, xperrors.Wrapf(err, "cannot read the credential from the Instance's credentialVault at %s", c.URL(path))
+	}
+	if s.Custom[ownerKey] != string(r.GetUID()) {
+		whose := "no owner: someone wrote it by hand or with another tool"
+		if o := s.Custom[ownerKey]; o != "" {
+			whose = "the resource of UID " + o
+		}
+		msg := conflict.Message{
+			Target:    "The vault path " + c.URL(path),
+			Found:     fmt.Sprintf("holds a credential this PostgreSQLRole did not write (its %s custom metadata names %s)", ownerKey, whose),
+			Step:      "observe, before the role's credentials are read or published",
+			Confirmed: "nothing was read from the path and nothing was written to it or to the server; a credential the provider did not write is never taken as a password nor overwritten",
+			Uncertain: "who wrote it and who reads it",
+			Check:     "bao kv metadata get -mount=<mount> " + strings.SplitN(path, "/", 2)[0] + "/…",
+			Next:      "An admin destroys that path (bao kv metadata delete), or the role names another spec.writeConnectionDetailsToVault.name",
+		}.String()
+		r.SetConditions(v1alpha1.Conflict(msg))
+		return nil, "", nil, xperrors.Errorf("%w: %s", instance.ErrConflict, msg)
+	}
+	return c, path, s, nil
+}
+
+// read returns r's published connection details (none yet: empty).
+func (v *vaults) read(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
+	_, _, s, err := v.current(ctx, r)
+	if err != nil || s == nil {
+		return map[string][]byte{}, err
+	}
+	out := make(map[string][]byte, len(s.Data))
+	for k, d := range s.Data {
+		out[k] = []byte(d)
+	}
+	return out, nil
+}
+
+// publish writes details as a new version of r's path, unless the path
+// holds them already. Keys are merged, as in a Secret: what details leave
+// out stays.
+func (v *vaults) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) (bool, error) {
+	if len(details) == 0 {
+		return false, nil
+	}
+	c, path, s, err := v.current(ctx, r)
+	if err != nil {
+		return false, err
+	}
+	want := map[string]string{}
+	version := 0
+	if s != nil {
+		maps.Copy(want, s.Data)
+		version = s.Version
+	}
+	for k, d := range details {
+		want[k] = string(d)
+	}
+	if s != nil && maps.Equal(want, s.Data) {
+		return false, nil
+	}
+	if s == nil {
+		// Marked before its first version, so that a crash in between
+		// leaves a path this role recognises.
+		if err := c.SetCustom(ctx, path, map[string]string{ownerKey: string(r.GetUID())}); err != nil {
+			return false, xperrors.Wrapf(err, "cannot mark %s as this role's", c.URL(path))
+		}
+	}
+	if _, err := c.Write(ctx, path, want, version); err != nil {
+		return false, xperrors.Wrapf(err, "cannot write the credential to the Instance's credentialVault at %s", c.URL(path))
+	}
+	return true, nil
+}
+
+// destroy deletes r's path, every version of it, once the role is gone. A
+// path another resource wrote is left alone.
+func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error {
+	c, path, s, err := v.current(ctx, r)
+	if err != nil || s == nil {
+		return err
+	}
+	return xperrors.Wrapf(c.Destroy(ctx, path), "cannot destroy the credential at %s", c.URL(path))
+}
+
+func def(v, fallback string) string {
+	if v == "" {
+		return fallback
+	}
+	return v
+}
+
+// publishes reports whether r delivers its connection details anywhere.
+func publishes(r *v1alpha1.PostgreSQLRole) bool {
+	return r.Spec.WriteConnectionSecretToReference != nil || r.Spec.WriteConnectionDetailsToVault != nil
+}
+
+// vaultDelivering reports whether r delivers to a vault and may write
+// there (not an Observe-only import, which publishes nothing).
+func vaultDelivering(r *v1alpha1.PostgreSQLRole) bool {
+	return r.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(r)
+}
+
+// deliveredTo names where r's credentials go, for messages.
+func deliveredTo(r *v1alpha1.PostgreSQLRole) string {
+	if p := r.Spec.WriteConnectionDetailsToVault; p != nil {
+		return fmt.Sprintf("the vault path %s/%s/%s of the Instance's credentialVault", r.Spec.InstanceRef.Name, r.GetNamespace(), p.Name)
+	}
+	if s := r.Spec.WriteConnectionSecretToReference; s != nil {
+		return "connection Secret " + s.Name
+	}
+	return "nothing"
+}
+
+// published returns r's connection details as delivered: its connection
+// Secret's data, or its vault path's (empty before the first delivery).
+func (e *external) published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
+	if r.Spec.WriteConnectionDetailsToVault != nil {
+		return e.publisher.vaults.read(ctx, r)
+	}
+	s, err := e.connectionSecret(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if s.Data == nil {
+		return map[string][]byte{}, nil
+	}
+	return s.Data, nil
+}
+
+// deliver publishes to r's vault path what crossplane-runtime would have
+// published to its Secret: the details of an observation, a create or an
+// update. Nothing is written when the path holds them already.
+func (e *external) deliver(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
+	if !vaultDelivering(r) || len(details) == 0 {
+		return nil
+	}
+	_, err := e.publisher.PublishConnection(ctx, r, details)
+	return xperrors.Wrap(err, "cannot deliver the connection details to the vault")
+}
+
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	obs, err := e.observe(ctx, mg)
+	if err != nil || !obs.ResourceExists {
+		return obs, err
+	}
+	return obs, e.deliver(ctx, mg, obs.ConnectionDetails)
+}
+
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
+	c, err := e.create(ctx, mg)
+	if err != nil {
+		return c, err
+	}
+	return c, e.deliver(ctx, mg, c.ConnectionDetails)
+}
+
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+	u, err := e.update(ctx, mg)
+	if err != nil {
+		return u, err
+	}
+	return u, e.deliver(ctx, mg, u.ConnectionDetails)
+}
