@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,16 +90,19 @@ func vaultRole(in *v1alpha1.PostgreSQLInstance, name, path string, mutate ...fun
 	return r
 }
 
-// ordersPath is the KV path of the orders role's credential.
-const ordersPath = "postgresql/vaulted/" + ns + "/orders"
+// Paths of the roles' credentials.
+const (
+	ordersPath = "postgresql/vaulted/" + ns + "/orders"
+	ledgerPath = "postgresql/vaulted/" + ns + "/ledger"
+)
 
-// credential reads the orders role's KV path, waiting up to 30 s until ok
-// says it is the one expected.
-func credential(ctx context.Context, t *testing.T, ok func(map[string][]byte) bool) map[string][]byte {
+// credential reads a KV path, waiting up to 30 s until ok says it is the
+// one expected.
+func credential(ctx context.Context, t *testing.T, path string, ok func(map[string][]byte) bool) map[string][]byte {
 	t.Helper()
 	var got map[string][]byte
 	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		s, err := kv.Read(ctx, ordersPath)
+		s, err := kv.Read(ctx, path)
 		if errors.Is(err, openbao.ErrNotFound) {
 			return false, nil
 		}
@@ -112,14 +116,14 @@ func credential(ctx context.Context, t *testing.T, ok func(map[string][]byte) bo
 		return ok(got), nil
 	})
 	if err != nil {
-		t.Fatalf("the credential at %s: %v (keys %d)", ordersPath, err, len(got))
+		t.Fatalf("the credential at %s: %v (keys %d)", path, err, len(got))
 	}
 	return got
 }
 
-func versions(ctx context.Context, t *testing.T) int {
+func versions(ctx context.Context, t *testing.T, path string) int {
 	t.Helper()
-	n, err := kv.Versions(ctx, ordersPath)
+	n, err := kv.Versions(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func TestVaultDelivery(t *testing.T) {
 	r := vaultRole(in, "orders-login", "orders", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("orders") })
 	env.Create(ctx, t, r)
 	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
-	first := credential(ctx, t, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+	first := credential(ctx, t, ordersPath, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
 
 	t.Run("EveryKeyAndItLogsIn", func(t *testing.T) {
 		for _, k := range []string{"username", "password", "host", "hostaddr", "port", "database", "sslmode", "uri", "jdbc-url", "pgpass", "pg_service.conf", "ca.crt"} {
@@ -175,25 +179,25 @@ func TestVaultDelivery(t *testing.T) {
 	})
 
 	t.Run("NoVersionPerPoll", func(t *testing.T) {
-		before := versions(ctx, t)
+		before := versions(ctx, t, ordersPath)
 		time.Sleep(5 * time.Second) // Two polls.
-		if after := versions(ctx, t); after != before {
+		if after := versions(ctx, t, ordersPath); after != before {
 			t.Errorf("versions went from %d to %d over two polls with nothing changed", before, after)
 		}
 	})
 
 	t.Run("RotationIsOneVersion", func(t *testing.T) {
-		before := versions(ctx, t)
+		before := versions(ctx, t, ordersPath)
 		providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
 			meta.AddAnnotations(r, map[string]string{v1alpha1.AnnotationRotatePassword: "1"})
 		})
-		next := credential(ctx, t, func(d map[string][]byte) bool { return string(d["password"]) != string(first["password"]) })
+		next := credential(ctx, t, ordersPath, func(d map[string][]byte) bool { return string(d["password"]) != string(first["password"]) })
 		env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
 		if err := logsIn(ctx, next); err != nil {
 			t.Errorf("the rotated credential does not log in: %v", err)
 		}
 		time.Sleep(5 * time.Second)
-		if after := versions(ctx, t); after != before+1 {
+		if after := versions(ctx, t, ordersPath); after != before+1 {
 			t.Errorf("a rotation took the path from %d to %d versions, want one more", before, after)
 		}
 	})
@@ -219,8 +223,8 @@ func TestVaultDelivery(t *testing.T) {
 	})
 
 	t.Run("VaultNotAnsweringMidRotation", func(t *testing.T) {
-		cur := credential(ctx, t, func(map[string][]byte) bool { return true })
-		before := versions(ctx, t)
+		cur := credential(ctx, t, ordersPath, func(map[string][]byte) bool { return true })
+		before := versions(ctx, t, ordersPath)
 		if err := vault.Pause(); err != nil {
 			t.Fatal(err)
 		}
@@ -241,22 +245,60 @@ func TestVaultDelivery(t *testing.T) {
 		if err := vault.Resume(); err != nil {
 			t.Fatal(err)
 		}
-		next := credential(ctx, t, func(d map[string][]byte) bool { return string(d["password"]) != string(cur["password"]) })
+		next := credential(ctx, t, ordersPath, func(d map[string][]byte) bool { return string(d["password"]) != string(cur["password"]) })
 		if err := logsIn(ctx, next); err != nil {
 			t.Errorf("after the vault came back, the rotated credential does not log in: %v", err)
 		}
-		if after := versions(ctx, t); after != before+1 {
+		if after := versions(ctx, t, ordersPath); after != before+1 {
 			t.Errorf("the rotation across the outage took the path from %d to %d versions, want one more", before, after)
 		}
 	})
 
+	t.Run("AlternatingRotations", func(t *testing.T) {
+		// Two logins take turns: each rotation is one new version, written
+		// before the previous login's grace period starts, and a client
+		// that reads the path before it logs in never fails.
+		l := vaultRole(in, "ledger-login", "ledger", func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.ForProvider.Name = ptr.To("ledger")
+			// Short, so that three rotations take seconds: a rotation
+			// waits until its target login's grace period is over.
+			r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating, GracePeriod: &metav1.Duration{Duration: 3 * time.Second}}
+		})
+		env.Create(ctx, t, l)
+		env.Ready(ctx, t, l, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), l) })
+		cur := credential(ctx, t, ledgerPath, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+		firstLogin := cur["username"]
+		start := versions(ctx, t, ledgerPath)
+		for i := 1; i <= 3; i++ {
+			providertest.Update(ctx, t, env, l, func(r *v1alpha1.PostgreSQLRole) {
+				meta.AddAnnotations(r, map[string]string{v1alpha1.AnnotationRotatePassword: strconv.Itoa(i)})
+			})
+			prev := cur
+			cur = credential(ctx, t, ledgerPath, func(d map[string][]byte) bool { return string(d["username"]) != string(prev["username"]) })
+			if i%2 == 0 && string(cur["username"]) != string(firstLogin) {
+				t.Errorf("rotation %d: login %s, want %s back: the two logins take turns", i, cur["username"], firstLogin)
+			}
+			if err := logsIn(ctx, cur); err != nil {
+				t.Errorf("rotation %d: the new login %s does not log in: %v", i, cur["username"], err)
+			}
+			if err := logsIn(ctx, prev); err != nil {
+				t.Errorf("rotation %d: the previous login %s failed within its grace period: %v", i, prev["username"], err)
+			}
+		}
+		time.Sleep(5 * time.Second) // Two polls.
+		if n := versions(ctx, t, ledgerPath); n != start+3 {
+			t.Errorf("three rotations took the path from %d to %d versions, want three more", start, n)
+		}
+	})
+
 	t.Run("ThePathGoesWithTheRole", func(t *testing.T) {
-		last := credential(ctx, t, func(map[string][]byte) bool { return true })
+		last := credential(ctx, t, ordersPath, func(map[string][]byte) bool { return true })
 		if err := env.Kube.Delete(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		env.Gone(ctx, t, r)
-		if n := versions(ctx, t); n != 0 {
+		if n := versions(ctx, t, ordersPath); n != 0 {
 			t.Errorf("the path keeps %d versions after its role is gone", n)
 		}
 		if err := logsIn(ctx, last); err == nil {
