@@ -8,9 +8,10 @@ package cluster
 
 import "embed"
 
-// Manifests are the YAML files of this folder.
+// Manifests are the YAML files of this folder, and the OpenBao policies
+// (HCL) a platform writes for the credentials' delivery.
 //
-//go:embed *.yaml
+//go:embed *.yaml *.hcl
 var Manifests embed.FS
 
 // Names of the Lock admission policy's objects.
@@ -24,4 +25,11 @@ const (
 const (
 	TenantPolicyName = "provider-postgresql-tenant"
 	TenantPolicyFile = "tenant-policy.yaml"
+)
+
+// OpenBao policy templates: <mount>, <prefix> and <namespace> are replaced
+// before they are written (docs/credentials.md).
+const (
+	OpenBaoProviderPolicyFile  = "openbao-provider-policy.hcl"
+	OpenBaoNamespacePolicyFile = "openbao-namespace-policy.hcl"
 )

@@ -6,15 +6,21 @@ package openbao
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +29,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/vaultserver"
@@ -38,9 +45,16 @@ var (
 
 // suite is the package's environment: the provider's controllers against
 // a real API server and PostgreSQL, and a KV v2 server.
-var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Namespaces: []string{ns}}, func(e *providertest.Env) {
+var suite = providertest.Suite(providertest.Options{
+	PollInterval: 2 * time.Second, Namespaces: []string{ns},
+	ServiceAccountTokenFile: tokenFile,
+}, func(e *providertest.Env) {
 	env = e
 })
+
+// tokenFile is where the test puts the ServiceAccount token the provider
+// logs in to the vault with, as kubelet mounts one in a pod.
+var tokenFile = filepath.Join(os.TempDir(), fmt.Sprintf("openbao-e2e-%d.token", os.Getpid()))
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
@@ -292,6 +306,10 @@ func TestVaultDelivery(t *testing.T) {
 		}
 	})
 
+	t.Run("KubernetesAuthAndIsolation", func(t *testing.T) {
+		kubernetesAuthAndIsolation(ctx, t)
+	})
+
 	t.Run("ThePathGoesWithTheRole", func(t *testing.T) {
 		last := credential(ctx, t, ordersPath, func(map[string][]byte) bool { return true })
 		if err := env.Kube.Delete(ctx, r); err != nil {
@@ -305,4 +323,109 @@ func TestVaultDelivery(t *testing.T) {
 			t.Error("the last delivered credential still logs in after the role was dropped")
 		}
 	})
+}
+
+// policy is a shipped OpenBao policy template, filled in.
+func policy(t *testing.T, file, namespace string) string {
+	t.Helper()
+	b, err := cluster.Manifests.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer("<mount>", vaultserver.Mount, "<prefix>", "postgresql", "<namespace>", namespace).Replace(string(b))
+}
+
+// kubernetesAuthAndIsolation: the provider logs in with its ServiceAccount
+// token through the vault's Kubernetes auth method, holding only the
+// shipped provider policy, and delivers; a namespace's store policy,
+// rendered from the shipped template, reads its own namespace's paths and
+// nothing of another's.
+func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
+	kc, err := kubernetes.NewForConfig(env.ControlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sa = "provider-postgresql"
+	env.Create(ctx, t,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: sa}},
+		// What the vault's TokenReview with the provider's own token needs.
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa + "-auth-delegator"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: providertest.Namespace, Name: sa}},
+		})
+	tr, err := kc.CoreV1().ServiceAccounts(providertest.Namespace).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(tokenFile) })
+	cfg := env.ControlPlane.Config
+	for _, step := range []struct {
+		path string
+		body any
+	}{
+		{"/v1/sys/auth/kubernetes", map[string]any{"type": "kubernetes"}},
+		{"/v1/auth/kubernetes/config", map[string]any{"kubernetes_host": cfg.Host, "kubernetes_ca_cert": string(cfg.CAData), "disable_local_ca_jwt": true}},
+		{"/v1/sys/policies/acl/provider-postgresql", map[string]any{"policy": policy(t, cluster.OpenBaoProviderPolicyFile, "")}},
+		{"/v1/auth/kubernetes/role/provider-postgresql", map[string]any{
+			"bound_service_account_names": []string{sa}, "bound_service_account_namespaces": []string{providertest.Namespace},
+			"token_policies": []string{"provider-postgresql"}, "token_ttl": "1h",
+		}},
+		{"/v1/sys/policies/acl/postgresql-shop", map[string]any{"policy": policy(t, cluster.OpenBaoNamespacePolicyFile, ns)}},
+		{"/v1/sys/policies/acl/postgresql-other", map[string]any{"policy": policy(t, cluster.OpenBaoNamespacePolicyFile, "other")}},
+	} {
+		if _, err := vault.Admin(ctx, "POST", step.path, step.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	in, err := env.Instance(ctx, "kauth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+		in.Spec.CredentialVault = &v1alpha1.CredentialVault{
+			Address: vault.Address, CABundleRef: &v1alpha1.CABundleReference{Name: "vault-ca"},
+			Auth: v1alpha1.CredentialVaultAuth{Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "provider-postgresql"}},
+		}
+	})
+	r := vaultRole(in, "kube-login", "kube", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("kube") })
+	env.Create(ctx, t, r)
+	t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), r) })
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	const path = "postgresql/kauth/" + ns + "/kube"
+	d := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+	if err := logsIn(ctx, d); err != nil {
+		t.Errorf("the credential delivered with Kubernetes auth does not log in: %v", err)
+	}
+
+	reader := func(namespace string) *openbao.Client {
+		b, err := vault.Admin(ctx, "POST", "/v1/auth/token/create", map[string]any{"policies": []string{"postgresql-" + namespace}, "ttl": "10m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Auth struct {
+				ClientToken string `json:"client_token"`
+			} `json:"auth"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		c, err := openbao.New(openbao.Config{Address: vault.Address, CA: vault.CA, Mount: vaultserver.Mount, Token: out.Auth.ClientToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if s, err := reader(ns).Read(ctx, path); err != nil || s.Data["password"] != string(d["password"]) {
+		t.Errorf("the %s namespace's store cannot read its own credential: %v", ns, err)
+	}
+	_, err = reader("other").Read(ctx, path)
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("another namespace's store read the %s credential: %v, want 403", ns, err)
+	}
 }

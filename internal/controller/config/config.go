@@ -81,6 +81,10 @@ type Config struct {
 	// InstanceSecrets reads the Instances' admin credentials and CA
 	// bundles (InstanceSecrets); the controllers' setup sets it when nil.
 	InstanceSecrets client.Reader
+
+	// ServiceAccountTokenFile is the token a credentialVault's Kubernetes
+	// auth logs in with; empty: the pod's own.
+	ServiceAccountTokenFile string
 }
 
 // ManagedReconcilerOptions returns the options every managed reconciler of

@@ -83,7 +83,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	publisher := publisher{
 		secrets: managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme()),
-		vaults:  &vaults{kube: kube, secrets: mgr.GetAPIReader(), namespace: c.Namespace},
+		vaults:  &vaults{kube: kube, secrets: mgr.GetAPIReader(), namespace: c.Namespace, tokenFile: c.ServiceAccountTokenFile},
 	}
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {

@@ -54,6 +54,9 @@ type vaults struct {
 	// kube reads Instances; secrets the token and CA, in namespace.
 	kube, secrets client.Reader
 	namespace     string
+	// tokenFile is the ServiceAccount token Kubernetes auth logs in with
+	// (empty: the pod's).
+	tokenFile string
 
 	mu      sync.Mutex
 	clients map[string]*openbao.Client
@@ -79,7 +82,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	}
 	switch a := cv.Auth; {
 	case a.Kubernetes != nil:
-		cfg.Kubernetes = &openbao.KubernetesAuth{Role: a.Kubernetes.Role, MountPath: a.Kubernetes.MountPath}
+		cfg.Kubernetes = &openbao.KubernetesAuth{Role: a.Kubernetes.Role, MountPath: a.Kubernetes.MountPath, TokenFile: v.tokenFile}
 	case a.TokenSecretRef != nil:
 		s := &corev1.Secret{}
 		nn := types.NamespacedName{Namespace: v.namespace, Name: a.TokenSecretRef.Name}
