@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -175,6 +176,17 @@ func TestVaultDelivery(t *testing.T) {
 		}
 		if err := logsIn(ctx, first); err != nil {
 			t.Errorf("its uri does not log in: %v", err)
+		}
+		got := &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			t.Fatal(err)
+		}
+		want := &v1alpha1.VaultDelivery{Path: ordersPath, URL: kv.URL(ordersPath)}
+		if diff := cmp.Diff(want, got.Status.AtProvider.Vault); diff != "" {
+			t.Errorf("status.atProvider.vault (-want +got):\n%s", diff)
+		}
+		if v := got.Status.AtProvider.Vault; v != nil && strings.Contains(v.URL, vault.RootToken) {
+			t.Error("the credential's URL carries the token")
 		}
 	})
 

@@ -322,6 +322,21 @@ type PostgreSQLRoleObservation struct {
 	// Alternating rotation the previous one.
 	// +optional
 	Credential *CredentialObservation `json:"credential,omitempty"`
+	// Vault is where spec.writeConnectionDetailsToVault delivers the
+	// credentials: no authentication material, only the location.
+	// +optional
+	Vault *VaultDelivery `json:"vault,omitempty"`
+}
+
+// VaultDelivery is the KV v2 location a role's credentials are delivered
+// to.
+type VaultDelivery struct {
+	// Path is the path within the KV v2 engine (what an ExternalSecret's
+	// dataFrom.extract.key names, with a store whose path is the mount).
+	Path string `json:"path"`
+	// URL is the API URL of the credential's data, without any token:
+	// reading it takes a token the vault's policy allows.
+	URL string `json:"url"`
 }
 
 // PreviousLoginState is where the login the Secret held before the last

@@ -143,6 +143,7 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*open
 	}
 	s, err := c.Read(ctx, path)
 	if errors.Is(err, openbao.ErrNotFound) {
+		r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
 		return c, path, nil, nil
 	}
 	if err != nil {
@@ -165,6 +166,7 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*open
 		r.SetConditions(v1alpha1.Conflict(msg))
 		return nil, "", nil, xperrors.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
+	r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
 	return c, path, s, nil
 }
 
