@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,7 +26,44 @@ const (
 	// tenant gets until the database is bound to it.
 	Binding   = "binding"
 	LoginRole = "login-role"
+	// Credentials is the ExternalSecret that projects the login's
+	// credentials from OpenBao into the claim's namespace (OpenBao
+	// delivery).
+	Credentials = "credentials"
 )
+
+// Delivery is how a tenant's credentials reach its namespace.
+type Delivery string
+
+// Deliveries.
+const (
+	// DeliverySecret: the provider writes a Secret in the claim's
+	// namespace (the default).
+	DeliverySecret Delivery = "Secret"
+	// DeliveryOpenBao: the provider writes the credentials to the
+	// Instance's credentialVault, and an ExternalSecret projects them.
+	DeliveryOpenBao Delivery = "OpenBao"
+)
+
+// OpenBao is the platform's store for OpenBao delivery.
+type OpenBao struct {
+	// SecretStoreRef names the External Secrets Operator store every
+	// claim's ExternalSecret reads through: by default a SecretStore of
+	// that name in the claim's namespace, which the platform sets up per
+	// namespace with a vault policy that reads that namespace's paths only
+	// (cluster/openbao-namespace-policy.hcl).
+	SecretStoreRef StoreRef `json:"secretStoreRef"`
+	// RefreshInterval is how often the ExternalSecret reads the path: how
+	// soon a rotation reaches the Secret. Default 1m.
+	RefreshInterval string `json:"refreshInterval,omitempty"`
+}
+
+// StoreRef names an External Secrets Operator store.
+type StoreRef struct {
+	Name string `json:"name"`
+	// Kind is SecretStore (the default) or ClusterSecretStore.
+	Kind string `json:"kind,omitempty"`
+}
 
 // Spec is what a tenant asks for: a PostgreSQLTenant claim's spec as its
 // composite carries it.
@@ -60,6 +98,11 @@ type Options struct {
 	// how tenants' credentials rotate. Unset, they rotate only when the
 	// tenant asks (spec.rotateCredentials), in place.
 	CredentialRotation *v1alpha1.PasswordRotation
+	// Delivery is how credentials reach the claim's namespace: Secret
+	// (default) or OpenBao.
+	Delivery Delivery
+	// OpenBao is the store OpenBao delivery reads through.
+	OpenBao *OpenBao
 }
 
 // Status is what the claim's status shows.
@@ -68,6 +111,9 @@ type Status struct {
 	Database   string `json:"database,omitempty"`
 	LoginRole  string `json:"loginRole,omitempty"`
 	SecretName string `json:"secretName,omitempty"`
+	// CredentialURL is the OpenBao API URL of the credential (OpenBao
+	// delivery), without any token.
+	CredentialURL string `json:"credentialURL,omitempty"`
 	// Extensions are those installed in the database: the claim can no
 	// longer remove them from spec.extensions.
 	Extensions []string `json:"extensions,omitempty"`
@@ -111,12 +157,14 @@ func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 	return b, nil
 }
 
-// Access composes the login role of a tenant whose binding is Bound to d:
+// Access composes the login role of a tenant whose binding is Bound to d
+// (and, with OpenBao delivery, once vault says where the login role
+// delivered the credentials, the ExternalSecret projecting them):
 // a member of the database's owner role whose sessions act as the owner (so
 // what the tenant creates belongs to the retained owner), with its
 // credentials Secret in the claim's namespace. It is dropped with the
 // claim, so the tenant can no longer log in while the data stays.
-func Access(s Spec, o Options, d v1alpha1.BoundDatabase) (*Composed, error) {
+func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDelivery) (*Composed, error) {
 	if d.Instance == "" || d.Database == "" || d.Owner == "" {
 		return nil, errors.New("the bound database's instance, name and owner are not known yet")
 	}
@@ -156,10 +204,47 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase) (*Composed, error) {
 	if s.RotateCredentials != "" {
 		role.SetAnnotations(map[string]string{v1alpha1.AnnotationRotatePassword: s.RotateCredentials})
 	}
-	return &Composed{
+	c := &Composed{
 		Resources: map[string]client.Object{LoginRole: role},
 		Status:    Status{Instance: d.Instance, Database: d.Database, LoginRole: login, SecretName: secret, Extensions: d.Extensions},
-	}, nil
+	}
+	switch o.Delivery {
+	case "", DeliverySecret:
+		return c, nil
+	case DeliveryOpenBao:
+	default:
+		return nil, errors.Errorf("the Composition's input delivery is %q: Secret or OpenBao", o.Delivery)
+	}
+	if o.OpenBao == nil || o.OpenBao.SecretStoreRef.Name == "" {
+		return nil, errors.New("the Composition's input sets delivery: OpenBao without openBao.secretStoreRef.name, the store the ExternalSecret reads through")
+	}
+	role.Spec.WriteConnectionSecretToReference = nil
+	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}
+	if vault != nil {
+		c.Status.CredentialURL = vault.URL
+		c.Resources[Credentials] = externalSecret(s, o.OpenBao, SecretName(instance, s.ClaimName), secret, vault.Path)
+	}
+	return c, nil
+}
+
+// externalSecret projects the KV path into the Secret target, in the
+// claim's namespace; it is named <instance>-<claim>-postgresql whatever
+// the Secret is named. The Secret is the ExternalSecret's own: it goes
+// with it.
+func externalSecret(s Spec, o *OpenBao, name, target, path string) *unstructured.Unstructured {
+	kind := def(o.SecretStoreRef.Kind, "SecretStore")
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "external-secrets.io/v1",
+		"kind":       "ExternalSecret",
+		"metadata":   map[string]any{"namespace": s.ClaimNamespace, "name": name},
+		"spec": map[string]any{
+			"refreshInterval": def(o.RefreshInterval, "1m"),
+			"secretStoreRef":  map[string]any{"name": o.SecretStoreRef.Name, "kind": kind},
+			"target":          map[string]any{"name": target, "creationPolicy": "Owner", "deletionPolicy": "Delete"},
+			"dataFrom":        []any{map[string]any{"extract": map[string]any{"key": path}}},
+		},
+	}}
+	return u
 }
 
 // MaxNames is how long an Instance's name and a claim's may be together:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -108,7 +109,7 @@ func TestAccess(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Access(tc.spec, tc.opts, bound)
+			c, err := Access(tc.spec, tc.opts, bound, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +145,7 @@ func TestAccess(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, Options{}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}); err == nil {
+	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, Options{}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}, nil); err == nil {
 		t.Error("composed access without knowing the database's owner")
 	}
 }
@@ -154,7 +155,7 @@ func TestAccess(t *testing.T) {
 // then keeps from being removed.
 func TestAccessShowsInstalledExtensions(t *testing.T) {
 	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner", Extensions: []string{"pgcrypto"}}
-	c, err := Access(Spec{InstanceRef: "main", Extensions: []string{"pgcrypto", "pgcrytpo"}, ClaimNamespace: "shop", ClaimName: "orders"}, Options{}, bound)
+	c, err := Access(Spec{InstanceRef: "main", Extensions: []string{"pgcrypto", "pgcrytpo"}, ClaimNamespace: "shop", ClaimName: "orders"}, Options{}, bound, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +175,75 @@ func TestAccessRefusesOverLongNames(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
-			c, err := Access(s, Options{}, bound)
+			c, err := Access(s, Options{}, bound, nil)
 			if err == nil || !strings.Contains(err.Error(), "exceed 241 characters") {
 				t.Fatalf("composed %v, error %v; want a refusal naming the 241-character rule", c, err)
 			}
 		})
 	}
 	bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
-	if _, err := Access(Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 41)}, Options{}, bound); err != nil {
+	if _, err := Access(Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 41)}, Options{}, bound, nil); err != nil {
 		t.Errorf("241 characters exactly: %v", err)
+	}
+}
+
+// TestAccessOpenBao: with OpenBao delivery the login role writes to its
+// Instance's credentialVault under the claim's name, not to a Secret; once
+// it has, an ExternalSecret named <instance>-<claim>-postgresql projects
+// exactly that path through the platform's store into the Secret the
+// claim names, and the claim shows the credential's URL.
+func TestAccessOpenBao(t *testing.T) {
+	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner"}
+	opts := Options{Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretStoreRef: StoreRef{Name: "postgresql"}}}
+	spec := Spec{InstanceRef: "main", SecretName: "orders-db", ClaimNamespace: "shop", ClaimName: "orders"}
+
+	before, err := Access(spec, opts, bound, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, ok := before.Resources[LoginRole].(*v1alpha1.PostgreSQLRole)
+	if !ok || len(before.Resources) != 1 {
+		t.Fatalf("before the role delivered: composed %v, want the login role alone", before.Resources)
+	}
+	if login.Spec.WriteConnectionSecretToReference != nil || login.Spec.WriteConnectionDetailsToVault == nil || login.Spec.WriteConnectionDetailsToVault.Name != "orders" {
+		t.Errorf("the login role delivers to Secret %v and vault %v, want the vault path named orders only",
+			login.Spec.WriteConnectionSecretToReference, login.Spec.WriteConnectionDetailsToVault)
+	}
+
+	vault := &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders", URL: "https://openbao:8200/v1/secret/data/postgresql/main/shop/orders"}
+	after, err := Access(spec, opts, bound, vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, ok := after.Resources[Credentials].(*unstructured.Unstructured)
+	if !ok {
+		t.Fatalf("once delivered: composed %v, want an ExternalSecret", after.Resources)
+	}
+	want := map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"namespace": "shop", "name": "main-orders-postgresql"},
+		"spec": map[string]any{
+			"refreshInterval": "1m",
+			"secretStoreRef":  map[string]any{"name": "postgresql", "kind": "SecretStore"},
+			"target":          map[string]any{"name": "orders-db", "creationPolicy": "Owner", "deletionPolicy": "Delete"},
+			"dataFrom":        []any{map[string]any{"extract": map[string]any{"key": "postgresql/main/shop/orders"}}},
+		},
+	}
+	if diff := cmp.Diff(want, es.Object); diff != "" {
+		t.Errorf("ExternalSecret (-want +got):\n%s", diff)
+	}
+	if after.Status.CredentialURL != vault.URL || after.Status.SecretName != "orders-db" {
+		t.Errorf("status: credentialURL %q, secretName %q", after.Status.CredentialURL, after.Status.SecretName)
+	}
+
+	for name, o := range map[string]Options{
+		"NoStore":         {Delivery: DeliveryOpenBao},
+		"UnknownDelivery": {Delivery: "Carrier pigeon"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if c, err := Access(spec, o, bound, vault); err == nil {
+				t.Errorf("composed %v, want a refusal naming the input", c.Resources)
+			}
+		})
 	}
 }

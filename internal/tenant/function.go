@@ -34,6 +34,10 @@ type Input struct {
 	DeleteData bool `json:"deleteData,omitempty"`
 	// CredentialRotation: see Options.
 	CredentialRotation *v1alpha1.PasswordRotation `json:"credentialRotation,omitempty"`
+	// Delivery: see Options.
+	Delivery Delivery `json:"delivery,omitempty"`
+	// OpenBao: see Options.
+	OpenBao *OpenBao `json:"openBao,omitempty"`
 }
 
 // Function is the composition function serving PostgreSQLTenant.
@@ -86,7 +90,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	// Access is composed only once the database is bound to this
 	// tenant's binding; a binding that stops being Bound takes it away.
 	if bound, reason, msg := boundOf(observed[resource.Name(Binding)]); bound != nil {
-		a, err := Access(s, Options(in), *bound)
+		a, err := Access(s, Options(in), *bound, vaultOf(observed[resource.Name(LoginRole)]))
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
@@ -159,6 +163,19 @@ func boundOf(o resource.ObservedComposed) (*v1alpha1.BoundDatabase, string, stri
 		return nil, reason, msg
 	}
 	return b.Status.Database, reason, msg
+}
+
+// vaultOf reads where the observed login role delivered its credentials
+// to a vault (nil before it has, or with Secret delivery).
+func vaultOf(o resource.ObservedComposed) *v1alpha1.VaultDelivery {
+	if o.Resource == nil {
+		return nil
+	}
+	r := &v1alpha1.PostgreSQLRole{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, r); err != nil {
+		return nil
+	}
+	return r.Status.AtProvider.Vault
 }
 
 // specOf reads a tenant composite's spec.
