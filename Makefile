@@ -101,10 +101,10 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint, and refuse tracke
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready and the KV v2 server (Vault dev mode).
+tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready, the KV v2 server (Vault dev mode) and the External Secrets Operator.
 	hack/controlplane-tools.sh
 	hack/crossplane-tools.sh
-	hack/vault-tools.sh
+	hack/openbao-tools.sh
 
 .PHONY: test
 test: tools ## Every test once, against a real API server and PostgreSQL (PG_VERSION, superuser admin); ends with the slowest.

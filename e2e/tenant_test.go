@@ -542,28 +542,7 @@ func TestTenantEndToEnd(t *testing.T) {
 	t.Run("PlatformTurnsOnAlternatingRotationTenantAsksForOne", func(t *testing.T) {
 		// The platform adapts the Composition as its comment shows; the
 		// live claim is re-composed with the new revision.
-		comp := &unstructured.Unstructured{}
-		comp.SetAPIVersion("apiextensions.crossplane.io/v1")
-		comp.SetKind("Composition")
-		if err := env.Kube.Get(ctx, client.ObjectKey{Name: "postgresqltenant"}, comp); err != nil {
-			t.Fatal(err)
-		}
-		steps, _, _ := unstructured.NestedSlice(comp.Object, "spec", "pipeline")
-		step, ok := steps[0].(map[string]any)
-		if !ok {
-			t.Fatalf("the Composition's first step is a %T", steps[0])
-		}
-		in, _, _ := unstructured.NestedMap(step, "input")
-		in["credentialRotation"] = map[string]any{"mode": "Alternating", "gracePeriod": "5s"}
-		if err := unstructured.SetNestedMap(step, in, "input"); err != nil {
-			t.Fatal(err)
-		}
-		if err := unstructured.SetNestedSlice(comp.Object, steps, "spec", "pipeline"); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Kube.Update(ctx, comp); err != nil {
-			t.Fatal(err)
-		}
+		setCompositionInput(ctx, t, map[string]any{"credentialRotation": map[string]any{"mode": "Alternating", "gracePeriod": "5s"}})
 		first := waitTenantLogin(ctx, t, "finance", "main-billing-postgresql", "billing_a")
 		c, err := providertest.ConnectWithSecret(ctx, first, "")
 		if err != nil {
@@ -596,6 +575,12 @@ func TestTenantEndToEnd(t *testing.T) {
 			}
 			_ = c.Close(ctx)
 		}
+	})
+	t.Run("OpenBaoDelivery", func(t *testing.T) {
+		// Last: the platform switches the Composition to OpenBao
+		// delivery, which the claims above, whose login roles deliver to
+		// Secrets, cannot follow (a role's delivery never moves).
+		openBaoDelivery(ctx, t, core)
 	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))
 }
