@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -43,38 +42,20 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 		t.Fatal(err)
 	}
 	t.Cleanup(eso.Stop)
-	policy := func(namespace string) string {
-		b, err := cluster.Manifests.ReadFile(cluster.OpenBaoNamespacePolicyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.NewReplacer("<mount>", vaultserver.Mount, "<prefix>", "postgresql", "<namespace>", namespace).Replace(string(b))
-	}
-	// Each namespace's store reads through a token of its namespace's
-	// policy only.
-	storeToken := func(namespace string) string {
-		if _, err := vault.Admin(ctx, "POST", "/v1/sys/policies/acl/postgresql-"+namespace, map[string]any{"policy": policy(namespace)}); err != nil {
-			t.Fatal(err)
-		}
-		b, err := vault.Admin(ctx, "POST", "/v1/auth/token/create", map[string]any{"policies": []string{"postgresql-" + namespace}, "ttl": "1h"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out struct {
-			Auth struct {
-				ClientToken string `json:"client_token"`
-			} `json:"auth"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Auth.ClientToken
-	}
 	store := func(namespace string) {
 		if err := env.Namespace(ctx, namespace); err != nil {
 			t.Fatal(err)
 		}
-		env.Create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "postgresql-store-token"}, Data: map[string][]byte{"token": []byte(storeToken(namespace))}})
+		// Each namespace's store reads through a token of its
+		// namespace's policy only.
+		if err := vault.WritePolicy(ctx, "postgresql-"+namespace, cluster.OpenBaoNamespacePolicyFile, namespace); err != nil {
+			t.Fatal(err)
+		}
+		token, err := vault.Token(ctx, "postgresql-"+namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "postgresql-store-token"}, Data: map[string][]byte{"token": []byte(token)}})
 		s := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "external-secrets.io/v1", "kind": "SecretStore",
 			"metadata": map[string]any{"namespace": namespace, "name": "postgresql"},
@@ -171,22 +152,54 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 	})
 
 	t.Run("DeletingTheClaim", func(t *testing.T) {
+		gcKnowsExternalSecrets(ctx, t)
+		// In order: the login goes (dropped, its path destroyed), then
+		// the ExternalSecret; never the other way round. A DBA's open
+		// transaction holding the login role's catalog row keeps its
+		// access from ending for a while: the ExternalSecret must wait.
+		tx, err := env.AdminConnect(ctx, t, "postgres").Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "ALTER ROLE ledger CONNECTION LIMIT 7"); err != nil {
+			t.Fatal(err)
+		}
 		if err := env.Kube.Delete(ctx, claim); err != nil {
 			t.Fatal(err)
 		}
-		env.Gone(ctx, t, claim)
-		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-			_, err := kv.Read(ctx, path)
-			gone := errors.Is(err, openbao.ErrNotFound)
+		time.Sleep(10 * time.Second) // Time for anything that would delete it.
+		held := &unstructured.Unstructured{}
+		held.SetAPIVersion("external-secrets.io/v1")
+		held.SetKind("ExternalSecret")
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "main-ledger-postgresql"}, held); err != nil || held.GetDeletionTimestamp() != nil {
+			t.Errorf("the ExternalSecret is going while the login role's access could not end (deleting since %v): %v", held.GetDeletionTimestamp(), err)
+		}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "ledger-login"}, &v1alpha1.PostgreSQLRole{}); err != nil {
+			t.Errorf("the login role went while its access could not end: %v", err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		early := false
+		err = providertest.WaitEvery(ctx, 90*time.Second, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+			roleErr := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "ledger-login"}, &v1alpha1.PostgreSQLRole{})
 			es := &unstructured.Unstructured{}
 			es.SetAPIVersion("external-secrets.io/v1")
 			es.SetKind("ExternalSecret")
 			esErr := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "main-ledger-postgresql"}, es)
-			return gone && kerrors.IsNotFound(esErr), nil
+			if roleErr == nil && kerrors.IsNotFound(esErr) {
+				early = true
+			}
+			_, err := kv.Read(ctx, path)
+			return errors.Is(err, openbao.ErrNotFound) && kerrors.IsNotFound(esErr) && kerrors.IsNotFound(roleErr), nil
 		})
 		if err != nil {
-			t.Errorf("after the claim went, the KV path or the ExternalSecret is still there: %v", err)
+			t.Errorf("after the claim went, the login role, the KV path or the ExternalSecret is still there: %v", err)
 		}
+		if early {
+			t.Error("the ExternalSecret went while the login role was still there")
+		}
+		env.Gone(ctx, t, claim)
 		if n, err := kv.Versions(ctx, path); err != nil || n != 0 {
 			t.Errorf("the KV path keeps %d versions: %v", n, err)
 		}
@@ -232,5 +245,38 @@ func setCompositionInput(ctx context.Context, t *testing.T, fields map[string]an
 	}
 	if err := env.Kube.Update(ctx, comp); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// gcKnowsExternalSecrets waits until the garbage collector deletes
+// ExternalSecrets whose owner is gone: it learns of a new kind at its next
+// discovery, up to half a minute after the kind's CRD appears, and until
+// then a claim's deletion would leave its ExternalSecret alone whatever
+// orders it.
+func gcKnowsExternalSecrets(ctx context.Context, t *testing.T) {
+	t.Helper()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "vshop", Name: "gc-probe"}}
+	env.Create(ctx, t, owner)
+	probe := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"namespace": "vshop", "name": "gc-probe", "ownerReferences": []any{map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap", "name": owner.Name, "uid": string(owner.UID),
+		}}},
+		"spec": map[string]any{
+			"secretStoreRef": map[string]any{"name": "postgresql", "kind": "SecretStore"},
+			"target":         map[string]any{"name": "gc-probe"},
+			"dataFrom":       []any{map[string]any{"extract": map[string]any{"key": "postgresql/none"}}},
+		},
+	}}
+	env.Create(ctx, t, probe)
+	if err := env.Kube.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(probe), probe)
+		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the garbage collector does not delete ExternalSecrets: %v", err)
 	}
 }

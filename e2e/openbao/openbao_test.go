@@ -6,7 +6,6 @@ package openbao
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -337,16 +336,6 @@ func TestVaultDelivery(t *testing.T) {
 	})
 }
 
-// policy is a shipped OpenBao policy template, filled in.
-func policy(t *testing.T, file, namespace string) string {
-	t.Helper()
-	b, err := cluster.Manifests.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.NewReplacer("<mount>", vaultserver.Mount, "<prefix>", "postgresql", "<namespace>", namespace).Replace(string(b))
-}
-
 // kubernetesAuthAndIsolation: the provider logs in with its ServiceAccount
 // token through the vault's Kubernetes auth method, holding only the
 // shipped provider policy, and delivers; a namespace's store policy,
@@ -381,15 +370,21 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	}{
 		{"/v1/sys/auth/kubernetes", map[string]any{"type": "kubernetes"}},
 		{"/v1/auth/kubernetes/config", map[string]any{"kubernetes_host": cfg.Host, "kubernetes_ca_cert": string(cfg.CAData), "disable_local_ca_jwt": true}},
-		{"/v1/sys/policies/acl/provider-postgresql", map[string]any{"policy": policy(t, cluster.OpenBaoProviderPolicyFile, "")}},
 		{"/v1/auth/kubernetes/role/provider-postgresql", map[string]any{
 			"bound_service_account_names": []string{sa}, "bound_service_account_namespaces": []string{providertest.Namespace},
 			"token_policies": []string{"provider-postgresql"}, "token_ttl": "1h",
 		}},
-		{"/v1/sys/policies/acl/postgresql-shop", map[string]any{"policy": policy(t, cluster.OpenBaoNamespacePolicyFile, ns)}},
-		{"/v1/sys/policies/acl/postgresql-other", map[string]any{"policy": policy(t, cluster.OpenBaoNamespacePolicyFile, "other")}},
 	} {
 		if _, err := vault.Admin(ctx, "POST", step.path, step.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, p := range map[string][2]string{
+		"provider-postgresql": {cluster.OpenBaoProviderPolicyFile, ""},
+		"postgresql-shop":     {cluster.OpenBaoNamespacePolicyFile, ns},
+		"postgresql-other":    {cluster.OpenBaoNamespacePolicyFile, "other"},
+	} {
+		if err := vault.WritePolicy(ctx, name, p[0], p[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -415,19 +410,11 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	}
 
 	reader := func(namespace string) *openbao.Client {
-		b, err := vault.Admin(ctx, "POST", "/v1/auth/token/create", map[string]any{"policies": []string{"postgresql-" + namespace}, "ttl": "10m"})
+		token, err := vault.Token(ctx, "postgresql-"+namespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out struct {
-			Auth struct {
-				ClientToken string `json:"client_token"`
-			} `json:"auth"`
-		}
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		c, err := openbao.New(openbao.Config{Address: vault.Address, CA: vault.CA, Mount: vaultserver.Mount, Token: out.Auth.ClientToken})
+		c, err := openbao.New(openbao.Config{Address: vault.Address, CA: vault.CA, Mount: vaultserver.Mount, Token: token})
 		if err != nil {
 			t.Fatal(err)
 		}

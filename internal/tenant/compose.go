@@ -30,6 +30,9 @@ const (
 	// credentials from OpenBao into the claim's namespace (OpenBao
 	// delivery).
 	Credentials = "credentials"
+	// CredentialsOrder is the Crossplane Usage that keeps the
+	// ExternalSecret until the login role is gone (OpenBao delivery).
+	CredentialsOrder = "credentials-order"
 )
 
 // Delivery is how a tenant's credentials reach its namespace.
@@ -221,10 +224,32 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDe
 	role.Spec.WriteConnectionSecretToReference = nil
 	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}
 	if vault != nil {
+		name := SecretName(instance, s.ClaimName)
 		c.Status.CredentialURL = vault.URL
-		c.Resources[Credentials] = externalSecret(s, o.OpenBao, SecretName(instance, s.ClaimName), secret, vault.Path)
+		c.Resources[Credentials] = externalSecret(s, o.OpenBao, name, secret, vault.Path)
+		c.Resources[CredentialsOrder] = credentialsOrder(s, name, role.GetName())
 	}
 	return c, nil
+}
+
+// credentialsOrder is the Usage that orders a claim's deletion: the
+// ExternalSecret (and its Secret) goes only once the login role is gone,
+// that is once the login is dropped and its KV path destroyed, so the
+// tenant's namespace never loses its credential while the login still
+// works, nor keeps one for a path that still exists.
+func credentialsOrder(s Spec, externalSecret, login string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "protection.crossplane.io/v1beta1",
+		"kind":       "Usage",
+		"metadata":   map[string]any{"namespace": s.ClaimNamespace, "name": externalSecret + "-after-login"},
+		"spec": map[string]any{
+			"of": map[string]any{"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "resourceRef": map[string]any{"name": externalSecret}},
+			"by": map[string]any{"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": v1alpha1.PostgreSQLRoleKind, "resourceRef": map[string]any{"name": login}},
+			// Deleted while the role existed, the ExternalSecret is
+			// deleted again once the Usage goes.
+			"replayDeletion": true,
+		},
+	}}
 }
 
 // externalSecret projects the KV path into the Secret target, in the

@@ -232,6 +232,22 @@ func TestAccessOpenBao(t *testing.T) {
 	if diff := cmp.Diff(want, es.Object); diff != "" {
 		t.Errorf("ExternalSecret (-want +got):\n%s", diff)
 	}
+	order, ok := after.Resources[CredentialsOrder].(*unstructured.Unstructured)
+	if !ok {
+		t.Fatalf("once delivered: composed %v, want a Usage ordering the deletion", after.Resources)
+	}
+	wantOrder := map[string]any{
+		"apiVersion": "protection.crossplane.io/v1beta1", "kind": "Usage",
+		"metadata": map[string]any{"namespace": "shop", "name": "main-orders-postgresql-after-login"},
+		"spec": map[string]any{
+			"of":             map[string]any{"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "resourceRef": map[string]any{"name": "main-orders-postgresql"}},
+			"by":             map[string]any{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLRole", "resourceRef": map[string]any{"name": "orders-login"}},
+			"replayDeletion": true,
+		},
+	}
+	if diff := cmp.Diff(wantOrder, order.Object); diff != "" {
+		t.Errorf("Usage (-want +got):\n%s", diff)
+	}
 	if after.Status.CredentialURL != vault.URL || after.Status.SecretName != "orders-db" {
 		t.Errorf("status: credentialURL %q, secretName %q", after.Status.CredentialURL, after.Status.SecretName)
 	}
