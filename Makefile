@@ -47,6 +47,8 @@ REPORT  = go run ./hack/testreport
 # MATRIX_CELLS, <major>/<admin>: a superuser admin, or a managed-service
 # one (a login role with CREATEDB and CREATEROLE and no SUPERUSER, as RDS,
 # Cloud SQL and Azure give).
+# How make dev's tenants get their credentials: secret or openbao.
+DELIVERY     ?= secret
 PG_VERSION   ?=
 MATRIX_CELLS ?= debian/superuser debian/managed 16/superuser 16/managed 17/superuser 17/managed 18/superuser 18/managed
 PG_BIN        = $(if $(PG_VERSION),PG_BIN_DIR="$$(hack/postgresql.sh $(PG_VERSION))")
@@ -58,9 +60,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: tools ## Start a local control plane, a TLS PostgreSQL and the provider; Ctrl-C stops everything.
+dev: tools ## Start a local control plane, a TLS PostgreSQL and the provider (DELIVERY=openbao: tenants' credentials through a KV v2 server); Ctrl-C stops everything.
 	hack/ensure-postgresql.sh
-	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" go run ./hack/devenv
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" go run ./hack/devenv -delivery=$(DELIVERY)
 
 .PHONY: dev-down
 dev-down: ## Stop a `make dev` started in another terminal and remove what it left.

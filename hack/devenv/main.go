@@ -44,8 +44,9 @@ const (
 
 func main() {
 	var (
-		state = flag.String("state", "_output/dev", "folder for the kubeconfig, logs and the pid file")
-		down  = flag.Bool("down", false, "stop a running `make dev` and exit")
+		state    = flag.String("state", "_output/dev", "folder for the kubeconfig, logs and the pid file")
+		down     = flag.Bool("down", false, "stop a running `make dev` and exit")
+		delivery = flag.String("delivery", deliverySecret, "how tenants get their credentials: secret (the provider writes a Secret) or openbao (a KV v2 server and the External Secrets Operator)")
 	)
 	flag.Parse()
 
@@ -54,7 +55,7 @@ func main() {
 		err = stop(*state)
 	} else {
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err = run(ctx, *state, os.Stdout, nil)
+		err = run(ctx, options{state: *state, delivery: strings.ToLower(*delivery)}, os.Stdout, nil)
 		cancel()
 	}
 	if err != nil {
@@ -85,10 +86,22 @@ func (s *session) say(format string, args ...any) {
 	_, _ = fmt.Fprintf(s.out, "    "+format+"\n", args...)
 }
 
+// options are make dev's choices.
+type options struct {
+	// state is the folder for the kubeconfig, logs and the pid file.
+	state string
+	// delivery is deliverySecret or deliveryOpenBao.
+	delivery string
+}
+
 // run starts everything, reports progress to out, calls ready (if not nil)
 // once the provider is healthy and the examples are Ready, and tears
 // everything down when ctx is done.
-func run(ctx context.Context, state string, out io.Writer, ready func()) error {
+func run(ctx context.Context, o options, out io.Writer, ready func()) error {
+	state := o.state
+	if o.delivery != deliverySecret && o.delivery != deliveryOpenBao {
+		return errors.Errorf("DELIVERY=%s: choose secret or openbao", o.delivery)
+	}
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return err
@@ -96,14 +109,8 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	if !filepath.IsAbs(state) {
 		state = filepath.Join(root, state)
 	}
-	pidFile := filepath.Join(state, "devenv.pid")
-	if pid, alive := running(pidFile); alive {
-		return errors.Errorf("make dev is already running (pid %d); stop it with `make dev-down`", pid)
-	}
-	if err := os.MkdirAll(state, 0o750); err != nil {
-		return err
-	}
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+	pidFile, err := claimState(state)
+	if err != nil {
 		return err
 	}
 	defer os.Remove(pidFile) //nolint:errcheck // Best effort.
@@ -145,15 +152,22 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 	stops = append(stops, core.Stop)
 	s.say("XRD %s established; PostgreSQLTenant claims are offered", configuration.XRDName)
 
-	s.step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
-	applied, err := applyExamples(ctx, kube, filepath.Join(root, "examples"), s.pg, s.say)
+	var bao *openBao
+	if o.delivery == deliveryOpenBao {
+		s.step("starting a KV v2 server (Vault dev mode) and the External Secrets Operator; tenants get their credentials through them")
+		if bao, err = s.startOpenBao(ctx, kube); err != nil {
+			return err
+		}
+		stops = append(stops, bao.stop)
+	}
+	applied, err := s.examples(ctx, kube, bao)
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, kube, applied, s.provider, s.say); err != nil {
-		return err
-	}
 	s.instructions(applied)
+	if bao != nil {
+		_, _ = fmt.Fprint(s.out, bao.hints(state))
+	}
 	if ready != nil {
 		ready()
 	}
@@ -163,6 +177,35 @@ func run(ctx context.Context, state string, out io.Writer, ready func()) error {
 		return errors.Errorf("the provider exited; its log:\n%s", s.provider.LogTail())
 	}
 	return nil
+}
+
+// claimState makes the state folder this run's: it refuses when another
+// make dev runs there, and writes its own pid file, which it returns.
+func claimState(state string) (string, error) {
+	pidFile := filepath.Join(state, "devenv.pid")
+	if pid, alive := running(pidFile); alive {
+		return "", errors.Errorf("make dev is already running (pid %d); stop it with `make dev-down`", pid)
+	}
+	if err := os.MkdirAll(state, 0o750); err != nil {
+		return "", err
+	}
+	return pidFile, os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600)
+}
+
+// examples applies examples/ (with bao, once the platform's side of the
+// OpenBao delivery is in place) and waits until they are Ready.
+func (s *session) examples(ctx context.Context, kube client.Client, bao *openBao) ([]*unstructured.Unstructured, error) {
+	s.step("applying examples/ (endpoints pointed at the local server) and waiting until they are Ready")
+	applied, err := applyExamples(ctx, kube, filepath.Join(s.root, "examples"), s.pg, s.say)
+	if err != nil {
+		return nil, err
+	}
+	if bao != nil {
+		if err := bao.platform(ctx, kube); err != nil {
+			return nil, err
+		}
+	}
+	return applied, waitReady(ctx, kube, applied, s.provider, s.say)
 }
 
 // startPostgres starts a TLS PostgreSQL and writes its CA and a pgpass

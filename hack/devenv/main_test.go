@@ -51,19 +51,7 @@ func TestDev(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	state := t.TempDir()
-	var out syncBuffer
-	ready := make(chan struct{})
-	runCtx, stopDev := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx, state, &out, func() { close(ready) }) }()
-
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("make dev stopped before it was ready: %v\n%s", err, out.String())
-	case <-ctx.Done():
-		t.Fatalf("make dev was not ready in time:\n%s", out.String())
-	}
+	out, stopDev, done := startDev(ctx, t, options{state: state, delivery: deliverySecret})
 	text := out.String()
 	for _, want := range []string{"provider-postgresql is running", "export KUBECONFIG=", "PostgreSQLInstance/main is Ready",
 		"PostgreSQLRole/shop/orders is Ready", "PostgreSQLDatabase/shop/orders is Ready", "PostgreSQLSchema/shop/sales is Ready",
@@ -206,6 +194,85 @@ func TestDev(t *testing.T) {
 	} else if c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second); err == nil {
 		_ = c.Close()
 		t.Errorf("PostgreSQL still listens on %s after the stop", port)
+	}
+}
+
+// startDev runs make dev with o until it is ready; stop stops it, and done
+// says how it ended.
+func startDev(ctx context.Context, t *testing.T, o options) (out *syncBuffer, stop context.CancelFunc, done chan error) {
+	t.Helper()
+	out, done = &syncBuffer{}, make(chan error, 1)
+	ready := make(chan struct{})
+	runCtx, stop := context.WithCancel(ctx)
+	go func() { done <- run(runCtx, o, out, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		stop()
+		t.Fatalf("make dev stopped before it was ready: %v\n%s", err, out.String())
+	case <-ctx.Done():
+		stop()
+		t.Fatalf("make dev was not ready in time:\n%s", out.String())
+	}
+	return out, stop, done
+}
+
+// TestDevOpenBao runs `make dev DELIVERY=openbao`: the example claim is
+// Ready with its credentials delivered through the KV v2 server and the
+// External Secrets Operator, the projected Secret logs in, and the printed
+// command reads the credential from the vault.
+func TestDevOpenBao(t *testing.T) {
+	tier.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	state := t.TempDir()
+	out, stopDev, done := startDev(ctx, t, options{state: state, delivery: deliveryOpenBao})
+	defer func() {
+		stopDev()
+		if err := <-done; err != nil {
+			t.Errorf("make dev returned %v after a stop", err)
+		}
+	}()
+	text := out.String()
+	if !strings.Contains(text, "OpenBao delivery") {
+		t.Fatalf("the output says nothing of the OpenBao delivery:\n%s", text)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: newScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &corev1.Secret{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "main-inventory-postgresql"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.GetOwnerReferences()) == 0 || sec.GetOwnerReferences()[0].Kind != "ExternalSecret" {
+		t.Errorf("the tenant's Secret is owned by %v, want its ExternalSecret", sec.GetOwnerReferences())
+	}
+	c, err := providertest.ConnectWithSecret(ctx, sec.Data, "")
+	if err != nil {
+		t.Fatalf("the example tenant cannot log in with its projected Secret: %v", err)
+	}
+	_ = c.Close(ctx)
+	// The printed command reads the same password from the vault.
+	var cmdLines []string
+	for i, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "VAULT_ADDR=") {
+			cmdLines = strings.Split(text, "\n")[i : i+2]
+		}
+	}
+	if len(cmdLines) != 2 {
+		t.Fatalf("no vault command in the output:\n%s", text)
+	}
+	printed := strings.TrimSuffix(strings.TrimSpace(cmdLines[0]), "\\") + " " + strings.TrimSpace(cmdLines[1])
+	cmd := exec.CommandContext(ctx, "bash", "-c", strings.Replace(printed, " kv get ", " kv get -field=password ", 1))
+	cmd.Dir = state
+	got, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(got)) != string(sec.Data["password"]) {
+		t.Errorf("the printed vault command: %v: it printed %d bytes, not the Secret's password (%s)", err, len(got), strings.ReplaceAll(string(got), string(sec.Data["password"]), "<password>"))
 	}
 }
 
