@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,65 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 			t.Errorf("Secret %s/%s holds the tenant's password too", s.Namespace, s.Name)
 		}
 	}
+
+	t.Run("RotationsThroughTheProjectedSecret", func(t *testing.T) {
+		// The platform's Composition rotates with two alternating logins
+		// (the input PlatformTurnsOnAlternatingRotationTenantAsksForOne
+		// set). The tenant asks for three rotations, the second while the
+		// vault does not answer for 30 s: a client that reads the
+		// projected Secret before each login never fails, the path gets
+		// one version per rotation and none per poll, and no third login
+		// is ever made.
+		logins := []string{string(secret["username"])}
+		other := map[string]string{"ledger_a": "ledger_b", "ledger_b": "ledger_a"}
+		if other[logins[0]] == "" {
+			t.Fatalf("the claim's login is %q, want one of the alternating pair", logins[0])
+		}
+		before, err := kv.Versions(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ {
+			if i == 2 {
+				if err := vault.Pause(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cur := tenantClaim("vshop", "ledger", "{}")
+			providertest.Update(ctx, t, env, cur, func(cur *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(cur.Object, fmt.Sprintf("rotation-%d", i), "spec", "rotateCredentials")
+			})
+			if i == 2 {
+				time.Sleep(30 * time.Second)
+				if d, err := env.ConnectionSecret(ctx, "vshop", "main-ledger-postgresql"); err != nil {
+					t.Errorf("the projected Secret went while the vault was down: %v", err)
+				} else if c, err := providertest.ConnectWithSecret(ctx, d, ""); err != nil {
+					t.Errorf("the projected Secret stopped logging in while the vault was down: %v", err)
+				} else {
+					_ = c.Close(ctx)
+				}
+				if err := vault.Resume(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next := waitTenantLogin(ctx, t, "vshop", "main-ledger-postgresql", other[logins[len(logins)-1]])
+			logins = append(logins, string(next["username"]))
+			if c, err := providertest.ConnectWithSecret(ctx, next, ""); err != nil {
+				t.Errorf("rotation %d: the projected login %s does not log in: %v", i, next["username"], err)
+			} else {
+				_ = c.Close(ctx)
+			}
+		}
+		time.Sleep(5 * time.Second) // Two polls of the role, one refresh.
+		if after, err := kv.Versions(ctx, path); err != nil || after != before+3 {
+			t.Errorf("three rotations took the path from %d to %d versions (%v), want three more", before, after, err)
+		}
+		var n int
+		if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT count(*) FROM pg_roles WHERE rolname LIKE 'ledger%' AND rolname NOT LIKE 'ledger\\_owner'").Scan(&n); err != nil || n != 3 {
+			t.Errorf("the claim's roles: %d (%v), want the role and its two logins", n, err)
+		}
+		t.Logf("logins in turn: %v", logins)
+	})
 
 	t.Run("AnotherNamespaceReadsNothing", func(t *testing.T) {
 		es := &unstructured.Unstructured{Object: map[string]any{
