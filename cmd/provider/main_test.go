@@ -151,6 +151,17 @@ func TestProviderProcess(t *testing.T) {
 	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-lock", metav1.GetOptions{}); err != nil || b.Spec.ParamRef != nil {
 		t.Errorf("the Lock admission policy's binding: %v, %+v", err, b)
 	}
+	// --install-tenant-policy installed the policy that checks claims
+	// naming a registered database, reading the namespace's
+	// PostgreSQLDatabases as its params.
+	if tp, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "provider-postgresql-tenant", metav1.GetOptions{}); err != nil ||
+		tp.Spec.ParamKind == nil || tp.Spec.ParamKind.Kind != "PostgreSQLDatabase" {
+		t.Errorf("the tenant admission policy: %v, %+v", err, tp)
+	}
+	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-tenant", metav1.GetOptions{}); err != nil ||
+		b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil {
+		t.Errorf("the tenant admission policy's binding: %v, %+v", err, b)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
