@@ -427,4 +427,20 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("another namespace's store read the %s credential: %v, want 403", ns, err)
 	}
+
+	// A platform that retains paths keeps a dropped login's credential
+	// (which no longer logs in).
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+		in.Spec.CredentialVault.DeletionPolicy = v1alpha1.VaultPathRetain
+	})
+	if err := env.Kube.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, r)
+	if n, err := kv.Versions(ctx, path); err != nil || n == 0 {
+		t.Errorf("deletionPolicy Retain: the path keeps %d versions (%v), want it kept", n, err)
+	}
+	if err := logsIn(ctx, d); err == nil {
+		t.Error("the retained credential of a dropped login still logs in")
+	}
 }

@@ -222,7 +222,7 @@ func TestVaultDeliveryValidation(t *testing.T) {
 		t.Fatalf("a valid credentialVault was refused: %v", err)
 	}
 	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), ok) })
-	if cv := ok.Spec.CredentialVault; cv.Mount != "secret" || cv.PathPrefix != "postgresql" {
-		t.Errorf("defaults: mount %q, pathPrefix %q; want secret, postgresql", cv.Mount, cv.PathPrefix)
+	if cv := ok.Spec.CredentialVault; cv.Mount != "secret" || cv.PathPrefix != "postgresql" || cv.DeletionPolicy != v1alpha1.VaultPathDelete {
+		t.Errorf("defaults: mount %q, pathPrefix %q, deletionPolicy %q; want secret, postgresql, Delete", cv.Mount, cv.PathPrefix, cv.DeletionPolicy)
 	}
 }

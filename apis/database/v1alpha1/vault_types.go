@@ -49,7 +49,26 @@ type CredentialVault struct {
 
 	// Auth says how the provider logs in.
 	Auth CredentialVaultAuth `json:"auth"`
+
+	// DeletionPolicy is what becomes of a role's path once the role is
+	// gone (its login dropped): Delete destroys it, metadata and every
+	// version, so no credential of a dropped login stays readable; Retain
+	// keeps it, for the platform's own audit or retention rules.
+	// +kubebuilder:validation:Enum=Delete;Retain
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy VaultDeletionPolicy `json:"deletionPolicy,omitempty"`
 }
+
+// VaultDeletionPolicy is what becomes of a role's vault path once the role
+// is gone.
+type VaultDeletionPolicy string
+
+// Vault deletion policies.
+const (
+	VaultPathDelete VaultDeletionPolicy = "Delete"
+	VaultPathRetain VaultDeletionPolicy = "Retain"
+)
 
 // CredentialVaultAuth is how the provider logs in to the vault: one of
 // kubernetes and tokenSecretRef.

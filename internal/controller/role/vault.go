@@ -62,15 +62,24 @@ type vaults struct {
 	clients map[string]*openbao.Client
 }
 
-// target returns the client and the path of r's credential.
-func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
+// vault returns the credentialVault of r's Instance.
+func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alpha1.PostgreSQLInstance, *v1alpha1.CredentialVault, error) {
 	in := &v1alpha1.PostgreSQLInstance{}
 	if err := v.kube.Get(ctx, types.NamespacedName{Name: r.Spec.InstanceRef.Name}, in); err != nil {
-		return nil, "", xperrors.Wrapf(err, "cannot read PostgreSQLInstance %q for its credentialVault", r.Spec.InstanceRef.Name)
+		return nil, nil, xperrors.Wrapf(err, "cannot read PostgreSQLInstance %q for its credentialVault", r.Spec.InstanceRef.Name)
 	}
 	cv := in.Spec.CredentialVault
 	if cv == nil {
-		return nil, "", xperrors.Errorf("spec.writeConnectionDetailsToVault: PostgreSQLInstance %q has no spec.credentialVault; nothing was delivered", in.GetName())
+		return nil, nil, xperrors.Errorf("spec.writeConnectionDetailsToVault: PostgreSQLInstance %q has no spec.credentialVault; nothing was delivered", in.GetName())
+	}
+	return in, cv, nil
+}
+
+// target returns the client and the path of r's credential.
+func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
+	in, cv, err := v.vault(ctx, r)
+	if err != nil {
+		return nil, "", err
 	}
 	cfg := openbao.Config{Address: cv.Address, Mount: def(cv.Mount, "secret")}
 	if cv.CABundleRef != nil {
@@ -219,9 +228,17 @@ func (v *vaults) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, detail
 	return true, nil
 }
 
-// destroy deletes r's path, every version of it, once the role is gone. A
-// path another resource wrote is left alone.
+// destroy deletes r's path, every version of it, once the role is gone,
+// unless the credentialVault retains paths. A path another resource wrote
+// is left alone.
 func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error {
+	_, cv, err := v.vault(ctx, r)
+	if err != nil {
+		return err
+	}
+	if cv.DeletionPolicy == v1alpha1.VaultPathRetain {
+		return nil
+	}
 	c, path, s, err := v.current(ctx, r)
 	if err != nil || s == nil {
 		return err
