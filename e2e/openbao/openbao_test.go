@@ -321,6 +321,35 @@ func TestVaultDelivery(t *testing.T) {
 		kubernetesAuthAndIsolation(ctx, t)
 	})
 
+	t.Run("DeletionWaitsForTheVault", func(t *testing.T) {
+		// The platform removed the Instance's credentialVault: a role
+		// delivering there cannot destroy its path, so its deletion waits
+		// and says how it goes on, instead of leaving the credential.
+		h := vaultRole(in, "held-login", "held", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("held") })
+		env.Create(ctx, t, h)
+		env.Ready(ctx, t, h, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		credential(ctx, t, "postgresql/vaulted/"+ns+"/held", func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+		var saved *v1alpha1.CredentialVault
+		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+			saved, in.Spec.CredentialVault = in.Spec.CredentialVault, nil
+		})
+		if err := env.Kube.Delete(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(h), h)
+			return err == nil && strings.Contains(h.GetCondition(xpv2.TypeSynced).Message, "restore the Instance's spec.credentialVault"), err
+		})
+		if err != nil {
+			t.Errorf("the held deletion does not say how it goes on: %v (Synced %+v)", err, h.GetCondition(xpv2.TypeSynced))
+		}
+		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) { in.Spec.CredentialVault = saved })
+		env.Gone(ctx, t, h)
+		if n, err := kv.Versions(ctx, "postgresql/vaulted/"+ns+"/held"); err != nil || n != 0 {
+			t.Errorf("the path keeps %d versions once the deletion went on (%v)", n, err)
+		}
+	})
+
 	t.Run("ThePathGoesWithTheRole", func(t *testing.T) {
 		last := credential(ctx, t, ordersPath, func(map[string][]byte) bool { return true })
 		if err := env.Kube.Delete(ctx, r); err != nil {

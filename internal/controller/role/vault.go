@@ -70,7 +70,7 @@ func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alph
 	}
 	cv := in.Spec.CredentialVault
 	if cv == nil {
-		return nil, nil, xperrors.Errorf("spec.writeConnectionDetailsToVault: PostgreSQLInstance %q has no spec.credentialVault; nothing was delivered", in.GetName())
+		return nil, nil, xperrors.Errorf("PostgreSQLInstance %q has no spec.credentialVault", in.GetName())
 	}
 	return in, cv, nil
 }
@@ -79,7 +79,7 @@ func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alph
 func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
 	in, cv, err := v.vault(ctx, r)
 	if err != nil {
-		return nil, "", err
+		return nil, "", xperrors.Wrap(err, "spec.writeConnectionDetailsToVault: nothing was delivered")
 	}
 	cfg := openbao.Config{Address: cv.Address, Mount: def(cv.Mount, "secret")}
 	if cv.CABundleRef != nil {
@@ -234,7 +234,8 @@ func (v *vaults) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, detail
 func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error {
 	_, cv, err := v.vault(ctx, r)
 	if err != nil {
-		return err
+		return xperrors.Wrap(err, "cannot destroy this role's vault path, which may still hold its credential; "+
+			"restore the Instance's spec.credentialVault (with deletionPolicy Retain to keep the path) and the deletion goes on")
 	}
 	if cv.DeletionPolicy == v1alpha1.VaultPathRetain {
 		return nil
