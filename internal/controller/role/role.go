@@ -81,10 +81,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
-	publisher := publisher{
-		secrets: managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme()),
-		vaults:  &vaults{kube: kube, secrets: mgr.GetAPIReader(), namespace: c.Namespace, tokenFile: c.ServiceAccountTokenFile},
-	}
+	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
+	// The token and CA Secrets are read through the reader Instances'
+	// admin Secrets are: once per version.
+	vaults := &vaults{kube: kube, secrets: c.InstanceSecrets, namespace: c.Namespace, tokenFile: c.ServiceAccountTokenFile}
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
@@ -102,10 +102,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
 			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, verified: passwords, events: recorder, whose: whose}
+				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
 			})),
 		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
-		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube, vaults: publisher.vaults}),
+		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube, vaults: vaults}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
 		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
@@ -194,7 +194,10 @@ type external struct {
 	pool      postgres.DB
 	instance  *v1alpha1.PostgreSQLInstance
 	target    postgres.Target
-	publisher publisher
+	publisher *managed.APILocalSecretPublisher
+	vaults    *vaults
+	// vaultRead is the role's vault path as this reconcile read it.
+	vaultRead *vaultView
 	verified  *verifiedPasswords
 	events    event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
@@ -909,7 +912,7 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 	if err != nil {
 		return "", err
 	}
-	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
+	if err := e.publish(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
 		return "", errors.Wrap(err, errStagePassword)
 	}
 	if err := trackInPlace(mg, time.Now(), true); err != nil {

@@ -540,7 +540,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	if err := afterStep(ctx, StepPasswordSet); err != nil {
 		return err
 	}
-	if _, err := e.publisher.PublishConnection(ctx, mg, e.details(mg, target, pw)); err != nil {
+	if err := e.publish(ctx, mg, e.details(mg, target, pw)); err != nil {
 		return errors.Wrapf(err, "cannot switch the connection Secret to login %q (its new password is set; the next reconcile sets another)", target)
 	}
 	if err := afterStep(ctx, StepSecretSwitched); err != nil {

@@ -1,6 +1,7 @@
 package role
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
@@ -27,25 +28,6 @@ import (
 // PostgreSQLRole (by UID) whose credentials it holds: a path written by
 // anyone else is never read as a credential nor overwritten.
 const ownerKey = "provider-postgresql-owner"
-
-// publisher is where a role's connection details go: its connection
-// Secret, or the KV v2 path of spec.writeConnectionDetailsToVault. The
-// rotation steps stage through it. crossplane-runtime's own publisher
-// (which cannot be replaced for namespaced resources) writes the Secret
-// after every observation, create and update; for a role delivering to a
-// vault, the external client publishes there itself at the same points
-// (vaultDelivering), and the finalizer destroys the path.
-type publisher struct {
-	secrets *managed.APILocalSecretPublisher
-	vaults  *vaults
-}
-
-func (p publisher) PublishConnection(ctx context.Context, o resource.LocalConnectionSecretOwner, c managed.ConnectionDetails) (bool, error) {
-	if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && r.Spec.WriteConnectionDetailsToVault != nil {
-		return p.vaults.publish(ctx, r, c)
-	}
-	return p.secrets.PublishConnection(ctx, o, c)
-}
 
 // vaults reaches the credentialVault of each Instance: a client per
 // configuration, built again when the address, CA, mount or credentials
@@ -81,7 +63,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	if err != nil {
 		return nil, "", xperrors.Wrap(err, "spec.writeConnectionDetailsToVault: nothing was delivered")
 	}
-	cfg := openbao.Config{Address: cv.Address, Mount: def(cv.Mount, "secret")}
+	cfg := openbao.Config{Address: cv.Address, Mount: cmp.Or(cv.Mount, "secret")}
 	if cv.CABundleRef != nil {
 		ca, err := instance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
 		if err != nil {
@@ -102,7 +84,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 			return nil, "", xperrors.Errorf("the Secret %s has not opted in as a vault token: label it %s=true if it is meant for PostgreSQLInstance %q's credentialVault; nothing was sent",
 				nn, v1alpha1.LabelVaultCredential, in.GetName())
 		}
-		tok, err := instance.SecretKey(s, def(a.TokenSecretRef.Key, "token"))
+		tok, err := instance.SecretKey(s, cmp.Or(a.TokenSecretRef.Key, "token"))
 		if err != nil {
 			return nil, "", err
 		}
@@ -112,7 +94,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	if err != nil {
 		return nil, "", xperrors.Wrapf(err, "PostgreSQLInstance %q spec.credentialVault", in.GetName())
 	}
-	return c, strings.Join([]string{def(cv.PathPrefix, "postgresql"), in.GetName(), r.GetNamespace(), r.Spec.WriteConnectionDetailsToVault.Name}, "/"), nil
+	return c, strings.Join([]string{cmp.Or(cv.PathPrefix, "postgresql"), in.GetName(), r.GetNamespace(), r.Spec.WriteConnectionDetailsToVault.Name}, "/"), nil
 }
 
 // client returns the client of cfg, the same one while cfg is unchanged
@@ -142,21 +124,29 @@ func (v *vaults) client(cfg openbao.Config) (*openbao.Client, error) {
 	return c, nil
 }
 
-// current reads r's path: nil when it holds no credential yet. A path
-// holding a credential that another resource wrote (or someone by hand) is
-// a Conflict: never read, never overwritten.
-func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, *openbao.Secret, error) {
+// vaultView is a role's vault path as one reconcile read it: the client,
+// the path, and its current version (nil: none yet).
+type vaultView struct {
+	c    *openbao.Client
+	path string
+	s    *openbao.Secret
+}
+
+// current reads r's path. A path holding a credential that another
+// resource wrote (or someone by hand) is a Conflict: never read, never
+// overwritten.
+func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaultView, error) {
 	c, path, err := v.target(ctx, r)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, err
 	}
+	r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
 	s, err := c.Read(ctx, path)
 	if errors.Is(err, openbao.ErrNotFound) {
-		r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
-		return c, path, nil, nil
+		return &vaultView{c: c, path: path}, nil
 	}
 	if err != nil {
-		return nil, "", nil, xperrors.Wrapf(err, "cannot read the credential from the Instance's credentialVault at %s", c.URL(path))
+		return nil, xperrors.Wrapf(err, "cannot read the credential from the Instance's credentialVault at %s", c.URL(path))
 	}
 	if s.Custom[ownerKey] != string(r.GetUID()) {
 		whose := "no owner: someone wrote it by hand or with another tool"
@@ -173,59 +163,56 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*open
 			Next:      "An admin destroys that path (bao kv metadata delete), or the role names another spec.writeConnectionDetailsToVault.name",
 		}.String()
 		r.SetConditions(v1alpha1.Conflict(msg))
-		return nil, "", nil, xperrors.Errorf("%w: %s", instance.ErrConflict, msg)
+		return nil, xperrors.Errorf("%w: %s", instance.ErrConflict, msg)
 	}
-	r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
-	return c, path, s, nil
+	return &vaultView{c: c, path: path, s: s}, nil
 }
 
-// read returns r's published connection details (none yet: empty).
-func (v *vaults) read(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
-	_, _, s, err := v.current(ctx, r)
-	if err != nil || s == nil {
-		return map[string][]byte{}, err
+// data is the view's published connection details (none yet: empty).
+func (w *vaultView) data() map[string][]byte {
+	out := map[string][]byte{}
+	if w.s != nil {
+		for k, d := range w.s.Data {
+			out[k] = []byte(d)
+		}
 	}
-	out := make(map[string][]byte, len(s.Data))
-	for k, d := range s.Data {
-		out[k] = []byte(d)
-	}
-	return out, nil
+	return out
 }
 
-// publish writes details as a new version of r's path, unless the path
-// holds them already. Keys are merged, as in a Secret: what details leave
-// out stays.
-func (v *vaults) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) (bool, error) {
+// publish writes details as a new version of the view's path, unless the
+// path holds them already, and keeps the view current. Keys are merged,
+// as in a Secret: what details leave out stays. A version written since
+// the view was read makes the write fail (check-and-set): the next
+// reconcile reads again.
+func (w *vaultView) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
 	if len(details) == 0 {
-		return false, nil
-	}
-	c, path, s, err := v.current(ctx, r)
-	if err != nil {
-		return false, err
+		return nil
 	}
 	want := map[string]string{}
 	version := 0
-	if s != nil {
-		maps.Copy(want, s.Data)
-		version = s.Version
+	if w.s != nil {
+		maps.Copy(want, w.s.Data)
+		version = w.s.Version
 	}
 	for k, d := range details {
 		want[k] = string(d)
 	}
-	if s != nil && maps.Equal(want, s.Data) {
-		return false, nil
+	if w.s != nil && maps.Equal(want, w.s.Data) {
+		return nil
 	}
-	if s == nil {
+	if w.s == nil {
 		// Marked before its first version, so that a crash in between
 		// leaves a path this role recognises.
-		if err := c.SetCustom(ctx, path, map[string]string{ownerKey: string(r.GetUID())}); err != nil {
-			return false, xperrors.Wrapf(err, "cannot mark %s as this role's", c.URL(path))
+		if err := w.c.SetCustom(ctx, w.path, map[string]string{ownerKey: string(r.GetUID())}); err != nil {
+			return xperrors.Wrapf(err, "cannot mark %s as this role's", w.c.URL(w.path))
 		}
 	}
-	if _, err := c.Write(ctx, path, want, version); err != nil {
-		return false, xperrors.Wrapf(err, "cannot write the credential to the Instance's credentialVault at %s", c.URL(path))
+	v, err := w.c.Write(ctx, w.path, want, version)
+	if err != nil {
+		return xperrors.Wrapf(err, "cannot write the credential to the Instance's credentialVault at %s", w.c.URL(w.path))
 	}
-	return true, nil
+	w.s = &openbao.Secret{Data: want, Version: v, Custom: map[string]string{ownerKey: string(r.GetUID())}}
+	return nil
 }
 
 // destroy deletes r's path, every version of it, once the role is gone,
@@ -240,18 +227,11 @@ func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error 
 	if cv.DeletionPolicy == v1alpha1.VaultPathRetain {
 		return nil
 	}
-	c, path, s, err := v.current(ctx, r)
-	if err != nil || s == nil {
+	w, err := v.current(ctx, r)
+	if err != nil || w.s == nil {
 		return err
 	}
-	return xperrors.Wrapf(c.Destroy(ctx, path), "cannot destroy the credential at %s", c.URL(path))
-}
-
-func def(v, fallback string) string {
-	if v == "" {
-		return fallback
-	}
-	return v
+	return xperrors.Wrapf(w.c.Destroy(ctx, w.path), "cannot destroy the credential at %s", w.c.URL(w.path))
 }
 
 // publishes reports whether r delivers its connection details anywhere.
@@ -260,9 +240,10 @@ func publishes(r *v1alpha1.PostgreSQLRole) bool {
 }
 
 // vaultDelivering reports whether r delivers to a vault and may write
-// there (not an Observe-only import, which publishes nothing).
+// there: not an Observe-only import, which publishes nothing, and not a
+// role being deleted, whose path only waits to be destroyed.
 func vaultDelivering(r *v1alpha1.PostgreSQLRole) bool {
-	return r.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(r)
+	return r.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(r) && !meta.WasDeleted(r)
 }
 
 // deliveredTo names where r's credentials go, for messages.
@@ -278,9 +259,15 @@ func deliveredTo(r *v1alpha1.PostgreSQLRole) string {
 
 // published returns r's connection details as delivered: its connection
 // Secret's data, or its vault path's (empty before the first delivery).
+// The vault path is read once per reconcile (the external client lives
+// for one): Observe, the password check and the delivery share the read.
 func (e *external) published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
 	if r.Spec.WriteConnectionDetailsToVault != nil {
-		return e.publisher.vaults.read(ctx, r)
+		w, err := e.vaultPath(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return w.data(), nil
 	}
 	s, err := e.connectionSecret(ctx, r)
 	if err != nil {
@@ -292,15 +279,44 @@ func (e *external) published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (m
 	return s.Data, nil
 }
 
+// vaultPath is r's vault path as this reconcile read it.
+func (e *external) vaultPath(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaultView, error) {
+	if e.vaultRead == nil {
+		w, err := e.vaults.current(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		e.vaultRead = w
+	}
+	return e.vaultRead, nil
+}
+
+// publish delivers details where r's go: its vault path, or its
+// connection Secret (crossplane-runtime's publisher). The rotation steps
+// stage new passwords through it.
+func (e *external) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
+	if r.Spec.WriteConnectionDetailsToVault == nil {
+		_, err := e.publisher.PublishConnection(ctx, r, details)
+		return err
+	}
+	w, err := e.vaultPath(ctx, r)
+	if err != nil {
+		return err
+	}
+	return w.publish(ctx, r, details)
+}
+
 // deliver publishes to r's vault path what crossplane-runtime would have
 // published to its Secret: the details of an observation, a create or an
-// update. Nothing is written when the path holds them already.
+// update. crossplane-runtime's publisher cannot be replaced for namespaced
+// kinds, so a role delivering to a vault publishes there itself, at the
+// same points, and its finalizer destroys the path; nothing is written
+// when the path holds the details already.
 func (e *external) deliver(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
-	if !vaultDelivering(r) || len(details) == 0 {
+	if !vaultDelivering(r) {
 		return nil
 	}
-	_, err := e.publisher.PublishConnection(ctx, r, details)
-	return xperrors.Wrap(err, "cannot deliver the connection details to the vault")
+	return xperrors.Wrap(e.publish(ctx, r, details), "cannot deliver the connection details to the vault")
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
