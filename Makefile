@@ -96,10 +96,11 @@ check-generate: generate ## Fail when generated files differ from what is commit
 ##@ Checks
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run gofmt, go vet and golangci-lint, and refuse tracked binaries.
+lint: $(GOLANGCI_LINT) ## Run gofmt, go vet, the package layering check and golangci-lint, and refuse tracked binaries.
 	hack/check-tracked-files.sh
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$bad" ]]; then echo "gofmt would change: $$bad"; exit 1; fi
 	go vet ./...
+	go test -count=1 -run '^TestLayering' ./internal/controller/
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools

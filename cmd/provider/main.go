@@ -36,8 +36,6 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
-	"github.com/ayatori/provider-postgresql/internal/controller/lock"
-	"github.com/ayatori/provider-postgresql/internal/controller/role"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -196,14 +194,14 @@ func main() {
 	// stopped its reconciles.
 	defer pools.Close()
 	observations := config.NewObservations()
-	metrics.Registry.MustRegister(pools, observations, role.CredentialMetrics{Roles: mgr.GetClient()})
+	metrics.Registry.MustRegister(append(pgcontroller.Collectors(mgr.GetClient()), pools, observations)...)
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	kingpin.FatalIfError(err, "Cannot create an API client")
 	if *installLockPolicy {
 		// Not fatal: databases are managed without it, and every Lock
 		// says PolicyMissing (with what to apply) until it is there.
-		if err := lock.InstallPolicy(ctx, direct, *namespace); err != nil {
+		if err := admission.InstallLockPolicy(ctx, direct, *namespace); err != nil {
 			log.Info("Cannot install or update the Lock admission policy: Locks are NOT enforced until it is installed. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/lock-policy.yaml yourself and run with --no-install-lock-policy",
 				"policy", "provider-postgresql-lock", "error", err.Error())
 		} else {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -113,4 +115,10 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 	r, err := config.InstanceSecrets(mgr, c.Namespace)
 	c.InstanceSecrets = r
 	return c, err
+}
+
+// Collectors are the metrics the kinds export beyond crossplane-runtime's
+// and the pools': today the age of each managed credential.
+func Collectors(kube client.Reader) []prometheus.Collector {
+	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}}
 }

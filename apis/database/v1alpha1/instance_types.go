@@ -44,6 +44,19 @@ const (
 	ReasonClearText xpv2.ConditionReason = "ClearText"
 )
 
+// Reasons of an Instance's Ready condition beyond Crossplane's own.
+const (
+	// ReasonUnreachable: the server could not be reached or refused the
+	// login; the message says why (TLS failure, refused connection, ...).
+	ReasonUnreachable xpv2.ConditionReason = "Unreachable"
+	// ReasonInsufficientPrivileges: the admin role cannot create databases
+	// and roles.
+	ReasonInsufficientPrivileges xpv2.ConditionReason = "InsufficientPrivileges"
+	// ReasonCredentialsUnavailable: the admin Secret or CA bundle cannot be
+	// read.
+	ReasonCredentialsUnavailable xpv2.ConditionReason = "CredentialsUnavailable"
+)
+
 // InstancePhase is a display summary of an Instance. It never proves
 // ownership or write access: read the Ready condition for that.
 // +kubebuilder:validation:Enum=Pending;Validating;Ready;Deleting

@@ -14,7 +14,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -66,7 +65,7 @@ func TestAdminCredentials(t *testing.T) {
 		env.Create(ctx, t, s)
 		in := adminInstance("optin", "optin-admin")
 		env.Create(ctx, t, in)
-		env.Ready(ctx, t, in, corev1.ConditionFalse, instance.ReasonCredentialsUnavailable)
+		env.Ready(ctx, t, in, corev1.ConditionFalse, v1alpha1.ReasonCredentialsUnavailable)
 		if msg := in.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "has not opted in") || !strings.Contains(msg, v1alpha1.LabelAdminCredential) {
 			t.Errorf("Ready message %q does not say the Secret must opt in with the label", msg)
 		}
@@ -97,7 +96,7 @@ func TestAdminCredentials(t *testing.T) {
 			}
 			in := adminInstance(secret, secret)
 			env.Create(ctx, t, in)
-			env.Ready(ctx, t, in, corev1.ConditionFalse, instance.ReasonUnreachable)
+			env.Ready(ctx, t, in, corev1.ConditionFalse, v1alpha1.ReasonUnreachable)
 			msg := in.GetCondition(xpv2.TypeReady).Message
 			for _, want := range []string{"password was not sent", "allowPasswordMethods"} {
 				if !strings.Contains(msg, want) {
@@ -128,7 +127,7 @@ func TestAdminCredentials(t *testing.T) {
 		}
 		// The poll is 2 s: within one poll (and a margin for a loaded
 		// machine), not whenever the pool next dials.
-		if err := env.WaitForReady(ctx, in, corev1.ConditionFalse, instance.ReasonUnreachable, 10*time.Second); err != nil {
+		if err := env.WaitForReady(ctx, in, corev1.ConditionFalse, v1alpha1.ReasonUnreachable, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if msg := in.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "does not log in") || strings.Contains(msg, "rot-pw") {

@@ -26,7 +26,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -65,11 +65,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLDatabaseKind, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} })
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
-			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
+		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
+			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
 				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn, whose: whose}
 			})),
-		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
+		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
 	if err := setupBinder(mgr, c); err != nil {
@@ -106,7 +106,7 @@ type external struct {
 	pool     postgres.DB
 	instance *v1alpha1.PostgreSQLInstance
 	target   postgres.Target
-	conn     *instance.Connection
+	conn     *oninstance.Connection
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 	// ownerChecked is the owner this reconcile's Observe already held to

@@ -15,7 +15,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
@@ -100,7 +100,7 @@ func newDatabase(change ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.Postgre
 func newExternal(db *fakedb.DB) *external {
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}}
 	in.Status.AvailableExtensions = []v1alpha1.AvailableExtension{{Name: "pgcrypto"}, {Name: "postgres_fdw"}}
-	return &external{pool: db, instance: in, conn: instance.NewConnection(in, db, func(string) postgres.DB { return db }), whose: noOwner}
+	return &external{pool: db, instance: in, conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), whose: noOwner}
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.

@@ -16,7 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
@@ -68,7 +68,7 @@ func newExternal(db *fakedb.DB) (*external, *statuslog.Log) {
 		Spec: v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"app"}, AllowMembershipOf: []string{"app_owner"}}},
 	}
 	kube := &statuslog.Log{Snapshot: decision.Committed(db)}
-	return &external{kube: kube, conn: instance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
+	return &external{kube: kube, conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
 }
 
 func TestObserveDecisions(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
@@ -37,8 +37,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
-			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
+		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
+			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
 				return &external{kube: kube, conn: conn}
 			})),
 		managed.WithInitializers(),
@@ -78,7 +78,7 @@ func references(o client.Object) []reference.Ref {
 
 type external struct {
 	kube client.Client
-	conn *instance.Connection
+	conn *oninstance.Connection
 
 	pool postgres.DB
 	// observed is status.atProvider as Observe left it: see the grant package: what Update may revoke is what Observe saw applied.
@@ -147,7 +147,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
-	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+	if err := oninstance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	switch {

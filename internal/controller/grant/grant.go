@@ -26,7 +26,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
@@ -40,8 +40,8 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
-			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
+		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
+			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
 				return &grantExternal{kube: kube, conn: conn}
 			})),
 		// A grant has no name of its own in PostgreSQL.
@@ -84,7 +84,7 @@ func references(o client.Object) []reference.Ref {
 // Create, Update and Delete, which run right after in the same reconcile.
 type grantExternal struct {
 	kube client.Client
-	conn *instance.Connection
+	conn *oninstance.Connection
 
 	pool postgres.DB
 	// observed is status.atProvider as Observe left it. The managed
@@ -225,7 +225,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
-	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+	if err := oninstance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	if what := e.missingParent(*ap, got); what != "" {
@@ -384,7 +384,7 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
-	if err := instance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
+	if err := oninstance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	e.membership = got

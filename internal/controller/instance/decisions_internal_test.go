@@ -77,21 +77,21 @@ func TestObserveDecisions(t *testing.T) {
 		"AnAdminWithoutCreateRoleIsNotEnough": {
 			answers:    []fakedb.Answer{server(false, true, false)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: ReasonInsufficientPrivileges,
+			wantReason: v1alpha1.ReasonInsufficientPrivileges,
 			wantPhase:  v1alpha1.InstancePhaseValidating,
 			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true},
 		},
 		"AnAdminWithoutCreateDBIsNotEnough": {
 			answers:    []fakedb.Answer{server(false, false, true)},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: ReasonInsufficientPrivileges,
+			wantReason: v1alpha1.ReasonInsufficientPrivileges,
 			wantPhase:  v1alpha1.InstancePhaseValidating,
 			wantAdmin:  &v1alpha1.AdminPrivileges{CreateRole: true},
 		},
 		"ARejectedPasswordSaysToFixTheSecret": {
 			login:      errors.Wrap(postgres.ErrPasswordRejected, "login as admin"),
 			wantErr:    "the admin credentials Secret's password does not log in",
-			wantReason: ReasonUnreachable,
+			wantReason: v1alpha1.ReasonUnreachable,
 			wantPhase:  v1alpha1.InstancePhaseValidating,
 		},
 		"AnotherServerIsReportedAndRecorded": {

@@ -4,6 +4,7 @@
 package instance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -35,25 +36,13 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 const (
 	errPool    = "cannot get a connection pool"
 	errObserve = "cannot observe the server"
 	errCreate  = "an Instance registers an existing server: there is nothing to create"
-)
-
-// Reasons of the Ready condition beyond Crossplane's own.
-const (
-	// ReasonUnreachable: the server could not be reached or refused the
-	// login; the message says why (TLS failure, refused connection, ...).
-	ReasonUnreachable xpv2.ConditionReason = "Unreachable"
-	// ReasonInsufficientPrivileges: the admin role cannot create databases
-	// and roles.
-	ReasonInsufficientPrivileges xpv2.ConditionReason = "InsufficientPrivileges"
-	// ReasonCredentialsUnavailable: the admin Secret or CA bundle cannot be
-	// read.
-	ReasonCredentialsUnavailable xpv2.ConditionReason = "CredentialsUnavailable"
 )
 
 const reasonServerChanged event.Reason = "ServerChanged"
@@ -107,7 +96,7 @@ func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
 		var reqs []reconcile.Request
 		for _, in := range l.Items {
 			uses := kind == v1alpha1.CABundleKindSecret && in.Spec.AdminCredentialRef.Name == obj.GetName()
-			if ref := in.Spec.CABundleRef; ref != nil && caKind(ref) == kind && ref.Name == obj.GetName() {
+			if ref := in.Spec.CABundleRef; ref != nil && oninstance.CABundleKind(ref) == kind && ref.Name == obj.GetName() {
 				uses = true
 			}
 			if uses {
@@ -152,13 +141,6 @@ func userLeft() predicate.Funcs {
 	return p
 }
 
-func caKind(ref *v1alpha1.CABundleReference) v1alpha1.CABundleKind {
-	if ref.Kind == "" {
-		return v1alpha1.CABundleKindSecret
-	}
-	return ref.Kind
-}
-
 type connector struct {
 	kube      client.Client
 	namespace string
@@ -175,9 +157,9 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 		return e, nil
 	}
 	mg.SetConditions(serverVerified(mg.Spec.Endpoint.SSLMode))
-	t, err := ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
+	t, err := oninstance.ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
 	if err != nil {
-		validationFailed(mg, ReasonCredentialsUnavailable, err.Error())
+		validationFailed(mg, v1alpha1.ReasonCredentialsUnavailable, err.Error())
 		return nil, err
 	}
 	e.target = t
@@ -236,12 +218,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 			msg = "the admin credentials Secret's password does not log in (changed on the server, or a wrong one in the Secret): " +
 				"sessions opened before may still work, but every new connection fails. Put the current password in the Secret; the Instance is checked again at once (" + err.Error() + ")"
 		}
-		validationFailed(mg, ReasonUnreachable, msg)
+		validationFailed(mg, v1alpha1.ReasonUnreachable, msg)
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 	info, err := postgres.ObserveServer(ctx, e.pool)
 	if err != nil {
-		validationFailed(mg, ReasonUnreachable, err.Error())
+		validationFailed(mg, v1alpha1.ReasonUnreachable, err.Error())
 		return managed.ExternalObservation{}, errors.Wrap(err, errObserve)
 	}
 
@@ -264,7 +246,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if !info.Sufficient() {
-		validationFailed(mg, ReasonInsufficientPrivileges, fmt.Sprintf(
+		validationFailed(mg, v1alpha1.ReasonInsufficientPrivileges, fmt.Sprintf(
 			"the admin role can connect but cannot do what the provider needs: it must be a superuser, or have CREATEDB and CREATEROLE (has createdb=%t, createrole=%t)",
 			info.CreateDB, info.CreateRole))
 	} else {
@@ -461,7 +443,7 @@ func (e *external) Disconnect(context.Context) error {
 func serverVerified(mode v1alpha1.SSLMode) xpv2.Condition {
 	c := xpv2.Condition{Type: v1alpha1.TypeServerVerified, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}
 	const choice = " This is the operator's own choice (spec.endpoint.sslMode); verify-full with the server's CA in caBundleRef removes the risk."
-	switch orDefault(mode, v1alpha1.SSLModeVerifyFull) {
+	switch cmp.Or(mode, v1alpha1.SSLModeVerifyFull) {
 	case v1alpha1.SSLModeVerifyFull:
 		c.Status, c.Reason = corev1.ConditionTrue, v1alpha1.ReasonVerifiedFull
 		c.Message = "the server's certificate is verified (trusted CA, host in a DNS SAN, hostaddr in an IP SAN) before the admin password is sent"
@@ -480,110 +462,4 @@ func serverVerified(mode v1alpha1.SSLMode) xpv2.Condition {
 
 func notReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
 	return v1alpha1.NotReady(reason, msg)
-}
-
-// ConnectionTarget returns how to reach database on an Instance's server as
-// its admin: endpoint, TLS and the credentials read from the Secret in the
-// provider's namespace. Errors name the Secret and key, never a value.
-func ConnectionTarget(ctx context.Context, kube client.Reader, namespace string, in *v1alpha1.PostgreSQLInstance, database string) (postgres.Target, error) {
-	ref := in.Spec.AdminCredentialRef
-	s := &corev1.Secret{}
-	if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, s); err != nil {
-		return postgres.Target{}, errors.Wrapf(err, "cannot read the admin credentials Secret %s/%s", namespace, ref.Name)
-	}
-	if s.GetLabels()[v1alpha1.LabelAdminCredential] != "true" {
-		return postgres.Target{}, errors.Errorf("the Secret %s/%s has not opted in as an admin credential: label it %s=true if it is meant for this Instance. "+
-			"Only Secrets that opt in are read, so that no other Secret of the namespace can be sent to a server; nothing was sent",
-			namespace, ref.Name, v1alpha1.LabelAdminCredential)
-	}
-	user, err := SecretKey(s, orDefault(ref.UsernameKey, "username"))
-	if err != nil {
-		return postgres.Target{}, err
-	}
-	password, err := SecretKey(s, orDefault(ref.PasswordKey, "password"))
-	if err != nil {
-		return postgres.Target{}, err
-	}
-
-	var ca []byte
-	if b := in.Spec.CABundleRef; b != nil {
-		if ca, err = CABundle(ctx, kube, namespace, b); err != nil {
-			return postgres.Target{}, err
-		}
-	}
-	ep := in.Spec.Endpoint
-	return postgres.Target{
-		InstanceUID:  string(in.GetUID()),
-		InstanceName: in.GetName(),
-		Endpoint: postgres.Endpoint{
-			Host: ep.Host, Hostaddr: ep.Hostaddr, Port: int(orDefaultInt(ep.Port, 5432)), Database: database,
-			SSLMode: string(orDefault(ep.SSLMode, v1alpha1.SSLModeVerifyFull)), CAPEM: ca,
-			AllowPasswordMethods: passwordMethods(ep.AllowPasswordMethods),
-		},
-		Credentials:  postgres.Credentials{Username: string(user), Password: string(password)},
-		HomeDatabase: database,
-	}, nil
-}
-
-// passwordMethods maps the API's names of weak password methods to
-// require_auth's.
-func passwordMethods(in []v1alpha1.PasswordMethod) []string {
-	out := make([]string, 0, len(in))
-	for _, m := range in {
-		switch m {
-		case v1alpha1.PasswordMethodMD5:
-			out = append(out, "md5")
-		case v1alpha1.PasswordMethodPassword:
-			out = append(out, "password")
-		}
-	}
-	return out
-}
-
-// CABundle reads the PEM bundle ref names in namespace (a Secret or a
-// ConfigMap).
-func CABundle(ctx context.Context, kube client.Reader, namespace string, ref *v1alpha1.CABundleReference) ([]byte, error) {
-	key := orDefault(ref.Key, "ca.crt")
-	nn := types.NamespacedName{Namespace: namespace, Name: ref.Name}
-	if caKind(ref) == v1alpha1.CABundleKindConfigMap {
-		cm := &corev1.ConfigMap{}
-		if err := kube.Get(ctx, nn, cm); err != nil {
-			return nil, errors.Wrapf(err, "cannot read the CA bundle ConfigMap %s", nn)
-		}
-		if v, ok := cm.Data[key]; ok {
-			return []byte(v), nil
-		}
-		if v, ok := cm.BinaryData[key]; ok {
-			return v, nil
-		}
-		return nil, errors.Errorf("the CA bundle ConfigMap %s has no key %q", nn, key)
-	}
-	s := &corev1.Secret{}
-	if err := kube.Get(ctx, nn, s); err != nil {
-		return nil, errors.Wrapf(err, "cannot read the CA bundle Secret %s", nn)
-	}
-	return SecretKey(s, key)
-}
-
-// SecretKey is the non-empty value of s's key.
-func SecretKey(s *corev1.Secret, key string) ([]byte, error) {
-	v, ok := s.Data[key]
-	if !ok || len(v) == 0 {
-		return nil, errors.Errorf("the Secret %s/%s has no key %q, or it is empty", s.Namespace, s.Name, key)
-	}
-	return v, nil
-}
-
-func orDefault[T ~string](v, def T) T {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-func orDefaultInt(v, def int32) int32 {
-	if v == 0 {
-		return def
-	}
-	return v
 }

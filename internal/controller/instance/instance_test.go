@@ -132,7 +132,7 @@ func TestInstanceReady(t *testing.T) {
 		if err := env.Kube.Update(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		in := waitReady(ctx, t, "ready", corev1.ConditionFalse, instance.ReasonUnreachable, 20*time.Second)
+		in := waitReady(ctx, t, "ready", corev1.ConditionFalse, v1alpha1.ReasonUnreachable, 20*time.Second)
 		if msg := in.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "password authentication failed") {
 			t.Errorf("Ready message = %q, want it to say the password was refused", msg)
 		}
@@ -191,7 +191,7 @@ func TestInstanceNotReady(t *testing.T) {
 				in.Spec.CABundleRef = &v1alpha1.CABundleReference{Kind: v1alpha1.CABundleKindConfigMap, Name: "nr-other-ca", Key: "bundle.pem"}
 				return in
 			},
-			want: instance.ReasonUnreachable,
+			want: v1alpha1.ReasonUnreachable,
 			msg:  "not signed by a trusted CA",
 		},
 		"HostNotInCertificate": {
@@ -201,19 +201,19 @@ func TestInstanceNotReady(t *testing.T) {
 				in.Spec.Endpoint.Host = "wrong-name.localtest"
 				return in
 			},
-			want: instance.ReasonUnreachable,
+			want: v1alpha1.ReasonUnreachable,
 			msg:  "no DNS SAN matching endpoint.host",
 		},
 		"InsufficientPrivileges": {
 			reason: "A plain login role connects but is not enough.",
 			in:     func() *v1alpha1.PostgreSQLInstance { return newInstance("nr-weak", "nr-weak", "nr-ca") },
-			want:   instance.ReasonInsufficientPrivileges,
+			want:   v1alpha1.ReasonInsufficientPrivileges,
 			msg:    "must be a superuser, or have CREATEDB and CREATEROLE",
 		},
 		"MissingSecret": {
 			reason: "A missing admin Secret is named, with its namespace.",
 			in:     func() *v1alpha1.PostgreSQLInstance { return newInstance("nr-missing", "does-not-exist", "nr-ca") },
-			want:   instance.ReasonCredentialsUnavailable,
+			want:   v1alpha1.ReasonCredentialsUnavailable,
 			msg:    "cannot read the admin credentials Secret crossplane-system/does-not-exist",
 		},
 		"MissingKey": {
@@ -223,7 +223,7 @@ func TestInstanceNotReady(t *testing.T) {
 				in.Spec.AdminCredentialRef.PasswordKey = "pass"
 				return in
 			},
-			want: instance.ReasonCredentialsUnavailable,
+			want: v1alpha1.ReasonCredentialsUnavailable,
 			msg:  `has no key "pass"`,
 		},
 	}
@@ -251,7 +251,7 @@ func TestInstanceDeletion(t *testing.T) {
 	in := newInstance("unreachable", "gone-admin", "")
 	in.Spec.Endpoint.Port = 1 // Nothing listens there.
 	create(ctx, t, in)
-	waitReady(ctx, t, in.Name, corev1.ConditionFalse, instance.ReasonCredentialsUnavailable, time.Minute)
+	waitReady(ctx, t, in.Name, corev1.ConditionFalse, v1alpha1.ReasonCredentialsUnavailable, time.Minute)
 	if err := env.Kube.Delete(ctx, in); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 )
 
 // Finalizer holds a Lock until its entry is gone from the target and its
@@ -325,8 +326,8 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		if err := r.reader.Get(ctx, key, t); err != nil {
 			return err
 		}
-		names := Names(t.GetAnnotations()[v1alpha1.AnnotationLocked])
-		reasons := Reasons(t.GetAnnotations()[v1alpha1.AnnotationLockReasons])
+		names := locked.Names(t.GetAnnotations()[v1alpha1.AnnotationLocked])
+		reasons := locked.Reasons(t.GetAnnotations()[v1alpha1.AnnotationLockReasons])
 		has := slices.Contains(names, l.GetName())
 		reason := oneLine(l.GetLockSpec().Reason)
 		if !add {
@@ -353,9 +354,9 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		if len(names) == 0 {
 			delete(a, v1alpha1.AnnotationLocked)
 		} else {
-			a[v1alpha1.AnnotationLocked] = Format(names)
+			a[v1alpha1.AnnotationLocked] = locked.Format(names)
 		}
-		if r := FormatReasons(names, reasons); r == "" {
+		if r := locked.FormatReasons(names, reasons); r == "" {
 			delete(a, v1alpha1.AnnotationLockReasons)
 		} else {
 			a[v1alpha1.AnnotationLockReasons] = r
@@ -371,48 +372,6 @@ func (r *reconciler) annotate(ctx context.Context, l object, gvk schema.GroupVer
 		return nil, errors.Wrapf(err, "cannot update the %s annotation of %s %s", v1alpha1.AnnotationLocked, gvk.Kind, key.Name)
 	}
 	return t, err
-}
-
-// Names parses the locked annotation.
-func Names(v string) []string {
-	var out []string
-	for _, n := range strings.Split(v, ",") {
-		if n = strings.TrimSpace(n); n != "" && !slices.Contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Format writes the locked annotation: sorted names, comma-separated.
-func Format(names []string) string {
-	s := slices.Clone(names)
-	slices.Sort(s)
-	return strings.Join(slices.Compact(s), ",")
-}
-
-// Reasons parses the lock-reasons annotation: by Lock name, its reason.
-func Reasons(v string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(v, "\n") {
-		if name, reason, ok := strings.Cut(line, ": "); ok && name != "" && reason != "" {
-			out[name] = reason
-		}
-	}
-	return out
-}
-
-// FormatReasons writes the lock-reasons annotation for the Locks names:
-// "name: reason" lines, in the order of names, for those that have one.
-func FormatReasons(names []string, reasons map[string]string) string {
-	var lines []string
-	for _, n := range slices.Compact(slices.Sorted(slices.Values(names))) {
-		if r := reasons[n]; r != "" {
-			lines = append(lines, n+": "+r)
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 // oneLine keeps a reason on one line of the annotation.

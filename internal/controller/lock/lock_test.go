@@ -26,7 +26,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
-	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/admission"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
@@ -72,7 +72,7 @@ func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 // installPolicy applies the shipped cluster/lock-policy*.yaml, with the
 // parameters naming this environment's provider identity.
 func installPolicy(ctx context.Context) error {
-	objs, err := lock.PolicyManifests()
+	objs, err := admission.Manifests(cluster.LockPolicyFile)
 	if err != nil {
 		return err
 	}
@@ -809,7 +809,7 @@ func TestInstallPolicyWithItsOwnRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lock.InstallPolicy(ctx, sa, "crossplane-system"); err != nil {
+	if err := admission.InstallLockPolicy(ctx, sa, "crossplane-system"); err != nil {
 		t.Fatalf("updating the installed policy with the install role: %v", err)
 	}
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
@@ -835,11 +835,11 @@ func TestInstallPolicyWithItsOwnRole(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// The test's own identity may create admission policies.
-		if err := lock.InstallPolicy(context.Background(), env.Kube, "crossplane-system"); err != nil {
+		if err := admission.InstallLockPolicy(context.Background(), env.Kube, "crossplane-system"); err != nil {
 			t.Errorf("cannot restore the binding: %v", err)
 		}
 	})
-	if err := lock.InstallPolicy(ctx, sa, "crossplane-system"); err != nil {
+	if err := admission.InstallLockPolicy(ctx, sa, "crossplane-system"); err != nil {
 		t.Fatalf("installing a missing binding with the install role: %v", err)
 	}
 	if err := env.Kube.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, binding); err != nil {

@@ -4,23 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
 	"github.com/ayatori/provider-postgresql/cluster"
-	"github.com/ayatori/provider-postgresql/internal/admission"
 )
 
 // A PolicyChecker reports whether the Lock admission policy refuses the
@@ -171,77 +166,4 @@ func ruleMatches(r admissionv1.NamedRuleWithOperations, t Target) bool {
 	return any(r.APIGroups, t.Group) && any(r.APIVersions, t.Version) && any(r.Resources, t.Resource) &&
 		any(ops, string(admissionv1.Delete)) && scoped &&
 		(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, t.Name))
-}
-
-// InstallPolicy creates or updates the Lock admission policy and its
-// binding from the shipped manifests. A new policy lets the provider's own
-// identity and Crossplane's ServiceAccount (in namespace) change the
-// annotation; an existing policy keeps its lists of identities, so an
-// admin's values are never overwritten.
-func InstallPolicy(ctx context.Context, kube client.Client, namespace string) error {
-	return admission.Install(ctx, kube, cluster.LockPolicyFile, func(p *admissionv1.ValidatingAdmissionPolicy) error {
-		return identities(ctx, kube, p, namespace)
-	})
-}
-
-// Variables of the policy that name identities.
-const (
-	varAnnotationWriters = "annotationWriters"
-	varSystemDeleters    = "systemDeleters"
-)
-
-// identities fills the policy's identity lists: those of the installed
-// policy if there is one, otherwise the provider and Crossplane as writers.
-func identities(ctx context.Context, kube client.Client, p *admissionv1.ValidatingAdmissionPolicy, namespace string) error {
-	cur := &admissionv1.ValidatingAdmissionPolicy{}
-	err := kube.Get(ctx, client.ObjectKeyFromObject(p), cur)
-	switch {
-	case err == nil:
-		for _, v := range cur.Spec.Variables {
-			if v.Name == varAnnotationWriters || v.Name == varSystemDeleters {
-				setVariable(p, v.Name, v.Expression)
-			}
-		}
-		return nil
-	case !kerrors.IsNotFound(err):
-		return errors.Wrap(err, "cannot read the installed Lock policy")
-	}
-	me, err := whoAmI(ctx, kube)
-	if err != nil {
-		return err
-	}
-	setVariable(p, varAnnotationWriters, celList(me, "system:serviceaccount:"+namespace+":crossplane"))
-	return nil
-}
-
-func setVariable(p *admissionv1.ValidatingAdmissionPolicy, name, expression string) {
-	for i := range p.Spec.Variables {
-		if p.Spec.Variables[i].Name == name {
-			p.Spec.Variables[i].Expression = expression
-		}
-	}
-}
-
-// celList is a CEL list literal of strings.
-func celList(items ...string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = strconv.Quote(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// whoAmI returns the user name the provider acts as.
-func whoAmI(ctx context.Context, kube client.Client) (string, error) {
-	r := &authnv1.SelfSubjectReview{}
-	if err := kube.Create(ctx, r); err != nil {
-		return "", errors.Wrap(err, "cannot ask the API server who the provider is (SelfSubjectReview)")
-	}
-	return r.Status.UserInfo.Username, nil
-}
-
-// PolicyManifests returns the shipped policy and binding
-// (cluster/lock-policy.yaml) as typed objects.
-func PolicyManifests() ([]client.Object, error) {
-	return admission.Manifests(cluster.LockPolicyFile)
 }

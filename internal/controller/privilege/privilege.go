@@ -21,7 +21,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -44,7 +44,7 @@ const (
 )
 
 // Checker checks grants and default privileges on conn's Instance.
-func Checker(kube client.Reader, conn *instance.Connection) boundary.Checker {
+func Checker(kube client.Reader, conn *oninstance.Connection) boundary.Checker {
 	return boundary.Checker{Kube: kube, Instance: conn.Instance, Q: conn.Pool}
 }
 
@@ -58,7 +58,7 @@ func Unsupported(mg resource.Managed, version int, unsupported []string, on stri
 
 // Absent handles a grantee or target that does not exist: nothing is left
 // to revoke for a resource being deleted; otherwise it waits.
-func Absent(ctx context.Context, mg resource.Managed, conn *instance.Connection, what string) (managed.ExternalObservation, error) {
+func Absent(ctx context.Context, mg resource.Managed, conn *oninstance.Connection, what string) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, nil
 	}

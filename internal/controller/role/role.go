@@ -41,8 +41,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
-	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/locked"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -100,11 +100,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
-			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
+		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
+			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
 				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
 			})),
-		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
+		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube, vaults: vaults}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
@@ -694,7 +694,7 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
 		// Checked for every database before anything is dropped in any;
 		// only those where the role owns something are at risk.
-		locked, err := lock.LockedDatabases(ctx, e.kube, string(e.instance.GetUID()))
+		protected, err := locked.Databases(ctx, e.kube, string(e.instance.GetUID()))
 		if err != nil {
 			return err
 		}
@@ -703,9 +703,9 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return err
 		}
 		for _, db := range owns {
-			if names := locked[db]; len(names) > 0 {
+			if names := protected[db]; len(names) > 0 {
 				return errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
-					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, lock.Format(names))
+					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, locked.Format(names))
 			}
 		}
 	}
@@ -955,7 +955,7 @@ func (e *external) connectionSecret(ctx context.Context, mg *v1alpha1.PostgreSQL
 		Next:      "Delete that Secret or choose another spec.writeConnectionSecretToRef.name; to bring a password of your own, use spec.forProvider.passwordSecretRef",
 	}.String()
 	mg.SetConditions(v1alpha1.Conflict(msg))
-	return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
+	return nil, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 }
 
 // passwordUpToDate returns the password the role should have (without

@@ -20,7 +20,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 // Steps of an Alternating rotation after which a provider may stop: the
@@ -204,7 +204,7 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 				Next:      "An admin must drop or rename it",
 			}.String()
 			mg.SetConditions(v1alpha1.Conflict(msg))
-			return nil, errors.Errorf("%w: %s", instance.ErrConflict, msg)
+			return nil, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 		}
 	}
 	d, err := e.published(ctx, mg)

@@ -21,7 +21,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 // ownerKey is the custom metadata key of a KV path that names the
@@ -65,7 +65,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	}
 	cfg := openbao.Config{Address: cv.Address, Mount: cmp.Or(cv.Mount, "secret")}
 	if cv.CABundleRef != nil {
-		ca, err := instance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
+		ca, err := oninstance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
 		if err != nil {
 			return nil, "", xperrors.Wrap(err, "cannot read the credentialVault's CA bundle")
 		}
@@ -84,7 +84,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 			return nil, "", xperrors.Errorf("the Secret %s has not opted in as a vault token: label it %s=true if it is meant for PostgreSQLInstance %q's credentialVault; nothing was sent",
 				nn, v1alpha1.LabelVaultCredential, in.GetName())
 		}
-		tok, err := instance.SecretKey(s, cmp.Or(a.TokenSecretRef.Key, "token"))
+		tok, err := oninstance.SecretKey(s, cmp.Or(a.TokenSecretRef.Key, "token"))
 		if err != nil {
 			return nil, "", err
 		}
@@ -163,7 +163,7 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 			Next:      "An admin destroys that path (bao kv metadata delete), or the role names another spec.writeConnectionDetailsToVault.name",
 		}.String()
 		r.SetConditions(v1alpha1.Conflict(msg))
-		return nil, xperrors.Errorf("%w: %s", instance.ErrConflict, msg)
+		return nil, xperrors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 	}
 	return &vaultView{c: c, path: path, s: s}, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
@@ -73,7 +73,7 @@ func testInstance() *v1alpha1.PostgreSQLInstance {
 // newExternal returns the external client of a schema in database app, whose
 // pool is db.
 func newExternal(db *fakedb.DB) *external {
-	return &external{conn: instance.NewConnection(testInstance(), db, func(string) postgres.DB { return db }), whose: whose}
+	return &external{conn: oninstance.NewConnection(testInstance(), db, func(string) postgres.DB { return db }), whose: whose}
 }
 
 // whose stands in for the look-up of a marker's resource: "another-uid"

@@ -23,8 +23,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
-	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/locked"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -50,11 +50,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLSchemaKind, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} })
 	o = append(o,
-		managed.WithTypedExternalConnector(instance.ConnectorFor(instance.NewConnector(mgr, c),
-			func(conn *instance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
+		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
+			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
 				return &external{kube: kube, conn: conn, whose: whose}
 			})),
-		managed.WithInitializers(instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
+		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLSchemaGroupVersionKind), o...)
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -86,7 +86,7 @@ func references(o client.Object) []reference.Ref {
 
 type external struct {
 	kube client.Client
-	conn *instance.Connection
+	conn *oninstance.Connection
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 	// pool is that of the schema's database, once Observe found it.
@@ -271,13 +271,13 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	mg.SetConditions(xpv2.Deleting())
 	name := mg.SchemaName()
 	if mg.Spec.ForProvider.CascadeOnDelete {
-		locked, err := lock.LockedDatabases(ctx, e.kube, mg.Status.AtProvider.InstanceUID)
+		protected, err := locked.Databases(ctx, e.kube, mg.Status.AtProvider.InstanceUID)
 		if err != nil {
 			return managed.ExternalDelete{}, err
 		}
-		if names := locked[mg.Status.AtProvider.Database]; len(names) > 0 {
+		if names := protected[mg.Status.AtProvider.Database]; len(names) > 0 {
 			return managed.ExternalDelete{}, errors.Errorf("cascadeOnDelete would drop every object in schema %q of database %q, which Lock(s) [%s] protect: nothing was dropped. "+
-				"Delete the Lock(s), or set spec.forProvider.cascadeOnDelete to false (the schema is then dropped only when empty)", name, mg.Status.AtProvider.Database, lock.Format(names))
+				"Delete the Lock(s), or set spec.forProvider.cascadeOnDelete to false (the schema is then dropped only when empty)", name, mg.Status.AtProvider.Database, locked.Format(names))
 		}
 	}
 	// Only its owner drops a schema.

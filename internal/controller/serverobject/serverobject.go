@@ -21,7 +21,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 // ErrGone is returned by a Kind's Observe when the object cannot be read
@@ -78,7 +78,7 @@ type Describer[T resource.Managed] interface {
 // recorded, for the kind to compare with its spec.
 func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v1alpha1.PostgreSQLInstance, mg T) (got *O, obs managed.ExternalObservation, done bool, err error) {
 	name := k.Name(mg)
-	if err := instance.CheckExternalName(mg, k.Noun(), name); err != nil {
+	if err := oninstance.CheckExternalName(mg, k.Noun(), name); err != nil {
 		mg.SetConditions(v1alpha1.Conflict(err.Error()))
 		return nil, managed.ExternalObservation{}, true, err
 	}
@@ -90,24 +90,24 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		return nil, managed.ExternalObservation{}, true, err
 	}
 	uid, system := k.Binding(mg)
-	if err := instance.Bind(mg, in, o.System, uid, system); err != nil {
+	if err := oninstance.Bind(mg, in, o.System, uid, system); err != nil {
 		return nil, managed.ExternalObservation{}, true, err
 	}
 	if o.Object == nil {
 		if meta.WasDeleted(mg) {
 			return nil, managed.ExternalObservation{}, true, nil
 		}
-		if err := instance.CheckProvisioning(in); err != nil {
+		if err := oninstance.CheckProvisioning(in); err != nil {
 			return nil, managed.ExternalObservation{}, true, err
 		}
 		return nil, managed.ExternalObservation{}, true, k.CheckCreate(ctx, mg)
 	}
-	switch instance.OwnershipOf(mg, o.Marker) {
-	case instance.Owned:
-	case instance.Release:
+	switch oninstance.OwnershipOf(mg, o.Marker) {
+	case oninstance.Owned:
+	case oninstance.Release:
 		// Never created by mg: letting go touches nothing on the server.
 		return nil, managed.ExternalObservation{}, true, nil
-	case instance.Foreign:
+	case oninstance.Foreign:
 		f, err := k.Foreign(ctx, mg, o.Object, o.Marker)
 		if err != nil {
 			return nil, managed.ExternalObservation{}, true, err
@@ -115,7 +115,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		f.Marker = o.Marker
 		msg := conflict.Foreign(f).String()
 		mg.SetConditions(v1alpha1.Conflict(msg))
-		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", instance.ErrConflict, msg)
+		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 	}
 	k.Record(mg, o.Object)
 	if meta.WasDeleted(mg) {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 // object is what the fake kind reads.
@@ -84,7 +84,7 @@ func TestObserve(t *testing.T) {
 			reason: "An external name other than the managed name is a Conflict, before anything is read.",
 			f:      fake{observed: exists(uid)},
 			mg:     func(r *v1alpha1.PostgreSQLRole) { meta.SetExternalName(r, "other") },
-			want:   want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict},
+			want:   want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict},
 		},
 		"CatalogError": {
 			reason: "A failed read decides nothing but the error.",
@@ -108,7 +108,7 @@ func TestObserve(t *testing.T) {
 			mg: func(r *v1alpha1.PostgreSQLRole) {
 				r.Status.AtProvider.InstanceUID, r.Status.AtProvider.SystemIdentifier = instanceUID, "6000"
 			},
-			want: want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: "6000"},
+			want: want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: "6000"},
 		},
 		"AbsentMayBeCreated": {
 			reason: "An absent object is checked, then left to Create; the resource binds first.",
@@ -135,7 +135,7 @@ func TestObserve(t *testing.T) {
 		"SomeoneElses": {
 			reason: "An object without this resource's marker is a Conflict, and nothing is recorded.",
 			f:      fake{observed: exists("other-uid")},
-			want:   want{Done: true, ErrIs: instance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+			want:   want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"SomeoneElsesReleased": {
 			reason: "Deleting a resource that never owned the object lets go without touching it.",

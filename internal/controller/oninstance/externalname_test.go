@@ -1,4 +1,4 @@
-package instance_test
+package oninstance_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/test"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 // TestExternalNameInitializer holds the initializer to one write per new
@@ -64,7 +64,7 @@ func TestExternalNameInitializer(t *testing.T) {
 				written = append(written, meta.GetExternalName(obj))
 				return nil
 			}}
-			init := instance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)
+			init := oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)
 			if err := init.Initialize(context.Background(), tc.mg); err != nil {
 				t.Fatal(err)
 			}

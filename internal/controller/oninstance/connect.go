@@ -1,4 +1,10 @@
-package instance
+// Package oninstance is the contract every kind that lives on a
+// PostgreSQLInstance shares: resolving the Instance a resource names (and
+// refusing one it may not use), reaching its server as the admin through
+// the shared pools, binding the resource to that server on first sight,
+// and what an observed object's ownership marker means. The Instance
+// controller is one user of it, like the five kinds.
+package oninstance
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package lock_test
+package locked_test
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
-	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // TestLockedDatabasesWithoutTheDatabaseKind: on an API server that does
@@ -17,7 +18,7 @@ import (
 // safe-start), nothing is locked, rather than every destructive option
 // failing.
 func TestLockedDatabasesWithoutTheDatabaseKind(t *testing.T) {
-	suite.Server(t)
+	tier.Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp, err := controlplane.Start(ctx, controlplane.Options{NoCRDs: true})
@@ -33,7 +34,7 @@ func TestLockedDatabasesWithoutTheDatabaseKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := lock.LockedDatabases(ctx, kube, "some-instance-uid")
+	got, err := locked.Databases(ctx, kube, "some-instance-uid")
 	if err != nil || len(got) != 0 {
 		t.Errorf("LockedDatabases = %v, %v; want no locks and no error", got, err)
 	}
