@@ -43,6 +43,8 @@ type kind struct {
 var kinds = []kind{
 	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
 	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
+	// The binder decides every database's binding; it needs no server.
+	{name: "PostgreSQLDatabase binder", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind}, setup: binding.SetupBinder},
 	{name: "PostgreSQLBinding", gvks: []schema.GroupVersionKind{
 		v1alpha1.PostgreSQLBindingGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
 		v1alpha1.PostgreSQLInstanceGroupVersionKind,

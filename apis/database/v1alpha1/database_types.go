@@ -299,6 +299,18 @@ type DatabaseBindingStatus struct {
 	BoundTo *BindingReference `json:"boundTo,omitempty"`
 }
 
+// Equal reports whether two bindings say the same.
+func (s DatabaseBindingStatus) Equal(o DatabaseBindingStatus) bool {
+	refEq := (s.BoundTo == nil) == (o.BoundTo == nil) && (s.BoundTo == nil || *s.BoundTo == *o.BoundTo)
+	return refEq && s.Origin == o.Origin && s.Phase == o.Phase && s.Reason == o.Reason && s.Message == o.Message
+}
+
+// FinalizerBinding holds a Bound database's deletion until its tenant is
+// gone (the database is Released): a tenant's data is never deleted, nor
+// its Kubernetes record lost, under the tenant's feet. The binder adds and
+// removes it.
+const FinalizerBinding = Group + "/binding"
+
 // ObservedExtension is an extension installed in the database.
 type ObservedExtension struct {
 	// Name of the extension.

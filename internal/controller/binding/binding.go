@@ -1,11 +1,18 @@
-// Package binding manages PostgreSQLBindings: a tenant's request for one
-// PostgreSQLDatabase of its namespace. It provisions the database when the
-// binding asks for it (dynamic provisioning: a PostgreSQLDatabase reserved
-// for the binding, and its NOLOGIN owner role, neither owned by the tenant,
-// so both outlive it) and reports whether the database is bound to it.
-// Which binding a database is bound to is decided by the database's own
-// controller alone (internal/controller/database); this package only reads
-// that decision.
+// Package binding is the binding protocol between a tenant's request for
+// a database (a PostgreSQLBinding) and the PostgreSQLDatabases of its
+// namespace, in two controllers:
+//
+//   - the binder (binder.go) is the one writer of a database's binding
+//     (status.binding and the binding finalizer): which binding, if any, a
+//     database is bound to, decided from the database and the bindings
+//     alone, never from the server;
+//   - the binding controller (this file) provisions a database when the
+//     binding asks for one (a PostgreSQLDatabase reserved for it and its
+//     NOLOGIN owner role, neither owned by the tenant, so both outlive it)
+//     and mirrors the binder's decision into the binding's status.
+//
+// The database controller only reads the decision: a Bound database's
+// deletion is held until the binder releases it.
 package binding
 
 import (

@@ -146,7 +146,7 @@ func TestProvisionBindRelease(t *testing.T) {
 	if len(bound.GetOwnerReferences()) != 0 {
 		t.Errorf("the provisioned database is owned by %v: it must outlive its tenant", bound.GetOwnerReferences())
 	}
-	if !slices.Contains(bound.GetFinalizers(), database.FinalizerBinding) {
+	if !slices.Contains(bound.GetFinalizers(), v1alpha1.FinalizerBinding) {
 		t.Errorf("a Bound database lacks the binding finalizer: %v", bound.GetFinalizers())
 	}
 	admin := env.Connect(ctx, t, "orders")

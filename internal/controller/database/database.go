@@ -12,6 +12,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -72,9 +73,6 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
 	)
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
-	if err := setupBinder(mgr, c); err != nil {
-		return errors.Wrap(err, "cannot set up the binder")
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
@@ -88,6 +86,19 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+}
+
+// bindingRecorded lets through an update of a database whose binding (the
+// binder's part of its status) changed, to the managed controller, which
+// otherwise ignores status updates (config.OwnChanges): a Bound database's
+// deletion, held in Observe, goes on as soon as the binder records that
+// its tenant is gone.
+func bindingRecorded() predicate.Funcs {
+	return config.UpdatesWhere(func(was, now client.Object) bool {
+		w, okWas := was.(*v1alpha1.PostgreSQLDatabase)
+		n, okNow := now.(*v1alpha1.PostgreSQLDatabase)
+		return okWas && okNow && !w.Status.Binding.Equal(n.Status.Binding)
+	})
 }
 
 // references are what a PostgreSQLDatabase refers to.

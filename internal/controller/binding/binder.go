@@ -1,4 +1,4 @@
-package database
+package binding
 
 import (
 	"cmp"
@@ -30,11 +30,6 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 )
-
-// FinalizerBinding holds a Bound database's deletion until its tenant is
-// gone (the database is Released): a tenant's data is never deleted, nor
-// its Kubernetes record lost, under the tenant's feet.
-const FinalizerBinding = v1alpha1.Group + "/binding"
 
 // A candidate is a PostgreSQLBinding that asks for a database.
 type candidate struct {
@@ -204,8 +199,9 @@ type binder struct {
 	record event.Recorder
 }
 
-// setupBinder adds the binder to mgr.
-func setupBinder(mgr ctrl.Manager, c config.Config) error {
+// SetupBinder adds the binder to mgr: the one writer of every
+// PostgreSQLDatabase's binding.
+func SetupBinder(mgr ctrl.Manager, c config.Config) error {
 	name := "binding/" + strings.ToLower(v1alpha1.PostgreSQLDatabaseKind)
 	b := &binder{kube: mgr.GetClient(), record: event.NewAPIRecorder(mgr.GetEventRecorderFor(name))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	bld := ctrl.NewControllerManagedBy(mgr).
@@ -244,19 +240,6 @@ func decisionChanged() predicate.Funcs {
 	}}
 }
 
-// bindingRecorded lets through an update of a database whose binding (the
-// binder's part of its status) changed, to the managed controller, which
-// otherwise ignores status updates (config.OwnChanges): a Bound database's
-// deletion, held in Observe, goes on as soon as the binder records that
-// its tenant is gone.
-func bindingRecorded() predicate.Funcs {
-	return config.UpdatesWhere(func(was, now client.Object) bool {
-		w, okWas := was.(*v1alpha1.PostgreSQLDatabase)
-		n, okNow := now.(*v1alpha1.PostgreSQLDatabase)
-		return okWas && okNow && !equalBinding(w.Status.Binding, n.Status.Binding)
-	})
-}
-
 // binderInputs is what the binder reads of a database: the view its
 // decision is made from (bindings aside, which it watches separately),
 // what it recorded, and whether its finalizer is on.
@@ -267,7 +250,7 @@ type binderInputs struct {
 }
 
 func decisionInputs(db *v1alpha1.PostgreSQLDatabase) binderInputs {
-	return binderInputs{View: viewOf(db, nil), Recorded: db.Status.Binding, Finalizer: controllerutil.ContainsFinalizer(db, FinalizerBinding)}
+	return binderInputs{View: viewOf(db, nil), Recorded: db.Status.Binding, Finalizer: controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding)}
 }
 
 func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -285,14 +268,14 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	// The finalizer goes on before the binding is recorded, and comes off
 	// only once it is not Bound: there is no moment when a Bound database
 	// can be deleted.
-	if bound && !controllerutil.ContainsFinalizer(db, FinalizerBinding) {
-		controllerutil.AddFinalizer(db, FinalizerBinding)
+	if bound && !controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) {
+		controllerutil.AddFinalizer(db, v1alpha1.FinalizerBinding)
 		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(b.kube.Update(ctx, db)), "cannot add the binding finalizer")
 	}
 	if bound && meta.WasDeleted(db) {
 		want.Message = fmt.Sprintf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted (following its management policies) once that tenant is gone", want.BoundTo.Tenant)
 	}
-	if was := db.Status.Binding; !equalBinding(was, want) {
+	if was := db.Status.Binding; !was.Equal(want) {
 		db.Status.Binding = want
 		// Gone meanwhile (its last finalizer removed): nothing to record.
 		if err := client.IgnoreNotFound(b.kube.Status().Update(ctx, db)); err != nil {
@@ -300,8 +283,8 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		}
 		b.announce(db, was, want)
 	}
-	if !bound && controllerutil.ContainsFinalizer(db, FinalizerBinding) {
-		controllerutil.RemoveFinalizer(db, FinalizerBinding)
+	if !bound && controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) {
+		controllerutil.RemoveFinalizer(db, v1alpha1.FinalizerBinding)
 		if err := b.kube.Update(ctx, db); err != nil && !kerrors.IsNotFound(err) {
 			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
 		}
@@ -326,9 +309,4 @@ func (b *binder) announce(db *v1alpha1.PostgreSQLDatabase, was, now v1alpha1.Dat
 		return
 	}
 	b.record.Event(db, event.Normal(event.Reason("Binding"+string(now.Phase)), now.Message))
-}
-
-func equalBinding(a, b v1alpha1.DatabaseBindingStatus) bool {
-	refEq := (a.BoundTo == nil) == (b.BoundTo == nil) && (a.BoundTo == nil || *a.BoundTo == *b.BoundTo)
-	return refEq && a.Origin == b.Origin && a.Phase == b.Phase && a.Reason == b.Reason && a.Message == b.Message
 }

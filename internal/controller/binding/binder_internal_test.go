@@ -1,4 +1,4 @@
-package database
+package binding
 
 import (
 	"errors"
@@ -248,7 +248,7 @@ func TestDecisionChanged(t *testing.T) {
 		"BinderFinalizer": {
 			reason: "The binder adds its finalizer and returns: the update must bring it back to record the binding.",
 			from:   ready,
-			change: func(db *v1alpha1.PostgreSQLDatabase) { db.SetFinalizers([]string{FinalizerBinding}) },
+			change: func(db *v1alpha1.PostgreSQLDatabase) { db.SetFinalizers([]string{v1alpha1.FinalizerBinding}) },
 			want:   true,
 		},
 		"RecordedBinding": {
