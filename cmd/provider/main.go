@@ -36,6 +36,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/manager"
+	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -127,10 +129,10 @@ func main() {
 	cfg, err := ctrl.GetConfig()
 	kingpin.FatalIfError(err, "Cannot get API server rest config")
 
-	scheme, err := config.Scheme()
+	scheme, err := manager.Scheme()
 	kingpin.FatalIfError(err, "Cannot build the scheme")
 
-	opts := config.ManagerOptions(scheme, config.CRDGateCache())
+	opts := manager.Options(scheme, manager.CRDGateCache())
 	opts.Cache.SyncPeriod = syncInterval
 	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
 	opts.HealthProbeBindAddress = *probeAddr
@@ -163,7 +165,7 @@ func main() {
 		MaxConcurrentReconciles: *maxConcurrentReconciles,
 		PollInterval:            *pollInterval,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(*maxReconcileRate),
-		Features:                config.Features(),
+		Features:                manager.Features(),
 		MetricOptions: &controller.MetricOptions{
 			PollStateMetricInterval: *pollStateMetricInterval,
 			MRMetrics:               mrMetrics,
@@ -193,7 +195,7 @@ func main() {
 	// Close every server connection on the way out, after the manager has
 	// stopped its reconciles.
 	defer pools.Close()
-	observations := config.NewObservations()
+	observations := poll.NewObservations()
 	metrics.Registry.MustRegister(append(pgcontroller.Collectors(mgr.GetClient()), pools, observations)...)
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -23,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
 	"github.com/ayatori/provider-postgresql/internal/controller/role"
 	pgschema "github.com/ayatori/provider-postgresql/internal/controller/schema"
+	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
 )
 
 // A kind is a controller and the kinds whose CRDs must be served before it
@@ -114,7 +115,7 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 	if c.InstanceSecrets != nil {
 		return c, nil
 	}
-	r, err := config.InstanceSecrets(mgr, c.Namespace)
+	r, err := secretmemo.InstanceSecrets(mgr, c.Namespace)
 	c.InstanceSecrets = r
 	return c, err
 }

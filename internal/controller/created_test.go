@@ -29,14 +29,14 @@ import (
 // showing Creating. The status write that recorded each create (a write
 // to the API server and a watch event to every watcher, per object) is
 // left to the observation that follows it at once in the same worker
-// (config/created.go). The create itself is still announced: one
+// (reconciler/created.go). The create itself is still announced: one
 // CreatedExternalResource event per object. Every version the API server
 // stores is watched, so a Creating written for a moment is seen.
 //
 // The same versions show the metadata writes of crossplane-runtime's
 // create protocol: the finalizer and the external name are stored by the
 // create-pending write, not by a write of their own before it
-// (config.Finalizer), and never after anything was created.
+// (reconciler.Finalizer), and never after anything was created.
 func TestCreatesGoStraightToAvailable(t *testing.T) {
 	suite.Server(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,7 +21,7 @@ import (
 // TestStatusWritesDoNotReconcile holds every managed controller to
 // reconciling an object when what it asks for changes, not when its status
 // does. The status is the controller's own output: before the filter
-// (config.OwnChanges), each of its own condition changes woke it once more,
+// (reconciler.OwnChanges), each of its own condition changes woke it once more,
 // for another round trip to the server, and anyone allowed to write the
 // status subresource could keep a controller observing in a loop. A label,
 // the control, must still wake it at once.
@@ -106,7 +106,7 @@ func TestStatusWritesDoNotReconcile(t *testing.T) {
 	// A status that looks like the record of a create (Ready Creating,
 	// Synced True), written by anyone with access to the status: the
 	// observation after a create runs inside the create's own reconcile
-	// (config/created.go), so no status, this one included, wakes a
+	// (reconciler/created.go), so no status, this one included, wakes a
 	// controller. Otherwise a user could flip it back after each
 	// observation and keep the controller observing in a loop.
 	created := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Creating","lastTransitionTime":%[1]q},{"type":"Synced","status":"True","reason":"ReconcileSuccess","lastTransitionTime":%[1]q}]}}`, now)

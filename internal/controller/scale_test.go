@@ -443,12 +443,12 @@ const regressionPairs = 150
 // holds the provider to.
 const (
 	// maxReconcilesPerObject to Ready, waits apart (waits): create and
-	// the observation after it, in one reconcile (config/created.go), and
+	// the observation after it, in one reconcile (reconciler/created.go), and
 	// what the writes in between trigger; no poll. Measured 2.2-2.6,
 	// loaded or not, then 1.7-2.4 once the observation after a create ran
 	// in the create's own reconcile, and 1.0 waits apart (1.05-1.53 in
 	// all, quiet or loaded) since the create-pending write wakes nothing
-	// (config.OwnChanges). With that write's event let through again the
+	// (reconciler.OwnChanges). With that write's event let through again the
 	// count was 2.35 with PostgreSQL on tmpfs but 1.58 waits apart in a
 	// slow wave on the disk (the second observation it queues does not
 	// always run), so the bound is below that.
@@ -487,9 +487,9 @@ const (
 	maxStatementsPerObjectPerPoll = 2.0
 	// maxSecretReadsPerPoll of an object in steady state: the admin
 	// Secret and CA bundle are read once per version
-	// (config.InstanceSecrets), where every poll used to read both (3.48
+	// (secretmemo.InstanceSecrets), where every poll used to read both (3.48
 	// here), and so are a login role's connection Secret and
-	// passwordSecretRef (config.ConnectionSecrets), which its password
+	// passwordSecretRef (secretmemo.ConnectionSecrets), which its password
 	// check and crossplane-runtime's publisher read again every poll (1.18
 	// with only the first memo). What is left is the Instance's own
 	// readiness check, one read per Instance per poll: 0.01 here.

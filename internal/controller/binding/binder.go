@@ -29,6 +29,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 )
 
 // A candidate is a PostgreSQLBinding that asks for a database.
@@ -167,7 +168,7 @@ func viewOf(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBindi
 	switch {
 	case ready.Reason == v1alpha1.ReasonConflict:
 		v.Blocked, v.Message = v1alpha1.ReasonConflict, "the database is in Conflict and is never delivered: "+ready.Message
-	case config.ObserveOnly(db):
+	case management.ObserveOnly(db):
 		v.Blocked, v.Message = v1alpha1.ReasonObserveOnly, "observed read-only (managementPolicies: [Observe]): an import is never delivered as it stands; "+
 			"an admin takes over its management (see docs/binding.md) before offering it"
 	case len(db.Status.AtProvider.OwnerAttributes) > 0:

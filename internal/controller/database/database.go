@@ -28,6 +28,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -76,7 +77,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{}, config.OwnChanges(bindingRecorded()))
+		For(&v1alpha1.PostgreSQLDatabase{}, reconciler.OwnChanges(bindingRecorded()))
 	// A database waiting for its owner role goes on as soon as the role
 	// exists.
 	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
@@ -90,11 +91,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 
 // bindingRecorded lets through an update of a database whose binding (the
 // binder's part of its status) changed, to the managed controller, which
-// otherwise ignores status updates (config.OwnChanges): a Bound database's
+// otherwise ignores status updates (reconciler.OwnChanges): a Bound database's
 // deletion, held in Observe, goes on as soon as the binder records that
 // its tenant is gone.
 func bindingRecorded() predicate.Funcs {
-	return config.UpdatesWhere(func(was, now client.Object) bool {
+	return reconciler.UpdatesWhere(func(was, now client.Object) bool {
 		w, okWas := was.(*v1alpha1.PostgreSQLDatabase)
 		n, okNow := now.(*v1alpha1.PostgreSQLDatabase)
 		return okWas && okNow && !w.Status.Binding.Equal(n.Status.Binding)

@@ -23,8 +23,10 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -50,7 +52,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDefaultPrivileges{}, config.OwnChanges())
+		For(&v1alpha1.PostgreSQLDefaultPrivileges{}, reconciler.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
 	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
 		Object: &v1alpha1.PostgreSQLDefaultPrivileges{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, Refs: references,
@@ -169,7 +171,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
 	}
-	if config.ObserveOnly(mg) {
+	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}

@@ -26,8 +26,10 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -54,7 +56,7 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLGrant{}, config.OwnChanges())
+		For(&v1alpha1.PostgreSQLGrant{}, reconciler.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
 	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
 		Object: &v1alpha1.PostgreSQLGrant{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, Refs: references,
@@ -254,7 +256,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, msg))
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
-	if config.ObserveOnly(mg) {
+	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
@@ -398,7 +400,7 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
-	if config.ObserveOnly(mg) {
+	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
 const (
@@ -72,7 +73,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLInstance{}, config.OwnChanges()).
+		For(&v1alpha1.PostgreSQLInstance{}, reconciler.OwnChanges()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace, builder.OnlyMetadata)
 	// A held deletion proceeds as soon as the last user goes; a kind of
@@ -127,7 +128,7 @@ func referencedInstance(_ context.Context, obj client.Object) []reconcile.Reques
 // would cost the Instance a reconcile, with a fresh login to its server,
 // for nothing.
 func userLeft() predicate.Funcs {
-	p := config.UpdatesWhere(func(was, now client.Object) bool {
+	p := reconciler.UpdatesWhere(func(was, now client.Object) bool {
 		w, okWas := was.(v1alpha1.InstanceUser)
 		n, okNow := now.(v1alpha1.InstanceUser)
 		if !okWas || !okNow {

@@ -7,8 +7,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
+	"github.com/ayatori/provider-postgresql/internal/controller/manager"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
@@ -26,7 +26,7 @@ func TestLockedDatabasesWithoutTheDatabaseKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cp.Stop() //nolint:errcheck // Test.
-	s, err := config.Scheme()
+	s, err := manager.Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
 // A Connection is what the external client of a resource living on an
@@ -89,7 +90,7 @@ type Connector struct {
 	Fresh client.Reader
 	// Namespace is the provider's, where admin Secrets live.
 	Namespace string
-	// Secrets reads them (config.InstanceSecrets); Kube when nil.
+	// Secrets reads them (secretmemo.InstanceSecrets); Kube when nil.
 	Secrets client.Reader
 	Pools   *postgres.Registry
 }
@@ -148,8 +149,8 @@ func ConnectorFor[T interface {
 }
 
 // createNoting notes, for the reconcile, an observation that found
-// nothing (config.Missing: the finalizer then goes with the create-pending
-// annotation) and each successful Create (config.Created: the status
+// nothing (reconciler.Missing: the finalizer then goes with the create-pending
+// annotation) and each successful Create (reconciler.Created: the status
 // write recording it then waits for the observation that follows at once).
 //
 // It is also where every kind's new work is admitted: each Create first
@@ -171,7 +172,7 @@ func (c createNoting[T]) Disconnect(ctx context.Context) error {
 func (c createNoting[T]) Observe(ctx context.Context, mg T) (managed.ExternalObservation, error) {
 	o, err := c.TypedExternalClient.Observe(ctx, mg)
 	if err == nil && !o.ResourceExists {
-		config.Missing(ctx, mg)
+		reconciler.Missing(ctx, mg)
 	}
 	return o, err
 }
@@ -182,7 +183,7 @@ func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCrea
 	}
 	created, err := c.TypedExternalClient.Create(ctx, mg)
 	if err == nil {
-		config.Created(ctx)
+		reconciler.Created(ctx)
 	}
 	return created, err
 }
@@ -195,7 +196,7 @@ func (c createNoting[T]) Create(ctx context.Context, mg T) (managed.ExternalCrea
 // A new resource has no finalizer yet either, and crossplane-runtime
 // writes it in this same reconcile, after a successful observation and
 // before anything is created (with the create-pending annotation when a
-// create follows, config.Finalizer): the external name set here goes with
+// create follows, reconciler.Finalizer): the external name set here goes with
 // that write rather than in one of its own. Every object of a wave was written
 // once more for it, an API write, an etcd write and a watch event to every
 // watcher each. A resource that has its finalizer already is written here.

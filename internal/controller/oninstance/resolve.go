@@ -15,8 +15,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 )
 
 // ErrConflict marks errors after which the provider must not act: the
@@ -189,7 +189,7 @@ const (
 // markerUID ("" for none) means to mg.
 func OwnershipOf(mg resource.Managed, markerUID string) Ownership {
 	switch {
-	case markerUID == string(mg.GetUID()) || config.ObserveOnly(mg):
+	case markerUID == string(mg.GetUID()) || management.ObserveOnly(mg):
 		return Owned
 	case meta.WasDeleted(mg):
 		return Release

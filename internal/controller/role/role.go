@@ -42,8 +42,11 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
@@ -76,8 +79,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind)
 	kube := mgr.GetClient()
 	// Login roles' Secrets, read by the password check and again by the
-	// publisher, once per version (config.ConnectionSecrets).
-	secrets, err := config.ConnectionSecrets(mgr, kube)
+	// publisher, once per version (secretmemo.ConnectionSecrets).
+	secrets, err := secretmemo.ConnectionSecrets(mgr, kube)
 	if err != nil {
 		return err
 	}
@@ -105,7 +108,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
 			})),
 		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
-		managed.WithFinalizer(heirFinalizer{Finalizer: config.Finalizer(kube), kube: kube, vaults: vaults}),
+		managed.WithFinalizer(heirFinalizer{Finalizer: reconciler.Finalizer(kube), kube: kube, vaults: vaults}),
 		// A rotation step due before the next poll (the end of a grace
 		// period, a scheduled rotation) is not left waiting for it.
 		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
@@ -124,11 +127,11 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLRole{}, config.OwnChanges()).
+		For(&v1alpha1.PostgreSQLRole{}, reconciler.OwnChanges()).
 		// A changed passwordSecretRef Secret is applied at once, and a
 		// changed Instance (endpoint, CA) rewrites connection Secrets at
 		// once, not at the next poll.
-		// Metadata only: the provider caches no Secret data (config.ClientOptions).
+		// Metadata only: the provider caches no Secret data (manager.ClientOptions).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
 		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
 		// A role whose deletion waits for another to hand it its objects
@@ -209,7 +212,7 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		if err := e.holdForHeirs(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-	} else if publishes(mg) && !config.ObserveOnly(mg) {
+	} else if publishes(mg) && !management.ObserveOnly(mg) {
 		// Before anything is published into it (crossplane-runtime's
 		// publisher takes over a Secret that has no controller; a vault
 		// path another wrote is refused likewise).
@@ -219,7 +222,7 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 	}
 	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.instance, mg)
 	if done {
-		if err == nil && !obs.ResourceExists && !meta.WasDeleted(mg) && config.Creates(mg) && !alternating(mg) {
+		if err == nil && !obs.ResourceExists && !meta.WasDeleted(mg) && management.Creates(mg) && !alternating(mg) {
 			// To be created, and allowed to be: see absent.
 			return e.absent(ctx, mg)
 		}
@@ -288,7 +291,7 @@ func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object)
 		if err := heldFor(ctx, f.kube, mg); err != nil {
 			return err
 		}
-		if mg.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(mg) {
+		if mg.Spec.WriteConnectionDetailsToVault != nil && !management.ObserveOnly(mg) {
 			// After the role is dropped (Delete ran first): no credential
 			// stays readable for a login that is gone.
 			if err := f.vaults.destroy(ctx, mg); err != nil {
@@ -302,7 +305,7 @@ func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object)
 // handsTo reports whether deleting d runs REASSIGN OWNED to heir's role.
 func handsTo(d, heir *v1alpha1.PostgreSQLRole) bool {
 	return d.GetUID() != heir.GetUID() && d.Spec.InstanceRef.Name == heir.Spec.InstanceRef.Name &&
-		d.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && d.Spec.ReassignOwnedTo == heir.RoleName() && config.Deletes(d)
+		d.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && d.Spec.ReassignOwnedTo == heir.RoleName() && management.Deletes(d)
 }
 
 // heirsOf maps a role to the roles of its namespace it hands its objects

@@ -19,8 +19,8 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
@@ -243,7 +243,7 @@ func publishes(r *v1alpha1.PostgreSQLRole) bool {
 // there: not an Observe-only import, which publishes nothing, and not a
 // role being deleted, whose path only waits to be destroyed.
 func vaultDelivering(r *v1alpha1.PostgreSQLRole) bool {
-	return r.Spec.WriteConnectionDetailsToVault != nil && !config.ObserveOnly(r) && !meta.WasDeleted(r)
+	return r.Spec.WriteConnectionDetailsToVault != nil && !management.ObserveOnly(r) && !meta.WasDeleted(r)
 }
 
 // deliveredTo names where r's credentials go, for messages.

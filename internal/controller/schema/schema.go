@@ -25,6 +25,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -60,7 +61,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLSchema{}, config.OwnChanges())
+		For(&v1alpha1.PostgreSQLSchema{}, reconciler.OwnChanges())
 	// What waits for a referenced resource goes on as soon as it exists.
 	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
 		Object: &v1alpha1.PostgreSQLSchema{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }, Refs: references,

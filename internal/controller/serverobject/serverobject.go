@@ -19,8 +19,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
@@ -121,7 +121,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 	if meta.WasDeleted(mg) {
 		return nil, managed.ExternalObservation{ResourceExists: true}, true, nil
 	}
-	if config.ObserveOnly(mg) {
+	if management.ObserveOnly(mg) {
 		what := fmt.Sprintf("%s %q", k.Noun(), name)
 		if d, ok := k.(Describer[T]); ok {
 			what = d.Describe(mg)

@@ -1,4 +1,4 @@
-package config_test
+package management_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 )
 
 func TestPolicies(t *testing.T) {
@@ -25,7 +25,7 @@ func TestPolicies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := &v1alpha1.PostgreSQLRole{}
 			r.Spec.ManagementPolicies = tc.policies
-			got := [2]bool{config.Deletes(r), config.ObserveOnly(r)}
+			got := [2]bool{management.Deletes(r), management.ObserveOnly(r)}
 			if diff := cmp.Diff([2]bool{tc.deletes, tc.observeOnly}, got); diff != "" {
 				t.Errorf("[Deletes, ObserveOnly] (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package config
+package manager
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package config
+package poll
 
 import (
 	"fmt"
@@ -112,7 +112,7 @@ func TestPhasedSpreadsGroups(t *testing.T) {
 
 func TestPollIntervalHook(t *testing.T) {
 	const poll, jitter = time.Minute, 10 * time.Second
-	c := Config{PollJitter: jitter}
+	c := Schedule{Jitter: jitter}
 	// The clock is the test's: whether moments seconds apart share a grid
 	// point depends on where they fall against it, and on a wall clock
 	// this test failed one run in thirty. point is one of u1/shop's grid
@@ -122,7 +122,7 @@ func TestPollIntervalHook(t *testing.T) {
 	point := base.Add(phased(base, poll, jitter, "u1/shop"))
 	first := point.Add(-poll - jitter + time.Second)
 	var now time.Time
-	hook := c.pollIntervalHook(nil, func() time.Time { return now })
+	hook := c.hook(nil, func() time.Time { return now })
 	// Three objects of one database, observed seconds apart, are next
 	// polled at the same moment.
 	for i, mg := range []resource.Managed{schemaIn("u1", "shop"), grantIn("u1", "shop", v1alpha1.GrantObjectSchema), dpIn("u1", "shop")} {
@@ -137,7 +137,7 @@ func TestPollIntervalHook(t *testing.T) {
 	if got := now.Add(hook(schemaIn("u1", "shop"), poll)); !got.Equal(point.Add(poll)) {
 		t.Errorf("observed at %s: next polled at %s, want %s", now.Format(time.StampMilli), got.Format(time.StampMilli), point.Add(poll).Format(time.StampMilli))
 	}
-	hook = c.PollIntervalHook(nil)
+	hook = c.Hook(nil)
 	// Objects of no group keep random jitter.
 	seen := map[time.Duration]bool{}
 	for range 20 {
@@ -151,11 +151,11 @@ func TestPollIntervalHook(t *testing.T) {
 		t.Errorf("a role's polls are not jittered: %v", seen)
 	}
 	// Without jitter, polls are exactly the interval, groups or not.
-	if d := (Config{}).PollIntervalHook(nil)(schemaIn("u1", "shop"), poll); d != poll {
+	if d := (Schedule{}).Hook(nil)(schemaIn("u1", "shop"), poll); d != poll {
 		t.Errorf("without jitter: next poll in %s, want %s", d, poll)
 	}
 	// Something due sooner still wins.
-	soon := c.PollIntervalHook(func(resource.Managed, time.Time) time.Duration { return 5 * time.Second })
+	soon := c.Hook(func(resource.Managed, time.Time) time.Duration { return 5 * time.Second })
 	if d := soon(schemaIn("u1", "shop"), poll); d != 5*time.Second {
 		t.Errorf("with a wake due in 5s: next poll in %s", d)
 	}
@@ -181,8 +181,8 @@ func TestPollsLateStayWithinJitter(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			now := time.Date(2026, 12, 3, 3, 0, 0, 0, time.UTC)
-			c := Config{PollJitter: jitter, Observations: NewObservations()}
-			hook := c.pollIntervalHook(nil, func() time.Time { return now })
+			c := Schedule{Jitter: jitter, Observations: NewObservations()}
+			hook := c.hook(nil, func() time.Time { return now })
 			var longest, shortest, sum time.Duration
 			const polls = 500
 			for i := range polls {
@@ -231,7 +231,7 @@ func TestJitterBoundedByThePoll(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			now := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
-			hook := Config{PollJitter: jitter}.pollIntervalHook(nil, func() time.Time { return now })
+			hook := Schedule{Jitter: jitter}.hook(nil, func() time.Time { return now })
 			for range 200 {
 				now = now.Add(137 * time.Millisecond)
 				if d := hook(tc.mg, poll); d < tc.min || d > tc.max {

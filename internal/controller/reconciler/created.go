@@ -1,6 +1,8 @@
-package config
+package reconciler
 
 import (
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
+
 	"context"
 	"sync/atomic"
 
@@ -57,7 +59,7 @@ func Created(ctx context.Context) {
 // create-pending annotation before it creates (Finalizer). (An object
 // being deleted never reaches the finalizer's addition.)
 func Missing(ctx context.Context, mg resource.Managed) {
-	if n, ok := ctx.Value(createNoteKey{}).(*createNote); ok && Creates(mg) {
+	if n, ok := ctx.Value(createNoteKey{}).(*createNote); ok && management.Creates(mg) {
 		n.follows.Store(true)
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package queue
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -62,24 +64,17 @@ func TestQueueShutsDown(t *testing.T) {
 	}
 }
 
-// TestControllersGetTheClosingQueue: every controller set up from Config
-// gets the closing queue, and controller-runtime still sees a priority
-// queue in it (it checks for one and would otherwise drop priorities).
-func TestControllersGetTheClosingQueue(t *testing.T) {
-	o := Config{}.ForControllerRuntime()
-	if o.NewQueue == nil {
-		t.Fatal("ForControllerRuntime sets no NewQueue: controllers get controller-runtime's queue alone")
-	}
-	q := o.NewQueue("test", o.RateLimiter)
+// TestNewIsAClosingPriorityQueue: New gives the closing queue, in which
+// controller-runtime still sees a priority queue (it checks for one and
+// would otherwise drop priorities).
+func TestNewIsAClosingPriorityQueue(t *testing.T) {
+	q := New("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	if _, ok := q.(*closingQueue); !ok {
-		t.Errorf("NewQueue returns %T, want *closingQueue", q)
+		t.Errorf("New returns %T, want *closingQueue", q)
 	}
 	if _, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); !ok {
-		t.Errorf("NewQueue returns %T, which controller-runtime does not take for a priority queue", q)
-	}
-	if o.RateLimiter == nil || o.MaxConcurrentReconciles != 0 || o.RecoverPanic == nil || !*o.RecoverPanic {
-		t.Errorf("crossplane-runtime's options are not kept: %+v", o)
+		t.Errorf("New returns %T, which controller-runtime does not take for a priority queue", q)
 	}
 }
 
@@ -132,15 +127,5 @@ func TestQueueGivesUpWaiting(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting worker did not return after ShutDown")
-	}
-}
-
-// TestOtherControllersGetThePlainQueue: a controller set up without
-// Config's options (crossplane-runtime's CRD gate) gets client-go's work
-// queue, not the bare priority queue that can deadlock at shutdown.
-func TestOtherControllersGetThePlainQueue(t *testing.T) {
-	o := ManagerOptions(nil, nil)
-	if o.Controller.UsePriorityQueue == nil || *o.Controller.UsePriorityQueue {
-		t.Errorf("the manager's default controllers use the priority queue (UsePriorityQueue %v)", o.Controller.UsePriorityQueue)
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
@@ -30,7 +31,7 @@ func TestObservationFollowsACreate(t *testing.T) {
 	creating.SetConditions(xpv2.Creating(), xpv2.ReconcileSuccess())
 	failed := &v1alpha1.PostgreSQLRole{}
 	failed.SetConditions(xpv2.Creating(), xpv2.ReconcileError(errors.New("refused")))
-	poll := reconcile.Result{RequeueAfter: time.Minute}
+	polled := reconcile.Result{RequeueAfter: time.Minute}
 	boom := errors.New("boom")
 
 	// A pass: whether it creates, the status it would then write, and what
@@ -48,8 +49,8 @@ func TestObservationFollowsACreate(t *testing.T) {
 		wantErr error
 	}{
 		"ACreateIsObservedAtOnce": {
-			passes: []pass{{creates: true, status: creating, res: requeue}, {res: poll}},
-			calls:  2, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+			passes: []pass{{creates: true, status: creating, res: requeue}, {res: polled}},
+			calls:  2, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(poll.Priority)},
 		},
 		"AnObservationThatCreatesAgainWritesItsStatus": {
 			passes: []pass{{creates: true, status: creating, res: requeue}, {creates: true, status: creating, res: requeue}},
@@ -60,8 +61,8 @@ func TestObservationFollowsACreate(t *testing.T) {
 			calls:  1, want: requeue,
 		},
 		"NoCreateRunsOnce": {
-			passes: []pass{{res: poll}},
-			calls:  1, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+			passes: []pass{{res: polled}},
+			calls:  1, want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(poll.Priority)},
 		},
 		"AnErrorAfterTheCreateIsReturned": {
 			passes: []pass{{creates: true, status: creating, res: requeue, err: boom}},

@@ -1,4 +1,10 @@
-package config
+// Package secretmemo reads Secrets (and ConfigMaps) the provider does not
+// cache whole, once per version: the Instances' admin credentials and CA
+// bundles, and login roles' connection Secrets. The cache watches their
+// metadata only, so no credential of another application sits in the
+// provider's memory; a read reaches the API server only when the object
+// changed.
+package secretmemo
 
 import (
 	"context"
@@ -27,7 +33,7 @@ import (
 // afresh cost an API request or two per reconcile: at 2,000 objects and a
 // one-minute poll, 33 to 66 a second, each a quorum read in etcd, against
 // the provider's own client rate limit. The manager's cache already
-// watches every Secret and ConfigMap as metadata only (MetadataCache), so
+// watches every Secret and ConfigMap as metadata only (manager.MetadataCache), so
 // it knows, without a request, whether one has changed since it was last
 // read: the reader keeps what it last read of each, and reads again only
 // when the resourceVersion differs. No new watch of Secret data is opened,

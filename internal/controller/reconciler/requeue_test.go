@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 )
 
 // requeue is what crossplane-runtime returns on an error: a rate-limited
@@ -31,7 +33,7 @@ func TestAdjust(t *testing.T) {
 	}{
 		"WaitingIsRequeuedOnceWithoutBackOff": {
 			res: requeue, noted: outcome{waiting: true},
-			want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(PollPriority)},
+			want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(poll.Priority)},
 		},
 		"AnErrorIsLeftToTheBackOff": {
 			res:  requeue,
@@ -60,11 +62,11 @@ func TestAdjust(t *testing.T) {
 		},
 		"APollAfterAConflictThatWasOvercomeStaysAPoll": {
 			res: reconcile.Result{RequeueAfter: 50 * time.Second}, noted: outcome{conflicted: true},
-			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(PollPriority)},
+			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(poll.Priority)},
 		},
 		"APollHasLowPriority": {
 			res:  reconcile.Result{RequeueAfter: 50 * time.Second},
-			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(PollPriority)},
+			want: reconcile.Result{RequeueAfter: 50 * time.Second, Priority: ptr.To(poll.Priority)},
 		},
 		"NoRequeueStaysSo": {
 			res:  reconcile.Result{},
@@ -88,10 +90,10 @@ func TestAdjust(t *testing.T) {
 // queued at handler.LowPriority; a poll queued above it would be served
 // before them every time, and with enough polls they would never be.
 func TestPollsDoNotStarveAStart(t *testing.T) {
-	if PollPriority > handler.LowPriority {
-		t.Errorf("PollPriority %d is above the priority of a start's initial list (%d): polls would starve it", PollPriority, handler.LowPriority)
+	if poll.Priority > handler.LowPriority {
+		t.Errorf("poll.Priority %d is above the priority of a start's initial list (%d): polls would starve it", poll.Priority, handler.LowPriority)
 	}
-	if PollPriority >= 0 {
-		t.Errorf("PollPriority %d does not yield to changes (0)", PollPriority)
+	if poll.Priority >= 0 {
+		t.Errorf("poll.Priority %d does not yield to changes (0)", poll.Priority)
 	}
 }

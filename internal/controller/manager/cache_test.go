@@ -1,6 +1,7 @@
-package config
+package manager
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
 // TestNoSecretDataCached: the manager reads Secrets and ConfigMaps from the
@@ -63,7 +66,7 @@ func TestNoSecretDataCached(t *testing.T) {
 // without their managed fields (they would be a third of its memory at
 // thousands of objects), and nothing else of them is lost.
 func TestManagedFieldsNotCached(t *testing.T) {
-	transform := ManagerOptions(nil, nil).Cache.DefaultTransform
+	transform := Options(nil, nil).Cache.DefaultTransform
 	if transform == nil {
 		t.Fatal("the manager's cache keeps every object whole")
 	}
@@ -79,5 +82,25 @@ func TestManagedFieldsNotCached(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("cached role (-want +got):\n%s", diff)
+	}
+}
+
+// TestOtherControllersGetThePlainQueue: a controller set up without
+// Config's options (crossplane-runtime's CRD gate) gets client-go's work
+// queue, not the bare priority queue that can deadlock at shutdown.
+func TestOtherControllersGetThePlainQueue(t *testing.T) {
+	o := Options(nil, nil)
+	if o.Controller.UsePriorityQueue == nil || *o.Controller.UsePriorityQueue {
+		t.Errorf("the manager's default controllers use the priority queue (UsePriorityQueue %v)", o.Controller.UsePriorityQueue)
+	}
+}
+
+// TestManagerClientNotesConflicts: the manager's client is the one that
+// notes its writes' conflicts and skips status writes that change nothing
+// (reconciler.NewClient).
+func TestManagerClientNotesConflicts(t *testing.T) {
+	o := Options(nil, nil)
+	if o.NewClient == nil || reflect.ValueOf(o.NewClient).Pointer() != reflect.ValueOf(reconciler.NewClient).Pointer() {
+		t.Error("Options leaves the manager's client to controller-runtime: its conflicts go unnoted")
 	}
 }

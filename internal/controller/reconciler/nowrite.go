@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"context"
@@ -178,4 +178,16 @@ func unchangedStatus(ctx context.Context, c client.Reader, l *writeLedger, o cli
 	// The cache sets the kind on what it returns; o may not have it.
 	cur.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
 	return equality.Semantic.DeepEqual(o, cur)
+}
+
+// UncopiedLists lists from the cache without copying what it holds. The
+// state metrics recorder lists every managed resource of its kind at each
+// interval and only counts their conditions: with copies, 5,000 objects
+// every 5 s were a thousand deep copies a second, and a sixth of the live
+// heap at any moment (a heap profile at 5,000 objects).
+type UncopiedLists struct{ client.Client }
+
+// List lists without copying what the cache holds.
+func (c UncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
 }

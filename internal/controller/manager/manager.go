@@ -1,4 +1,8 @@
-package config
+// Package manager builds what the provider process and the in-process
+// test harness build their controller-runtime managers from: the scheme,
+// the cache (Secrets and ConfigMaps as metadata only, no managed fields),
+// the client and the feature flags, so that what tests run is what ships.
+package manager
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -15,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 
 	"github.com/ayatori/provider-postgresql/apis"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
 // The provider process (cmd/provider) and the in-process test harness
@@ -35,12 +40,12 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, errors.Wrap(apis.AddToScheme(s), "cannot add the provider's APIs to the scheme")
 }
 
-// ManagerOptions are the manager options every provider process shares:
+// Options are the manager options every provider process shares:
 // the scheme, a cache holding the uncached kinds as metadata only (plus
 // byObject), and a client that reads those kinds from the API server and
 // notes its conflicts (NewClient).
 // Callers add what differs between them: metrics, probes, leader election.
-func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
+func Options(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
 	return ctrl.Options{
 		Scheme: s,
 		// managedFields are often a third of an object and the provider
@@ -49,7 +54,7 @@ func ManagerOptions(s *runtime.Scheme, byObject map[client.Object]cache.ByObject
 		// that omits them leaves them as they are on the server.
 		Cache:     cache.Options{ByObject: MetadataCache(byObject), DefaultTransform: cache.TransformStripManagedFields()},
 		Client:    ClientOptions(),
-		NewClient: NewClient,
+		NewClient: reconciler.NewClient,
 		// The provider's controllers bring their own queue
 		// (Config.ForControllerRuntime: the priority queue behind
 		// closingQueue). A controller set up without it (crossplane-

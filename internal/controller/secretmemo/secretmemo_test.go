@@ -1,9 +1,10 @@
-package config
+package secretmemo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/manager"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
@@ -168,14 +171,34 @@ func TestInstanceSecrets(t *testing.T) {
 	}
 }
 
+// shared is the package's API server, with the provider's CRDs, started
+// by the first test that needs it.
+var shared = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
+	cp, err := controlplane.Start(ctx, controlplane.Options{})
+	if err != nil {
+		return nil, err
+	}
+	sharedCP = cp
+	return cp.Stop, nil
+})
+
+// sharedCP is the API server shared started.
+var sharedCP *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+
 // startManager starts a manager on the package's API server, with the
 // memo mk builds on it reading the API server through a counting reader.
 func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager) (T, *memo, error)) (ctrl.Manager, T, *memo, *countingReader) {
 	t.Helper()
-	cp, s := startControlPlane(ctx, t)
-	o := ManagerOptions(s, nil)
+	shared.Server(t) //nolint:contextcheck // The shared API server outlives the context of the test that starts it.
+	s, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := manager.Options(s, nil)
 	o.Metrics = metricsserver.Options{BindAddress: "0"}
-	mgr, err := ctrl.NewManager(cp.Config, o)
+	mgr, err := ctrl.NewManager(sharedCP.Config, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"context"
@@ -85,14 +85,12 @@ func cachedClient(ctx context.Context, t *testing.T, adjust func(*rest.Config), 
 		t.Fatal(err)
 	}
 	go func() { _ = cached.Start(ctx) }()
-	mo := ManagerOptions(s, nil)
-	o := mo.Client
-	o.Scheme = s
-	o.Cache.Reader = cached
+	// As the manager's client is built (manager.Options).
+	o := client.Options{Scheme: s, Cache: &client.CacheOptions{Reader: cached}}
 	if reader != nil {
 		o.Cache.Reader = reader(cached)
 	}
-	kube, err := mo.NewClient(cfg, o)
+	kube, err := NewClient(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,8 +428,8 @@ func TestStateMetricsListWithoutCopies(t *testing.T) {
 		}
 	}
 	labels := func(l *v1alpha1.PostgreSQLRoleList) uintptr { return reflect.ValueOf(l.Items[0].Labels).Pointer() }
-	if a, b := list(uncopiedLists{kube}), list(uncopiedLists{kube}); labels(a) != labels(b) {
-		t.Error("two lists through uncopiedLists hold different copies of the role")
+	if a, b := list(UncopiedLists{kube}), list(UncopiedLists{kube}); labels(a) != labels(b) {
+		t.Error("two lists through UncopiedLists hold different copies of the role")
 	}
 	// The test can tell: the manager's client alone copies.
 	if a, b := list(kube), list(kube); labels(a) == labels(b) {

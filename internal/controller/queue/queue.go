@@ -1,4 +1,7 @@
-package config
+// Package queue is the work queue of every controller of the provider:
+// controller-runtime's priority queue, behind a wrapper that shuts down
+// cleanly (closingQueue).
+package queue
 
 import (
 	"fmt"
@@ -7,26 +10,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
-
-// ForControllerRuntime is crossplane-runtime's controller options with a
-// work queue that shuts down cleanly (newQueue).
-func (c Config) ForControllerRuntime() controller.Options {
-	o := c.Options.ForControllerRuntime()
-	o.NewQueue = newQueue
-	return o
-}
 
 // queueDrainTimeout bounds how long a shutting-down queue waits for the
 // workers blocked on it before it closes anyway.
 const queueDrainTimeout = 10 * time.Second
 
-// newQueue is controller-runtime's priority queue, the one it uses by
+// New is controller-runtime's priority queue, the one it uses by
 // default, behind closingQueue.
-func newQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return newClosingQueue(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rl }), queueDrainTimeout)
 }
 

@@ -1,4 +1,4 @@
-package config
+package reconciler
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/ayatori/provider-postgresql/apis"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -34,14 +38,9 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp, s := startControlPlane(ctx, t)
-	// The client every provider manager is built with.
-	mo := ManagerOptions(s, nil)
-	if mo.NewClient == nil {
-		t.Fatal("ManagerOptions leaves the manager's client to controller-runtime: its conflicts go unnoted")
-	}
-	o := mo.Client
-	o.Scheme = s
-	kube, err := mo.NewClient(cp.Config, o)
+	// The client every provider manager is built with
+	// (manager.Options).
+	kube, err := NewClient(cp.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +109,11 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 	})
 }
 
-// run reconciles once through Reconciler, as every controller of the
-// provider does, with f in place of the managed reconciler.
+// run reconciles once through Wrap, as every controller of the provider
+// does, with f in place of the managed reconciler.
 func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.Result, error)) reconcile.Result {
 	t.Helper()
-	c := Config{}
-	c.GlobalRateLimiter = ratelimiter.NewGlobal(100)
-	r := Reconciler("conflicts", c, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
+	r := Wrap("conflicts", ratelimiter.NewGlobal(100), time.Minute, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
 	res, err := r.Reconcile(ctx, reconcile.Request{})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
@@ -146,7 +143,7 @@ func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 func startControlPlane(_ context.Context, t *testing.T) (*controlplane.ControlPlane, *runtime.Scheme) {
 	t.Helper()
 	shared.Server(t) //nolint:contextcheck // The shared API server outlives the context of the test that starts it.
-	s, err := Scheme()
+	s, err := scheme()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,3 +171,13 @@ func testNamespace(ctx context.Context, t *testing.T) string {
 }
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// scheme is the provider's (manager.Scheme, which this package cannot
+// import: the manager is built on it).
+func scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, apis.AddToScheme(s)
+}
