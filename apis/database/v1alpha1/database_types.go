@@ -409,3 +409,15 @@ func (d *PostgreSQLDatabase) DatabaseName() string {
 	}
 	return d.GetName()
 }
+
+// Reasons of a database's Ready condition beyond the common ones.
+const (
+	// ReasonExtensionUnavailable says that an extension the spec asks for is not
+	// available on the server.
+	ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
+
+	// ReasonExtensionUnsafe says that an extension the spec asks for is not
+	// installed because its script would run with the admin's superuser power
+	// in a schema where others may create objects.
+	ReasonExtensionUnsafe xpv2.ConditionReason = "ExtensionUnsafe"
+)

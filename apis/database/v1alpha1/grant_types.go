@@ -272,3 +272,14 @@ type PostgreSQLGrantList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PostgreSQLGrant `json:"items"`
 }
+
+// Reasons of a grant's or default privileges' Ready condition beyond the
+// common ones.
+const (
+	// ReasonNotHeld: the grantee lacks some of the listed privileges (or
+	// the membership); the provider is granting them.
+	ReasonNotHeld xpv2.ConditionReason = "NotHeld"
+	// ReasonUnsupported: the server cannot grant what is asked (a 16+ or
+	// 17+ feature on an older server).
+	ReasonUnsupported xpv2.ConditionReason = "Unsupported"
+)

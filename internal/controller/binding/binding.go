@@ -127,7 +127,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case kerrors.IsNotFound(err) && b.Spec.Provision != nil:
 		return reconcile.Result{}, r.provision(ctx, b)
 	case kerrors.IsNotFound(err):
-		return reconcile.Result{}, r.report(ctx, b, pending(v1alpha1.ReasonDatabaseNotFound,
+		return reconcile.Result{}, r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonDatabaseNotFound,
 			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil)
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, "cannot get the PostgreSQLDatabase")
@@ -165,7 +165,7 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 	what := fmt.Sprintf("PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
 	if p := b.Spec.Provision; p != nil && !provisionedFor(db, b) {
 		if name := db.DatabaseName(); db.Spec.InstanceRef.Name != p.InstanceRef.Name || name != p.Database {
-			return pending(v1alpha1.ReasonMismatch, fmt.Sprintf("%s exists and is database %q on PostgreSQLInstance %q, not database %q on %q as asked; it was not provisioned for this tenant",
+			return v1alpha1.NotReady(v1alpha1.ReasonMismatch, fmt.Sprintf("%s exists and is database %q on PostgreSQLInstance %q, not database %q on %q as asked; it was not provisioned for this tenant",
 				what, name, db.Spec.InstanceRef.Name, p.Database, p.InstanceRef.Name)), nil
 		}
 	}
@@ -173,7 +173,7 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()) && st.Reason == v1alpha1.ReasonPrivilegedOwner:
 		// Bound, but its owner gained powers after binding: the login,
 		// a member of the owner, is taken away until they go.
-		return pending(v1alpha1.ReasonPrivilegedOwner, what+" is bound to this tenant but not delivered: "+st.Message), nil
+		return v1alpha1.NotReady(v1alpha1.ReasonPrivilegedOwner, what+" is bound to this tenant but not delivered: "+st.Message), nil
 	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID()):
 		d := &v1alpha1.BoundDatabase{
 			Name: db.GetName(), UID: string(db.GetUID()), Instance: db.Spec.InstanceRef.Name,
@@ -182,11 +182,11 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 		return xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), Reason: v1alpha1.ReasonBound,
 			Message: fmt.Sprintf("%s (database %q on PostgreSQLInstance %q) is bound to this tenant", what, d.Database, d.Instance)}, d
 	case st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil:
-		return pending(v1alpha1.ReasonBoundToAnotherTenant, fmt.Sprintf("%s is bound to another tenant, PostgreSQLTenant %s; a database is delivered to one tenant only", what, st.BoundTo.Tenant)), nil
+		return v1alpha1.NotReady(v1alpha1.ReasonBoundToAnotherTenant, fmt.Sprintf("%s is bound to another tenant, PostgreSQLTenant %s; a database is delivered to one tenant only", what, st.BoundTo.Tenant)), nil
 	case st.Phase == v1alpha1.PhaseReleased:
-		return pending(v1alpha1.ReasonReleased, fmt.Sprintf("%s was released by PostgreSQLTenant %s and keeps its data for nobody until an admin re-opens it (spec.binding.reopen)", what, tenantOf(st.BoundTo))), nil
+		return v1alpha1.NotReady(v1alpha1.ReasonReleased, fmt.Sprintf("%s was released by PostgreSQLTenant %s and keeps its data for nobody until an admin re-opens it (spec.binding.reopen)", what, tenantOf(st.BoundTo))), nil
 	case st.Phase == v1alpha1.PhaseUnavailable:
-		return pending(cmpReason(st.Reason), what+" cannot be delivered: "+st.Message), nil
+		return v1alpha1.NotReady(cmpReason(st.Reason), what+" cannot be delivered: "+st.Message), nil
 	default:
 		msg := what + " is not bound yet"
 		if st.Message != "" {
@@ -195,7 +195,7 @@ func state(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (xpv2
 		if c := db.GetCondition(xpv2.TypeReady); c.Message != "" && c.Status != corev1.ConditionTrue {
 			msg += " (database: " + c.Message + ")"
 		}
-		return pending(v1alpha1.ReasonProvisioning, msg), nil
+		return v1alpha1.NotReady(v1alpha1.ReasonProvisioning, msg), nil
 	}
 }
 
@@ -211,10 +211,6 @@ func cmpReason(r xpv2.ConditionReason) xpv2.ConditionReason {
 		return "Unavailable"
 	}
 	return r
-}
-
-func pending(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return v1alpha1.NotReady(reason, msg)
 }
 
 // report writes b's status when it changed, with an event when it becomes
@@ -259,10 +255,10 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 		if !kerrors.IsNotFound(err) {
 			return errors.Wrapf(err, "cannot get PostgreSQLInstance %q", p.InstanceRef.Name)
 		}
-		return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q does not exist; nothing is provisioned", p.InstanceRef.Name)), nil)
+		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q does not exist; nothing is provisioned", p.InstanceRef.Name)), nil)
 	}
 	if meta.WasDeleted(in) {
-		return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())), nil)
+		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())), nil)
 	}
 	db := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: name},
@@ -291,7 +287,7 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 		return errors.Wrapf(err, "cannot provision PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
 	}
 	r.record.Event(b, event.Normal("Provisioned", fmt.Sprintf("provisioned PostgreSQLDatabase %s (database %q on PostgreSQLInstance %q)", db.GetName(), p.Database, p.InstanceRef.Name)))
-	return r.report(ctx, b, pending(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil)
+	return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil)
 }
 
 // ensureOwnerRole creates the owner role of db, provisioned for b, when it
@@ -303,7 +299,7 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 	err := r.kube.Get(ctx, client.ObjectKey{Namespace: db.GetNamespace(), Name: name}, got)
 	if err == nil {
 		if !slices.ContainsFunc(got.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == db.GetUID() }) {
-			c := pending(v1alpha1.ReasonMismatch, fmt.Sprintf("PostgreSQLRole %s/%s exists and is not the owner role of PostgreSQLDatabase %s; nothing is changed. "+
+			c := v1alpha1.NotReady(v1alpha1.ReasonMismatch, fmt.Sprintf("PostgreSQLRole %s/%s exists and is not the owner role of PostgreSQLDatabase %s; nothing is changed. "+
 				"An admin removes or renames it", db.GetNamespace(), name, db.GetName()))
 			return &c, nil
 		}

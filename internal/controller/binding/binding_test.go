@@ -19,7 +19,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -492,7 +491,7 @@ func TestMisspeltExtensionRemoved(t *testing.T) {
 	// The database is not created while an extension cannot be installed,
 	// so it is never Bound.
 	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "typo"}}
-	env.Ready(ctx, t, db, corev1.ConditionFalse, database.ReasonExtensionUnavailable)
+	env.Ready(ctx, t, db, corev1.ConditionFalse, v1alpha1.ReasonExtensionUnavailable)
 	bindingReady(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonProvisioning)
 	if !strings.Contains(db.GetCondition(xpv2.TypeReady).Message, `"pgcrytpo" (did you mean pgcrypto?)`) {
 		t.Errorf("ExtensionUnavailable does not name the misspelt extension: %q", db.GetCondition(xpv2.TypeReady).Message)

@@ -44,15 +44,6 @@ const (
 // createTimeout bounds CREATE DATABASE and its marker together.
 const createTimeout = 2 * time.Minute
 
-// ReasonExtensionUnavailable says that an extension the spec asks for is not
-// available on the server.
-const ReasonExtensionUnavailable xpv2.ConditionReason = "ExtensionUnavailable"
-
-// ReasonExtensionUnsafe says that an extension the spec asks for is not
-// installed because its script would run with the admin's superuser power
-// in a schema where others may create objects.
-const ReasonExtensionUnsafe xpv2.ConditionReason = "ExtensionUnsafe"
-
 // Setup adds the PostgreSQLDatabase controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
@@ -441,7 +432,7 @@ func (e *external) applyExtensions(ctx context.Context, mg *v1alpha1.PostgreSQLD
 		return err
 	}
 	if msg := postgres.UnsafeExtensions(pending, got, facts); msg != "" {
-		mg.SetConditions(condition(ReasonExtensionUnsafe, fmt.Sprintf("database %q: %s", mg.DatabaseName(), msg)))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonExtensionUnsafe, fmt.Sprintf("database %q: %s", mg.DatabaseName(), msg)))
 		return errors.New(msg)
 	}
 	return postgres.Exec(ctx, p, postgres.ExtensionStatements(pending, got, facts))
@@ -478,7 +469,7 @@ func (e *external) checkExtensionsAvailable(mg *v1alpha1.PostgreSQLDatabase) err
 	}
 	msg := fmt.Sprintf("PostgreSQLInstance %q cannot install extension(s) %s: they are not in its status.availableExtensions; install them on the server or fix the names",
 		e.instance.GetName(), strings.Join(missing, ", "))
-	mg.SetConditions(condition(ReasonExtensionUnavailable, msg))
+	mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonExtensionUnavailable, msg))
 	return errors.New(msg)
 }
 
@@ -537,8 +528,4 @@ func createOptions(mg *v1alpha1.PostgreSQLDatabase) postgres.DatabaseCreateOptio
 		o.Strategy = string(*p.Strategy)
 	}
 	return o
-}
-
-func condition(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return v1alpha1.NotReady(reason, msg)
 }

@@ -17,7 +17,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -370,7 +369,7 @@ func TestDatabaseUnknownExtension(t *testing.T) {
 	if err := env.Kube.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	got := waitReady(ctx, t, d, corev1.ConditionFalse, database.ReasonExtensionUnavailable)
+	got := waitReady(ctx, t, d, corev1.ConditionFalse, v1alpha1.ReasonExtensionUnavailable)
 	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, `"pgcrpyto" (did you mean pgcrypto?)`) {
 		t.Errorf("message %q does not name the extension and its near match", msg)
 	}
@@ -512,7 +511,7 @@ func TestDatabaseUntrustedExtension(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := waitReady(ctx, t, tenants, corev1.ConditionFalse, database.ReasonExtensionUnsafe)
+	got := waitReady(ctx, t, tenants, corev1.ConditionFalse, v1alpha1.ReasonExtensionUnsafe)
 	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, `"pg_stat_statements" (role(s) pg_database_owner may create objects in schema "public")`) {
 		t.Errorf("message %q does not say which extension and who can write where", msg)
 	}

@@ -137,7 +137,7 @@ func TestObserveDecisions(t *testing.T) {
 			}),
 			answers:    []fakedb.Answer{(*observed)(nil).row()},
 			wantErr:    `cannot install extension(s) "pgcrypt" (did you mean pgcrypto?)`,
-			wantReason: string(ReasonExtensionUnavailable),
+			wantReason: string(v1alpha1.ReasonExtensionUnavailable),
 		},
 		"OwnedAndAsSpecifiedIsUpToDate": {
 			mg:         newDatabase(),

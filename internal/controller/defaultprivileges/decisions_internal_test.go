@@ -17,7 +17,6 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
-	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
 )
@@ -83,7 +82,7 @@ func TestObserveDecisions(t *testing.T) {
 			mg:         newDefaults(),
 			answers:    []fakedb.Answer{defaults(170000, true, true, true)},
 			want:       managed.ExternalObservation{ResourceExists: false, ResourceUpToDate: false},
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"GivenIsUpToDate": {
 			mg: newDefaults(func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
@@ -97,19 +96,19 @@ func TestObserveDecisions(t *testing.T) {
 			mg:         newDefaults(),
 			answers:    []fakedb.Answer{defaults(170000, false, true, true)},
 			wantErr:    `waiting for role "reader" to exist`,
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"AMissingOwnerWaits": {
 			mg:         newDefaults(),
 			answers:    []fakedb.Answer{defaults(170000, true, false, true)},
 			wantErr:    `waiting for role "app_owner" to exist`,
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"AMissingSchemaWaits": {
 			mg:         newDefaults(),
 			answers:    []fakedb.Answer{defaults(170000, true, true, false)},
 			wantErr:    `waiting for schema "sales" in database "app" to exist`,
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"MaintainOnSixteenIsRefused": {
 			mg: newDefaults(func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
@@ -117,7 +116,7 @@ func TestObserveDecisions(t *testing.T) {
 			}),
 			answers:    []fakedb.Answer{defaults(160000, true, true, true)},
 			wantErr:    "MAINTAIN needs PostgreSQL 17 or newer",
-			wantReason: string(privilege.ReasonUnsupported),
+			wantReason: string(v1alpha1.ReasonUnsupported),
 		},
 		"AnOwnerOfAnotherNamespaceIsRefusedBeforeAnything": {
 			mg: newDefaults(func(d *v1alpha1.PostgreSQLDefaultPrivileges) { d.Spec.ForProvider.Owner = ptr.To("postgres") }),

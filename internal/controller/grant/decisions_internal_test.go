@@ -18,7 +18,6 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
-	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 	"github.com/ayatori/provider-postgresql/internal/fixture/statuslog"
 )
@@ -106,7 +105,7 @@ func TestObserveDecisions(t *testing.T) {
 			mg:         newGrant(),
 			answers:    []fakedb.Answer{grantRows(170000, true, object{name: "orders", found: true, owners: "alice"})},
 			want:       managed.ExternalObservation{ResourceExists: false, ResourceUpToDate: false},
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"HeldIsUpToDate": {
 			mg: newGrant(func(g *v1alpha1.PostgreSQLGrant) {
@@ -130,13 +129,13 @@ func TestObserveDecisions(t *testing.T) {
 			mg:         newGrant(),
 			answers:    []fakedb.Answer{grantRows(170000, false, object{name: "orders", found: true, owners: "alice"})},
 			wantErr:    `waiting for role "reader" to exist`,
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"AMissingTableWaits": {
 			mg:         newGrant(),
 			answers:    []fakedb.Answer{grantRows(170000, true, object{name: "orders"})},
 			wantErr:    `waiting for table orders to exist in schema "sales" of database "app"`,
-			wantReason: string(privilege.ReasonNotHeld),
+			wantReason: string(v1alpha1.ReasonNotHeld),
 		},
 		"MaintainOnFifteenIsRefused": {
 			mg: newGrant(func(g *v1alpha1.PostgreSQLGrant) {
@@ -144,7 +143,7 @@ func TestObserveDecisions(t *testing.T) {
 			}),
 			answers:    []fakedb.Answer{grantRows(150000, true, object{name: "orders", found: true, owners: "alice"})},
 			wantErr:    "MAINTAIN needs PostgreSQL 17 or newer",
-			wantReason: string(privilege.ReasonUnsupported),
+			wantReason: string(v1alpha1.ReasonUnsupported),
 		},
 		"DeletedWithNothingLeftToRevokeIsGone": {
 			mg: newGrant(func(g *v1alpha1.PostgreSQLGrant) {

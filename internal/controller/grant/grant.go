@@ -253,7 +253,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	}
 	if missing := intersect(got.Missing, p.Objects); len(missing) > 0 {
 		msg := fmt.Sprintf("waiting for %s %s to exist in schema %q of database %q", strings.ToLower(string(p.ObjectType)), strings.Join(missing, ", "), ap.Schema, ap.Database)
-		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, msg))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, msg))
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
 	if management.ObserveOnly(mg) {
@@ -268,7 +268,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if empty || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(e.plan.Grant))))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(e.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
 	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld})
@@ -407,7 +407,7 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
 	e.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
-		mg.SetConditions(privilege.NotReady(privilege.ReasonUnsupported, err.Error()))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonUnsupported, err.Error()))
 		return managed.ExternalObservation{}, err
 	}
 	if len(e.stmts) > 0 {
@@ -420,7 +420,7 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	if len(e.stmts) == 0 {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(privilege.NotReady(privilege.ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
 	}
 	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(e.stmts) == 0}, nil
 }

@@ -17,7 +17,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -276,7 +275,7 @@ func TestGrantNamedObjects(t *testing.T) {
 			Objects: []string{"a", "b", "c"}, Privileges: privileges("SELECT"),
 		})
 		env.Create(ctx, t, g)
-		env.Ready(ctx, t, g, corev1.ConditionFalse, privilege.ReasonNotHeld)
+		env.Ready(ctx, t, g, corev1.ConditionFalse, v1alpha1.ReasonNotHeld)
 		if msg := g.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "waiting for table c to exist") {
 			t.Errorf("Ready message %q does not name the missing table", msg)
 		}
@@ -309,7 +308,7 @@ func TestMaintainNeeds17(t *testing.T) {
 		}
 		return
 	}
-	env.Ready(ctx, t, g, corev1.ConditionFalse, privilege.ReasonUnsupported)
+	env.Ready(ctx, t, g, corev1.ConditionFalse, v1alpha1.ReasonUnsupported)
 	if msg := g.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "MAINTAIN needs PostgreSQL 17 or newer") {
 		t.Errorf("message %q does not say MAINTAIN needs 17", msg)
 	}
@@ -373,7 +372,7 @@ func TestMembershipGrant(t *testing.T) {
 		}
 		// PostgreSQL 15: the 16+ options are refused with a condition, not
 		// sent as SQL that cannot parse.
-		env.Ready(ctx, t, v, corev1.ConditionFalse, privilege.ReasonUnsupported)
+		env.Ready(ctx, t, v, corev1.ConditionFalse, v1alpha1.ReasonUnsupported)
 		if msg := v.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, "need PostgreSQL 16 or newer") {
 			t.Errorf("message %q", msg)
 		}

@@ -269,7 +269,7 @@ func validationFailed(mg *v1alpha1.PostgreSQLInstance, reason xpv2.ConditionReas
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	mg.Status.Phase = v1alpha1.InstancePhaseValidating
-	mg.SetConditions(notReady(reason, msg))
+	mg.SetConditions(v1alpha1.NotReady(reason, msg))
 }
 
 func (e *external) Create(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalCreation, error) {
@@ -459,8 +459,4 @@ func serverVerified(mode v1alpha1.SSLMode) xpv2.Condition {
 		c.Message = "sslMode disable: the admin login and all data cross the network in clear text." + choice
 	}
 	return c
-}
-
-func notReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return v1alpha1.NotReady(reason, msg)
 }

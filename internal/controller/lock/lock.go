@@ -205,14 +205,14 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	st.Active = false
 	gvk, resource, err := r.target(l)
 	if err != nil {
-		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonInvalidTarget, err.Error()))
+		l.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonInvalidTarget, err.Error()))
 		// An unknown kind may be defined later (the tenant XRD).
 		return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 	}
 	ref := l.GetLockSpec().TargetRef
 	t, err := r.annotate(ctx, l, gvk, true)
 	if kerrors.IsNotFound(err) {
-		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonMissingReference,
+		l.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonMissingReference,
 			fmt.Sprintf("%s %s does not exist (yet); it is protected as soon as it does", ref.Kind, r.describe(l, ref.Name))))
 		return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 	}
@@ -232,7 +232,7 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 		Namespace: t.GetNamespace(), Name: t.GetName(), Labels: t.GetLabels(),
 	})
 	if !ok {
-		l.SetConditions(condition(corev1.ConditionFalse, v1alpha1.ReasonPolicyMissing,
+		l.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPolicyMissing,
 			fmt.Sprintf("%s %s is annotated, but deletes are NOT refused: %s", ref.Kind, r.describe(l, ref.Name), why)))
 		return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 	}
@@ -244,7 +244,7 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	if st.Usage != "" {
 		msg += "; Crossplane Usage " + st.Usage + " protects it too"
 	}
-	l.SetConditions(condition(corev1.ConditionTrue, v1alpha1.ReasonLockActive, msg))
+	l.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonLockActive, Message: msg, LastTransitionTime: metav1.Now()})
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
 }
 
@@ -384,8 +384,4 @@ func (r *reconciler) describe(l object, name string) string {
 		return name
 	}
 	return l.GetNamespace() + "/" + name
-}
-
-func condition(status corev1.ConditionStatus, reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return xpv2.Condition{Type: xpv2.TypeReady, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
 }

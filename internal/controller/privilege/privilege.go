@@ -11,8 +11,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
@@ -33,16 +31,6 @@ const (
 	ErrIntent  = "cannot record the privileges about to be granted"
 )
 
-// Reasons of a Ready condition that is False.
-const (
-	// ReasonNotHeld: the grantee lacks some of the listed privileges (or
-	// the membership); the provider is granting them.
-	ReasonNotHeld xpv2.ConditionReason = "NotHeld"
-	// ReasonUnsupported: the server cannot grant what is asked (a 16+ or
-	// 17+ feature on an older server).
-	ReasonUnsupported xpv2.ConditionReason = "Unsupported"
-)
-
 // Checker checks grants and default privileges on conn's Instance.
 func Checker(kube client.Reader, conn *oninstance.Connection) boundary.Checker {
 	return boundary.Checker{Kube: kube, Instance: conn.Instance, Q: conn.Pool}
@@ -52,7 +40,7 @@ func Checker(kube client.Reader, conn *oninstance.Connection) boundary.Checker {
 // too old for.
 func Unsupported(mg resource.Managed, version int, unsupported []string, on string) error {
 	msg := fmt.Sprintf("PostgreSQL %s cannot grant %s on %s (MAINTAIN needs PostgreSQL 17 or newer)", serverVersion(version), strings.Join(unsupported, ", "), on)
-	mg.SetConditions(NotReady(ReasonUnsupported, msg))
+	mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonUnsupported, msg))
 	return errors.New(msg)
 }
 
@@ -63,7 +51,7 @@ func Absent(ctx context.Context, mg resource.Managed, conn *oninstance.Connectio
 		return managed.ExternalObservation{}, nil
 	}
 	msg := fmt.Sprintf("waiting for %s to exist on PostgreSQLInstance %q", what, conn.Instance.GetName())
-	mg.SetConditions(NotReady(ReasonNotHeld, msg))
+	mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, msg))
 	return managed.ExternalObservation{}, reference.Wait(ctx, errors.New(msg))
 }
 
@@ -109,9 +97,4 @@ func OrNone(s []string) string {
 
 func serverVersion(v int) string {
 	return fmt.Sprintf("%d.%d", v/10000, v%10000)
-}
-
-// NotReady is a Ready condition that is False.
-func NotReady(reason xpv2.ConditionReason, msg string) xpv2.Condition {
-	return v1alpha1.NotReady(reason, msg)
 }
