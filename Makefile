@@ -151,7 +151,7 @@ bench: tools ## Benchmarks (report ratios; see docs/performance.md), the compari
 		go test -v -run '^$$' -bench . -benchtime 1x -timeout 120m ./...
 
 .PHONY: bench-peer
-bench-peer: tools ## Issue 17's workload on this provider and on provider-sql (pinned in tools/provider-sql), side by side.
+bench-peer: tools ## The role-and-database workload (100 login roles, 100 databases each owned by its role) on this provider and on provider-sql (pinned in tools/provider-sql), side by side.
 	hack/ensure-postgresql.sh
 	hack/peer-tools.sh
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \

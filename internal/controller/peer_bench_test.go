@@ -28,7 +28,7 @@ import (
 // peerGroup is provider-sql's group of namespaced PostgreSQL kinds.
 var peerGroup = schema.GroupVersion{Group: "postgresql.sql.m.crossplane.io", Version: "v1alpha1"}
 
-// peerPairs is the size of issue 17's workload: login roles with Secrets,
+// peerPairs is the size of the role-and-database workload: login roles with Secrets,
 // and databases each owned by its role, the owner given by name.
 const peerPairs = 100
 
@@ -58,7 +58,7 @@ func (r peerResult) String() string {
 	return out
 }
 
-// BenchmarkPeer runs issue 17's workload (100 login roles with connection
+// BenchmarkPeer runs the role-and-database workload (100 login roles with connection
 // Secrets and 100 databases owned by them, the owner given by name) on this
 // provider and on crossplane-contrib's provider-sql, against the same API
 // server and the same PostgreSQL 15 with TLS, each at its own defaults and

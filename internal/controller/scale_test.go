@@ -151,7 +151,7 @@ func provisionPairs(ctx context.Context, watched client.Reader, logf func(string
 	return time.Since(start), nil
 }
 
-// pair is a unit of issue 17's workload: a login role with a connection
+// pair is a unit of the role-and-database workload: a login role with a connection
 // Secret, and a database it owns (the owner given by name, so a database
 // the provider reaches before its owner waits for it), with the pgcrypto
 // extension if extension (the provider then connects to each database
@@ -1066,7 +1066,7 @@ func removeScale(ctx context.Context, tb testing.TB, prefix string) {
 // BenchmarkDefaults provisions 100 role+database pairs with the provider's
 // flags as shipped (poll 1m, the default reconcile rate and concurrency,
 // the API client limited as the process limits it) and reports the time to
-// Ready as a ratio of the SQL floor, beside the defaults before issue 17
+// Ready as a ratio of the SQL floor, beside the earlier defaults
 // (10 reconciles per second, 10 per controller).
 func BenchmarkDefaults(b *testing.B) {
 	suite.Server(b)
