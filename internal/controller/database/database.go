@@ -23,7 +23,6 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
@@ -46,38 +45,27 @@ const createTimeout = 2 * time.Minute
 
 // Setup adds the PostgreSQLDatabase controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
-	name := managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)
 	kube := mgr.GetClient()
 	// The privilege boundary looks databases' markers up by UID.
 	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLDatabase{}); err != nil {
 		return err
 	}
-	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDatabaseList{})
-	if err != nil {
-		return err
-	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLDatabaseKind, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} })
-	o = append(o,
-		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
-			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
-				return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn, whose: whose}
-			})),
-		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName)),
-	)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDatabaseGroupVersionKind), o...)
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDatabase{}, reconciler.OwnChanges(bindingRecorded()))
-	// A database waiting for its owner role goes on as soon as the role
-	// exists.
-	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
-		Object: &v1alpha1.PostgreSQLDatabase{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, Refs: references,
-	}, &v1alpha1.PostgreSQLRole{})
-	if err != nil {
-		return err
-	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLDatabase]{
+		GroupVersionKind: v1alpha1.PostgreSQLDatabaseGroupVersionKind,
+		New:              func() *v1alpha1.PostgreSQLDatabase { return &v1alpha1.PostgreSQLDatabase{} },
+		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDatabaseList{} },
+		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
+			return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn, whose: whose}
+		},
+		Options: []managed.ReconcilerOption{managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName))},
+		// A database waiting for its owner role goes on as soon as the
+		// role exists.
+		Refs:   references,
+		WakeOn: []client.Object{&v1alpha1.PostgreSQLRole{}},
+		// A Bound database's deletion goes on once the binder releases it.
+		Also: []predicate.Predicate{bindingRecorded()},
+	})
 }
 
 // bindingRecorded lets through an update of a database whose binding (the

@@ -20,47 +20,34 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
-	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
 // Setup adds the PostgreSQLDefaultPrivileges controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
-	name := managed.ControllerName(v1alpha1.PostgreSQLDefaultPrivilegesGroupKind)
 	kube := mgr.GetClient()
-	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLDefaultPrivilegesList{})
-	if err != nil {
-		return err
-	}
-	o = append(o,
-		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
-			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
-				return &external{kube: kube, conn: conn}
-			})),
-		managed.WithInitializers(),
-		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(d *v1alpha1.PostgreSQLDefaultPrivileges) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
-			return d.GetNamespace(), d.Spec.InstanceRef.Name, d.Spec.ForProvider.RoleSelector, &d.Spec.ForProvider.RoleRef
-		}))),
-	)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind), o...)
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLDefaultPrivileges{}, reconciler.OwnChanges())
-	// What waits for a referenced resource goes on as soon as it exists.
-	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
-		Object: &v1alpha1.PostgreSQLDefaultPrivileges{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }, Refs: references,
-	}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})
-	if err != nil {
-		return err
-	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLDefaultPrivileges]{
+		GroupVersionKind: v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
+		New:              func() *v1alpha1.PostgreSQLDefaultPrivileges { return &v1alpha1.PostgreSQLDefaultPrivileges{} },
+		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} },
+		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
+			return &external{kube: kube, conn: conn}
+		},
+		Options: []managed.ReconcilerOption{
+			// Default privileges have no name of their own in PostgreSQL.
+			managed.WithInitializers(),
+			managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(d *v1alpha1.PostgreSQLDefaultPrivileges) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
+				return d.GetNamespace(), d.Spec.InstanceRef.Name, d.Spec.ForProvider.RoleSelector, &d.Spec.ForProvider.RoleRef
+			}))),
+		},
+		Refs:   references,
+		WakeOn: []client.Object{&v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{}},
+	})
 }
 
 // references are what a PostgreSQLDefaultPrivileges refers to.

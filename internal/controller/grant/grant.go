@@ -23,48 +23,34 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
-	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
 // SetupGrant adds the PostgreSQLGrant controller to mgr.
 func SetupGrant(mgr ctrl.Manager, c config.Config) error {
-	name := managed.ControllerName(v1alpha1.PostgreSQLGrantGroupKind)
 	kube := mgr.GetClient()
-	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLGrantList{})
-	if err != nil {
-		return err
-	}
-	o = append(o,
-		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
-			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
-				return &grantExternal{kube: kube, conn: conn}
-			})),
-		// A grant has no name of its own in PostgreSQL.
-		managed.WithInitializers(),
-		managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(g *v1alpha1.PostgreSQLGrant) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
-			return g.GetNamespace(), g.Spec.InstanceRef.Name, g.Spec.ForProvider.RoleSelector, &g.Spec.ForProvider.RoleRef
-		}))),
-	)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLGrantGroupVersionKind), o...)
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLGrant{}, reconciler.OwnChanges())
-	// What waits for a referenced resource goes on as soon as it exists.
-	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
-		Object: &v1alpha1.PostgreSQLGrant{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }, Refs: references,
-	}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{})
-	if err != nil {
-		return err
-	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLGrant]{
+		GroupVersionKind: v1alpha1.PostgreSQLGrantGroupVersionKind,
+		New:              func() *v1alpha1.PostgreSQLGrant { return &v1alpha1.PostgreSQLGrant{} },
+		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLGrantList{} },
+		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
+			return &grantExternal{kube: kube, conn: conn}
+		},
+		Options: []managed.ReconcilerOption{
+			// A grant has no name of its own in PostgreSQL.
+			managed.WithInitializers(),
+			managed.WithReferenceResolver(managed.ReferenceResolverFn(reference.SelectorResolver(kube, func(g *v1alpha1.PostgreSQLGrant) (string, string, *v1alpha1.RoleSelector, **v1alpha1.LocalReference) {
+				return g.GetNamespace(), g.Spec.InstanceRef.Name, g.Spec.ForProvider.RoleSelector, &g.Spec.ForProvider.RoleRef
+			}))),
+		},
+		Refs:   references,
+		WakeOn: []client.Object{&v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLSchema{}},
+	})
 }
 
 // references are what a PostgreSQLGrant refers to.

@@ -312,8 +312,32 @@ func (l *logins) baseLogsIn() bool {
 	return r != nil && r.Login
 }
 
-// pending works out what an Alternating role needs, at now.
+// pending works out what an Alternating role needs, at now (plan), with
+// the password check it may need: a login with the Secret's password, or
+// the stored verifier when the admin may read it.
 func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time) (work, error) {
+	return plan(mg, got, l, now, func(login string) (bool, error) {
+		return e.passwordWorks(ctx, mg, login, l.roles[login].Role, l.password)
+	})
+}
+
+// plan is the credential lifecycle of an Alternating role as a decision
+// from what was observed alone: the role and its two logins on the server
+// (got, l), what its Secret holds (l), its spec and credential status, and
+// the time. It sends nothing and writes nothing: updateAlternating carries
+// the work out in the order work lists it, and Observe reports whether
+// there is any. works says whether the active login's password is the
+// Secret's; it is asked only when nothing else already calls for a repair
+// and the role has not expired, because it may cost a login.
+//
+// The lifecycle: a new role's first login is handed out (rotate, "first
+// login"); a requested or scheduled rotation hands out the idle login with
+// a new password, unless that login is still in its grace period; a login
+// that is neither the active one, the one about to be handed out, nor in
+// its grace period is retired (NOLOGIN); the previous login's sessions
+// end once endSessionsAfter has passed; a login changed or dropped by
+// hand is repaired.
+func plan(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
 	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, l, now), scoped(mg, *got), string(mg.GetUID()))
 	c := credential(mg)
@@ -323,7 +347,7 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 	// rotation would hand out a login that cannot log in either.
 	expired := got.ValidUntil != nil && !got.ValidUntil.After(now)
 	var err error
-	if w.repair, err = e.needsRepair(ctx, mg, l, expired); err != nil {
+	if w.repair, err = repairNeeded(mg, l, expired, works); err != nil {
 		return work{}, err
 	}
 	target := ""
@@ -345,9 +369,9 @@ func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got
 	return w, nil
 }
 
-// needsRepair: the login the Secret holds is missing, or its attributes
+// repairNeeded: the login the Secret holds is missing, or its attributes
 // or (unless expired) its password are not what spec and Secret say.
-func (e *external) needsRepair(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *logins, expired bool) (bool, error) {
+func repairNeeded(mg *v1alpha1.PostgreSQLRole, l *logins, expired bool, works func(login string) (bool, error)) (bool, error) {
 	active := l.active()
 	if active == "" {
 		return false, nil
@@ -363,7 +387,7 @@ func (e *external) needsRepair(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 	if expired {
 		return false, nil
 	}
-	ok, err := e.passwordWorks(ctx, mg, active, o.Role, l.password)
+	ok, err := works(active)
 	return !ok, err
 }
 

@@ -19,13 +19,11 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
-	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -39,37 +37,23 @@ const (
 
 // Setup adds the PostgreSQLSchema controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
-	name := managed.ControllerName(v1alpha1.PostgreSQLSchemaGroupKind)
 	kube := mgr.GetClient()
-	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLSchemaList{})
-	if err != nil {
-		return err
-	}
 	// Whose a schema's ownership marker says it is (Foreign).
 	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLSchema{}); err != nil {
 		return err
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLSchemaKind, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} })
-	o = append(o,
-		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
-			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
-				return &external{kube: kube, conn: conn, whose: whose}
-			})),
-		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName)),
-	)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLSchemaGroupVersionKind), o...)
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLSchema{}, reconciler.OwnChanges())
-	// What waits for a referenced resource goes on as soon as it exists.
-	watches, err := reference.WakeWaiting(mgr.GetCache(), kube, reference.Referrer{
-		Object: &v1alpha1.PostgreSQLSchema{}, List: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }, Refs: references,
-	}, &v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{})
-	if err != nil {
-		return err
-	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLSchema]{
+		GroupVersionKind: v1alpha1.PostgreSQLSchemaGroupVersionKind,
+		New:              func() *v1alpha1.PostgreSQLSchema { return &v1alpha1.PostgreSQLSchema{} },
+		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLSchemaList{} },
+		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
+			return &external{kube: kube, conn: conn, whose: whose}
+		},
+		Options: []managed.ReconcilerOption{managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName))},
+		Refs:    references,
+		WakeOn:  []client.Object{&v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{}},
+	})
 }
 
 // references are what a PostgreSQLSchema refers to.
