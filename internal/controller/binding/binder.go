@@ -257,7 +257,7 @@ func decisionInputs(db *v1alpha1.PostgreSQLDatabase) binderInputs {
 func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	db := &v1alpha1.PostgreSQLDatabase{}
 	if err := b.kube.Get(ctx, req.NamespacedName, db); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrap(err, "cannot get the PostgreSQLDatabase"))
+		return reconcile.Result{}, client.IgnoreNotFound(errors.Wrap(err, errGetDatabase))
 	}
 	l := &v1alpha1.PostgreSQLBindingList{}
 	if err := activation.List(ctx, b.kube, l, client.InNamespace(db.GetNamespace())); err != nil {

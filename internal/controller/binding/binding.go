@@ -47,6 +47,10 @@ const maxIdentifier = 63
 // ownerSuffix names a provisioned database's owner role after it.
 const ownerSuffix = "_owner"
 
+// errGetDatabase: the binding controller and the binder read the database
+// a binding names.
+const errGetDatabase = "cannot get the PostgreSQLDatabase"
+
 // OwnerRoleName is the owner role of a provisioned database db: db_owner,
 // shortened to fit an identifier.
 func OwnerRoleName(db string) string {
@@ -130,7 +134,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonDatabaseNotFound,
 			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil)
 	case err != nil:
-		return reconcile.Result{}, errors.Wrap(err, "cannot get the PostgreSQLDatabase")
+		return reconcile.Result{}, errors.Wrap(err, errGetDatabase)
 	}
 	if provisionedFor(db, b) {
 		refused, err := r.ensureOwnerRole(ctx, b, db)

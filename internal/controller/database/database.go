@@ -56,7 +56,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLDatabase { return &v1alpha1.PostgreSQLDatabase{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDatabaseList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
-			return &external{kube: kube, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, conn: conn, whose: whose}
+			return &external{kube: kube, pools: c.Pools, conn: conn, whose: whose}
 		},
 		Options: []managed.ReconcilerOption{managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName))},
 		// A database waiting for its owner role goes on as soon as the
@@ -92,12 +92,9 @@ func references(o client.Object) []reference.Ref {
 }
 
 type external struct {
-	kube     client.Client
-	pools    *postgres.Registry
-	pool     postgres.DB
-	instance *v1alpha1.PostgreSQLInstance
-	target   postgres.Target
-	conn     *oninstance.Connection
+	kube  client.Client
+	pools *postgres.Registry
+	conn  *oninstance.Connection
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 	// ownerChecked is the owner this reconcile's Observe already held to
@@ -114,7 +111,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, errors.Errorf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted once that tenant is gone",
 			b.BoundTo.Tenant)
 	}
-	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.instance, mg)
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.conn.Instance, mg)
 	if done {
 		return obs, err
 	}
@@ -148,7 +145,7 @@ func (kind) Noun() string                                { return "database" }
 func (kind) Name(mg *v1alpha1.PostgreSQLDatabase) string { return mg.DatabaseName() }
 
 func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (serverobject.Observed[postgres.ObservedDatabase], error) {
-	got, system, err := postgres.ObserveDatabase(ctx, k.e.pool, mg.DatabaseName())
+	got, system, err := postgres.ObserveDatabase(ctx, k.e.conn.Pool, mg.DatabaseName())
 	if err != nil {
 		return serverobject.Observed[postgres.ObservedDatabase]{}, errors.Wrap(err, errObserve)
 	}
@@ -171,7 +168,7 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, _ *p
 	name := mg.DatabaseName()
 	whose, err := k.e.whose(ctx, marker)
 	return conflict.Object{
-		Noun: "database", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.instance.GetName()), Kind: v1alpha1.PostgreSQLDatabaseKind,
+		Noun: "database", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLDatabaseKind,
 		MarkedBy: whose, Check: "psql -c '\\l+ " + name + "'",
 		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))),
 	}, err
@@ -183,7 +180,7 @@ func (k kind) Record(mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedData
 	ap.Owner, ap.Encoding, ap.LCCollate, ap.LCCtype = got.Owner, got.Encoding, got.LCCollate, got.LCCtype
 	// Memberships the Instance's policy allows (allowMembershipOf) are
 	// the platform's choice, not a reason to withhold the database.
-	allowed := boundary.PolicyOf(k.e.instance).AllowMembershipOf
+	allowed := boundary.PolicyOf(k.e.conn.Instance).AllowMembershipOf
 	ap.OwnerAttributes = slices.DeleteFunc(slices.Clone(got.OwnerAttributes), func(a string) bool {
 		r, ok := strings.CutPrefix(a, postgres.MemberOfPrefix)
 		return ok && slices.Contains(allowed, r)
@@ -204,7 +201,7 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 		return err
 	}
 	if t := mg.Spec.ForProvider.Template; t != nil {
-		if r := boundary.PolicyOf(e.instance).Template("spec.forProvider.template", *t); r != nil {
+		if r := boundary.PolicyOf(e.conn.Instance).Template("spec.forProvider.template", *t); r != nil {
 			return boundary.Refuse(mg, r)
 		}
 	}
@@ -226,12 +223,12 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	// (no one's, so allowed), a role another namespace created meanwhile
 	// would be given the database.
 	if owner != "" && mg.Spec.ForProvider.Owner != nil {
-		ok, err := postgres.RoleExists(ctx, e.pool, owner)
+		ok, err := postgres.RoleExists(ctx, e.conn.Pool, owner)
 		if err != nil {
 			return errors.Wrap(err, errObserve)
 		}
 		if !ok {
-			return reference.Wait(ctx, errors.Errorf("spec.forProvider.owner: waiting for role %q to exist on PostgreSQLInstance %q; the database is created once it does", owner, e.instance.GetName()))
+			return reference.Wait(ctx, errors.Errorf("spec.forProvider.owner: waiting for role %q to exist on PostgreSQLInstance %q; the database is created once it does", owner, e.conn.Instance.GetName()))
 		}
 	}
 	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
@@ -248,7 +245,7 @@ func (e *external) checkOwner(ctx context.Context, mg *v1alpha1.PostgreSQLDataba
 	if owner == "" || owner == current {
 		return nil
 	}
-	c := boundary.Checker{Kube: e.kube, Instance: e.instance, Q: e.pool}
+	c := boundary.Checker{Kube: e.kube, Instance: e.conn.Instance, Q: e.conn.Pool}
 	return c.Check(ctx, mg, boundary.Named{}, boundary.Named{Field: boundary.Field("owner", mg.Spec.ForProvider.Owner != nil), Name: owner})
 }
 
@@ -277,7 +274,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	// The owner is given the database, which the admin then comments on,
 	// closes to PUBLIC and installs extensions in, as its owner would.
 	err = e.actingAs(cctx, []postgres.RoleNeed{{Role: owner, Set: true, Inherit: true}}, func() error {
-		if err := postgres.ExecEach(cctx, e.pool, stmts); err != nil {
+		if err := postgres.ExecEach(cctx, e.conn.Pool, stmts); err != nil {
 			return errors.Wrap(err, errCreate)
 		}
 		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
@@ -287,7 +284,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalUpdate, error) {
 	name := mg.DatabaseName()
-	got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	got, _, err := postgres.ObserveDatabase(ctx, e.conn.Pool, name)
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the database disappeared")), errObserve)
 	}
@@ -303,7 +300,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	}
 	err = e.actingAs(ctx, needs, func() error {
 		if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, string(mg.GetUID())); len(stmts) > 0 {
-			if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+			if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
 				return errors.Wrap(err, errUpdate)
 			}
 		}
@@ -318,12 +315,12 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	// The provider's own sessions on the database would block the drop.
 	// (Without a registry, in table tests, there are none.)
 	if e.pools != nil {
-		if err := e.pools.CloseDatabase(ctx, e.target.InstanceUID, name); err != nil {
+		if err := e.pools.CloseDatabase(ctx, e.conn.Target.InstanceUID, name); err != nil {
 			return managed.ExternalDelete{}, err
 		}
 	}
 	force := mg.Spec.ForProvider.TerminateConnectionsOnDelete
-	got, _, err := postgres.ObserveDatabase(ctx, e.pool, name)
+	got, _, err := postgres.ObserveDatabase(ctx, e.conn.Pool, name)
 	if err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
 	}
@@ -343,7 +340,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		}
 	}
 	err = e.actingAs(ctx, needs, func() error {
-		return postgres.ExecEach(ctx, e.pool, []string{postgres.DropDatabaseStatement(name, force)})
+		return postgres.ExecEach(ctx, e.conn.Pool, []string{postgres.DropDatabaseStatement(name, force)})
 	})
 	if err != nil {
 		if postgres.IsCode(err, postgres.CodeObjectInUse) {
@@ -360,7 +357,7 @@ func (e *external) Disconnect(context.Context) error { return nil }
 // actingAs runs fn with the memberships a non-superuser admin needs for
 // it (see postgres.ActingAs).
 func (e *external) actingAs(ctx context.Context, needs []postgres.RoleNeed, fn func() error) error {
-	return postgres.ActingAs(ctx, e.pool, needs, fn)
+	return postgres.ActingAs(ctx, e.conn.Pool, needs, fn)
 }
 
 // owner returns the owner the spec asks for: owner, the role of ownerRef,
@@ -433,8 +430,8 @@ func (e *external) databasePool(ctx context.Context, mg *v1alpha1.PostgreSQLData
 // checkExtensionsAvailable refuses extensions the server cannot install,
 // naming them and the closest available names.
 func (e *external) checkExtensionsAvailable(mg *v1alpha1.PostgreSQLDatabase) error {
-	avail := make([]string, 0, len(e.instance.Status.AvailableExtensions))
-	for _, x := range e.instance.Status.AvailableExtensions {
+	avail := make([]string, 0, len(e.conn.Instance.Status.AvailableExtensions))
+	for _, x := range e.conn.Instance.Status.AvailableExtensions {
 		avail = append(avail, x.Name)
 	}
 	if len(avail) == 0 {
@@ -456,7 +453,7 @@ func (e *external) checkExtensionsAvailable(mg *v1alpha1.PostgreSQLDatabase) err
 		return nil
 	}
 	msg := fmt.Sprintf("PostgreSQLInstance %q cannot install extension(s) %s: they are not in its status.availableExtensions; install them on the server or fix the names",
-		e.instance.GetName(), strings.Join(missing, ", "))
+		e.conn.Instance.GetName(), strings.Join(missing, ", "))
 	mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonExtensionUnavailable, msg))
 	return errors.New(msg)
 }

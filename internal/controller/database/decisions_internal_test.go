@@ -100,7 +100,7 @@ func newDatabase(change ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.Postgre
 func newExternal(db *fakedb.DB) *external {
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}}
 	in.Status.AvailableExtensions = []v1alpha1.AvailableExtension{{Name: "pgcrypto"}, {Name: "postgres_fdw"}}
-	return &external{pool: db, instance: in, conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), whose: noOwner}
+	return &external{conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), whose: noOwner}
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.

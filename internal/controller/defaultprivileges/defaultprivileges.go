@@ -68,14 +68,23 @@ func references(o client.Object) []reference.Ref {
 type external struct {
 	kube client.Client
 	conn *oninstance.Connection
+	// seen is what this reconcile's Observe found, nil until it has run:
+	// Create, Update and Delete act on it and on nothing else kept
+	// between calls (see the grant package).
+	seen *observation
+}
 
-	pool postgres.DB
-	// observed is status.atProvider as Observe left it: see the grant package: what Update may revoke is what Observe saw applied.
-	observed v1alpha1.PostgreSQLDefaultPrivilegesObservation
-	target   postgres.DefaultPrivilegesTarget
-	want     postgres.PrivilegeWant
-	held     postgres.Held
-	plan     postgres.PrivilegePlan
+// An observation is what Observe found and decided, for the Create,
+// Update or Delete of the same reconcile.
+type observation struct {
+	// status is status.atProvider as Observe left it: see the grant
+	// package: what Update may revoke is what Observe saw applied.
+	status v1alpha1.PostgreSQLDefaultPrivilegesObservation
+	pool   postgres.DB
+	target postgres.DefaultPrivilegesTarget
+	want   postgres.PrivilegeWant
+	held   postgres.Held
+	plan   postgres.PrivilegePlan
 }
 
 var defaultKinds = map[v1alpha1.DefaultPrivilegesObjectType]postgres.ObjectKind{
@@ -96,7 +105,7 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPriv
 	p := mg.Spec.ForProvider
 	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
 	if p.Role == nil && p.RoleRef == nil {
-		return false, errors.New("spec.forProvider.roleSelector has not selected a role yet")
+		return false, errors.New(privilege.ErrNoRoleSelected)
 	}
 	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
 	if err != nil {
@@ -119,17 +128,36 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPriv
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalObservation, error) {
+	e.seen = nil
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
-	defer func() { e.observed = *mg.Status.AtProvider.DeepCopy() }()
+	o := &observation{}
+	obs, err := e.observe(ctx, mg, o)
+	o.status = *mg.Status.AtProvider.DeepCopy()
+	e.seen = o
+	return obs, err
+}
+
+// observation is what this reconcile's Observe found, with the status it
+// left restored on mg.
+func (e *external) observation(mg *v1alpha1.PostgreSQLDefaultPrivileges) (*observation, error) {
+	if e.seen == nil {
+		return nil, errors.New(privilege.ErrNotObserved)
+	}
+	mg.Status.AtProvider = *e.seen.status.DeepCopy()
+	return e.seen, nil
+}
+
+func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges, o *observation) (managed.ExternalObservation, error) {
+	var err error
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
-	e.target = postgres.DefaultPrivilegesTarget{Owner: ap.Owner, Schema: ap.Schema, Kind: defaultKinds[p.ObjectType]}
-	if e.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
+	o.target = postgres.DefaultPrivilegesTarget{Owner: ap.Owner, Schema: ap.Schema, Kind: defaultKinds[p.ObjectType]}
+	if o.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	got, system, err := postgres.ObserveDefaultPrivileges(ctx, e.pool, ap.Role, e.target)
+	got, system, err := postgres.ObserveDefaultPrivileges(ctx, o.pool, ap.Role, o.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
@@ -147,12 +175,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	case !got.SchemaExists:
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database))
 	}
-	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
+	privileges, unsupported := postgres.ExpandPrivileges(o.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, privilege.Unsupported(mg, got.ServerVersion, unsupported, strings.ToLower(string(p.ObjectType)))
 	}
-	e.held = got.Held
-	e.want = postgres.PrivilegeWant{Privileges: privileges, GrantOption: p.WithGrantOption, Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption}
+	o.held = got.Held
+	o.want = postgres.PrivilegeWant{Privileges: privileges, GrantOption: p.WithGrantOption, Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption}
 	ap.Privileges = postgres.HeldByAll(privileges, p.WithGrantOption, []postgres.Held{got.Held})
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
@@ -162,13 +190,13 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
-	e.plan = postgres.PlanPrivileges(e.want, []postgres.Held{got.Held})
+	o.plan = postgres.PlanPrivileges(o.want, []postgres.Held{got.Held})
 	if len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(e.plan.Grant))))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("the default privileges of role %q on %s created by %q lack %s; granting", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(o.plan.Grant))))
 	}
-	if !e.plan.Empty() {
+	if !o.plan.Empty() {
 		// Only in a database of its namespace, and only for the future
 		// objects of a role it may use: default privileges FOR ROLE another
 		// tenant's (or a superuser's) role would hand out what it creates.
@@ -178,7 +206,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 			return managed.ExternalObservation{}, err
 		}
 	}
-	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: e.plan.Empty()}, nil
+	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: o.plan.Empty()}, nil
 }
 
 func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalCreation, error) {
@@ -187,30 +215,36 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalUpdate, error) {
-	mg.Status.AtProvider = *e.observed.DeepCopy()
+	o, err := e.observation(mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	ap := &mg.Status.AtProvider
-	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, e.plan, e.want.GrantOption)
+	stmts := postgres.DefaultPrivilegesStatements(ap.Role, o.target, o.plan, o.want.GrantOption)
 	// Recorded before granting: see the PostgreSQLGrant's Update.
-	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
+	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.Intent(o.plan)
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := e.asOwner(ctx, stmts); err != nil {
+	if err := e.asOwner(ctx, o, stmts); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
-	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
-	ap.Privileges = e.want.Privileges
+	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.After(o.plan)
+	ap.Privileges = o.want.Privileges
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalUpdate{}, nil
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
-	mg.Status.AtProvider = *e.observed.DeepCopy()
+	o, err := e.observation(mg)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	ap := &mg.Status.AtProvider
-	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{e.held})
-	stmts := postgres.DefaultPrivilegesStatements(ap.Role, e.target, postgres.PrivilegePlan{Revoke: revoke}, false)
-	if err := e.asOwner(ctx, stmts); err != nil {
+	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{o.held})
+	stmts := postgres.DefaultPrivilegesStatements(ap.Role, o.target, postgres.PrivilegePlan{Revoke: revoke}, false)
+	if err := e.asOwner(ctx, o, stmts); err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = nil, false
@@ -222,10 +256,10 @@ func (e *external) Disconnect(context.Context) error { return nil }
 // asOwner runs ALTER DEFAULT PRIVILEGES FOR ROLE owner with the owner's
 // privileges, which PostgreSQL asks of a non-superuser admin (membership
 // up to 15): held for the statements alone (see postgres.ActingAs).
-func (e *external) asOwner(ctx context.Context, stmts []string) error {
+func (e *external) asOwner(ctx context.Context, o *observation, stmts []string) error {
 	if len(stmts) == 0 {
 		return nil
 	}
-	needs := []postgres.RoleNeed{{Role: e.target.Owner, Inherit: true}}
-	return postgres.ActingAs(ctx, e.pool, needs, func() error { return privilege.ExecAll(ctx, e.pool, stmts) })
+	needs := []postgres.RoleNeed{{Role: o.target.Owner, Inherit: true}}
+	return postgres.ActingAs(ctx, o.pool, needs, func() error { return privilege.ExecAll(ctx, o.pool, stmts) })
 }

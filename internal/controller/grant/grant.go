@@ -73,14 +73,24 @@ func references(o client.Object) []reference.Ref {
 type grantExternal struct {
 	kube client.Client
 	conn *oninstance.Connection
+	// seen is what this reconcile's Observe found, nil until it has run:
+	// Create, Update and Delete act on it and on nothing else kept
+	// between calls. crossplane-runtime uses an external client for one
+	// reconcile only.
+	seen *grantObservation
+}
 
-	pool postgres.DB
-	// observed is status.atProvider as Observe left it. The managed
+// A grantObservation is what Observe found and decided, for the Create,
+// Update or Delete of the same reconcile.
+type grantObservation struct {
+	// status is status.atProvider as Observe left it. The managed
 	// reconciler may refresh the resource from the API server between
 	// Observe and Create (to record that a create is pending), which
 	// resets the status to the stored one: Create, Update and Delete start
 	// from this copy instead.
-	observed v1alpha1.PostgreSQLGrantObservation
+	status v1alpha1.PostgreSQLGrantObservation
+	// pool is where the grant's statements run: the target database's.
+	pool postgres.DB
 	// For privileges:
 	target  postgres.GrantTarget
 	want    postgres.PrivilegeWant
@@ -113,7 +123,7 @@ func (e *grantExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant)
 	p := mg.Spec.ForProvider
 	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
 	if p.Role == nil && p.RoleRef == nil {
-		return false, errors.New("spec.forProvider.roleSelector has not selected a role yet")
+		return false, errors.New(privilege.ErrNoRoleSelected)
 	}
 	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
 	if err != nil {
@@ -137,21 +147,36 @@ func (e *grantExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant)
 }
 
 func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+	e.seen = nil
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
 	}
-	defer func() { e.observed = *mg.Status.AtProvider.DeepCopy() }()
+	o := &grantObservation{}
+	observe := e.observePrivileges
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
-		return e.observeMembership(ctx, mg)
+		observe = e.observeMembership
 	}
-	return e.observePrivileges(ctx, mg)
+	obs, err := observe(ctx, mg, o)
+	o.status = *mg.Status.AtProvider.DeepCopy()
+	e.seen = o
+	return obs, err
+}
+
+// observation is what this reconcile's Observe found, with the status it
+// left restored on mg.
+func (e *grantExternal) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObservation, error) {
+	if e.seen == nil {
+		return nil, errors.New(privilege.ErrNotObserved)
+	}
+	mg.Status.AtProvider = *e.seen.status.DeepCopy()
+	return e.seen, nil
 }
 
 // prepare sets the target and the pool the grant's statements run on.
-func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
+func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
-	e.target = postgres.GrantTarget{
+	o.target = postgres.GrantTarget{
 		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema,
 		AllInSchema: p.AllInSchema != nil && *p.AllInSchema,
 		// Objects removed from the spec are observed too, to revoke there.
@@ -159,24 +184,24 @@ func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGran
 	}
 	// Database privileges can be granted from any database; the others
 	// only from the target's own.
-	if e.target.Kind == postgres.KindDatabase {
-		e.pool = e.conn.Pool
+	if o.target.Kind == postgres.KindDatabase {
+		o.pool = e.conn.Pool
 		return nil
 	}
 	var err error
-	e.pool, err = e.conn.Database(ctx, ap.Database)
+	o.pool, err = e.conn.Database(ctx, ap.Database)
 	return err
 }
 
 // missingParent names what a grant waits for when the observation found
 // no grantee or no database/schema, "" when both exist.
-func (e *grantExternal) missingParent(ap v1alpha1.PostgreSQLGrantObservation, got *postgres.ObservedGrant) string {
+func (o *grantObservation) missingParent(ap v1alpha1.PostgreSQLGrantObservation, got *postgres.ObservedGrant) string {
 	switch {
 	case !got.RoleExists:
 		return fmt.Sprintf("role %q", ap.Role)
 	case got.ParentExists:
 		return ""
-	case e.target.Kind == postgres.KindDatabase:
+	case o.target.Kind == postgres.KindDatabase:
 		return fmt.Sprintf("database %q", ap.Database)
 	default:
 		return fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database)
@@ -186,27 +211,27 @@ func (e *grantExternal) missingParent(ap v1alpha1.PostgreSQLGrantObservation, go
 // split sorts the observed objects into those the spec names (all of them
 // for a database, a schema or everything in a schema) and those unlisted
 // since the grant granted on them.
-func (e *grantExternal) split(listed []string, objects []postgres.ObservedObject) {
-	e.objects, e.removed = nil, nil
-	single := e.target.Kind == postgres.KindDatabase || e.target.Kind == postgres.KindSchema
-	for _, o := range objects {
-		if e.target.AllInSchema || single || slices.Contains(listed, o.Name) {
-			e.objects = append(e.objects, o)
+func (o *grantObservation) split(listed []string, objects []postgres.ObservedObject) {
+	o.objects, o.removed = nil, nil
+	single := o.target.Kind == postgres.KindDatabase || o.target.Kind == postgres.KindSchema
+	for _, obj := range objects {
+		if o.target.AllInSchema || single || slices.Contains(listed, obj.Name) {
+			o.objects = append(o.objects, obj)
 		} else {
-			e.removed = append(e.removed, o)
+			o.removed = append(o.removed, obj)
 		}
 	}
 }
 
-func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	if err := checkSystemSchema(mg); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if err := e.prepare(ctx, mg); err != nil {
+	if err := e.prepare(ctx, mg, o); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	got, system, err := postgres.ObserveGrant(ctx, e.pool, ap.Role, e.target)
+	got, system, err := postgres.ObserveGrant(ctx, o.pool, ap.Role, o.target)
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
@@ -216,25 +241,25 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if err := oninstance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if what := e.missingParent(*ap, got); what != "" {
+	if what := o.missingParent(*ap, got); what != "" {
 		return privilege.Absent(ctx, mg, e.conn, what)
 	}
-	privileges, unsupported := postgres.ExpandPrivileges(e.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
+	privileges, unsupported := postgres.ExpandPrivileges(o.target.Kind, got.ServerVersion, privilege.Strings(p.Privileges))
 	if len(unsupported) > 0 && !meta.WasDeleted(mg) {
 		return managed.ExternalObservation{}, privilege.Unsupported(mg, got.ServerVersion, unsupported, "a "+strings.ToLower(string(p.ObjectType)))
 	}
-	e.split(p.Objects, got.Objects)
-	e.grant = got
-	e.want = postgres.PrivilegeWant{
+	o.split(p.Objects, got.Objects)
+	o.grant = got
+	o.want = postgres.PrivilegeWant{
 		Privileges: privileges, GrantOption: p.WithGrantOption != nil && *p.WithGrantOption,
 		Applied: ap.AppliedPrivileges, AppliedGrantOption: ap.AppliedGrantOption,
 	}
-	held := heldOf(e.objects)
-	ap.Privileges = postgres.HeldByAll(privileges, e.want.GrantOption, held)
+	held := heldOf(o.objects)
+	ap.Privileges = postgres.HeldByAll(privileges, o.want.GrantOption, held)
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if meta.WasDeleted(mg) {
-		all := append(slices.Clone(e.objects), e.removed...)
+		all := append(slices.Clone(o.objects), o.removed...)
 		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, heldOf(all))) > 0}, nil
 	}
 	if missing := intersect(got.Missing, p.Objects); len(missing) > 0 {
@@ -246,18 +271,18 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
-	e.plan = postgres.PlanPrivileges(e.want, held)
-	removedHeld := len(privilege.Revocable(ap.AppliedPrivileges, heldOf(e.removed))) > 0
+	o.plan = postgres.PlanPrivileges(o.want, held)
+	removedHeld := len(privilege.Revocable(ap.AppliedPrivileges, heldOf(o.removed))) > 0
 	// A grant on everything in an empty schema holds: there is nothing
 	// to grant on until a first object appears.
-	empty := len(e.objects) == 0 && e.target.AllInSchema
-	if empty || len(e.objects) > 0 && len(ap.Privileges) == len(privileges) {
+	empty := len(o.objects) == 0 && o.target.AllInSchema
+	if empty || len(o.objects) > 0 && len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
-		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(e.plan.Grant))))
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(o.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
-	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: e.plan.Empty() && !removedHeld})
+	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: o.plan.Empty() && !removedHeld})
 }
 
 // guard lets a grant that would change something act only in a database
@@ -292,56 +317,62 @@ func (e *grantExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 }
 
 func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalUpdate, error) {
-	mg.Status.AtProvider = *e.observed.DeepCopy()
+	o, err := e.observation(mg)
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
-		return managed.ExternalUpdate{}, e.updateMembership(ctx, mg)
+		return managed.ExternalUpdate{}, e.updateMembership(ctx, mg, o)
 	}
 	ap := &mg.Status.AtProvider
-	stmts := postgres.PlanStatements(ap.Role, e.target, e.objects, e.plan, e.want.GrantOption)
-	if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(e.removed)); len(revoke) > 0 {
-		stmts = append(stmts, postgres.RevokeStatement(ap.Role, postgres.GrantTarget{Kind: e.target.Kind, Schema: e.target.Schema}, refsOf(e.removed), revoke, false))
+	stmts := postgres.PlanStatements(ap.Role, o.target, o.objects, o.plan, o.want.GrantOption)
+	if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(o.removed)); len(revoke) > 0 {
+		stmts = append(stmts, postgres.RevokeStatement(ap.Role, postgres.GrantTarget{Kind: o.target.Kind, Schema: o.target.Schema}, refsOf(o.removed), revoke, false))
 	}
 	// Record what is about to be granted before granting it, so that a
 	// crash in between never leaves a privilege this grant gave that it
 	// does not know to revoke.
-	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.Intent(e.plan)
+	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.Intent(o.plan)
 	ap.AppliedObjects = union(ap.AppliedObjects, mg.Spec.ForProvider.Objects)
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrIntent)
 	}
-	if err := e.asOwners(ctx, stmts); err != nil {
+	if err := e.asOwners(ctx, o, stmts); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, privilege.ErrApply)
 	}
-	ap.AppliedPrivileges, ap.AppliedGrantOption = e.want.After(e.plan)
+	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.After(o.plan)
 	ap.AppliedObjects = slices.Sorted(slices.Values(mg.Spec.ForProvider.Objects))
-	ap.Privileges = e.want.Privileges
+	ap.Privileges = o.want.Privileges
 	mg.SetConditions(xpv2.Available())
 	return managed.ExternalUpdate{}, nil
 }
 
 func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
-	mg.Status.AtProvider = *e.observed.DeepCopy()
+	o, err := e.observation(mg)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	ap := &mg.Status.AtProvider
 	var stmts []string
 	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
 		switch {
 		case ap.AppliedMembership:
 			stmts = append(stmts, postgres.RevokeMembershipStatement(ap.Role, ap.MemberOf))
-		case ap.AppliedGrantOption && e.membership.Admin:
+		case ap.AppliedGrantOption && o.membership.Admin:
 			stmts = append(stmts, "REVOKE ADMIN OPTION FOR "+postgres.QuoteIdentifier(ap.MemberOf)+" FROM "+postgres.QuoteIdentifier(ap.Role))
 		}
 	} else {
-		all := append(slices.Clone(e.objects), e.removed...)
+		all := append(slices.Clone(o.objects), o.removed...)
 		if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
-			stmts = append(stmts, postgres.RevokeStatement(ap.Role, e.target, refsOf(all), revoke, false))
+			stmts = append(stmts, postgres.RevokeStatement(ap.Role, o.target, refsOf(all), revoke, false))
 		}
-		if err := e.asOwners(ctx, stmts); err != nil {
+		if err := e.asOwners(ctx, o, stmts); err != nil {
 			return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 		}
 		stmts = nil
 	}
-	if err := privilege.ExecAll(ctx, e.pool, stmts); err != nil {
+	if err := privilege.ExecAll(ctx, o.pool, stmts); err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption, ap.AppliedMembership = nil, false, false
@@ -354,28 +385,28 @@ func (e *grantExternal) Disconnect(context.Context) error { return nil }
 // owners and of their schema's, which GRANT and REVOKE ask of a
 // non-superuser admin (see postgres.ActingAs): held for the statements
 // alone.
-func (e *grantExternal) asOwners(ctx context.Context, stmts []string) error {
+func (e *grantExternal) asOwners(ctx context.Context, o *grantObservation, stmts []string) error {
 	if len(stmts) == 0 {
 		return nil
 	}
 	var needs []postgres.RoleNeed
-	if e.grant != nil {
-		needs = e.grant.Owners(append(slices.Clone(e.objects), e.removed...))
+	if o.grant != nil {
+		needs = o.grant.Owners(append(slices.Clone(o.objects), o.removed...))
 	}
-	return postgres.ActingAs(ctx, e.pool, needs, func() error { return privilege.ExecAll(ctx, e.pool, stmts) })
+	return postgres.ActingAs(ctx, o.pool, needs, func() error { return privilege.ExecAll(ctx, o.pool, stmts) })
 }
 
-func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
-	e.pool = e.conn.Pool
-	got, system, err := postgres.ObserveMembership(ctx, e.pool, ap.Role, ap.MemberOf)
+	o.pool = e.conn.Pool
+	got, system, err := postgres.ObserveMembership(ctx, o.pool, ap.Role, ap.MemberOf)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)
 	}
 	if err := oninstance.Bind(mg, e.conn.Instance, system, &ap.InstanceUID, &ap.SystemIdentifier); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	e.membership = got
+	o.membership = got
 	if !got.RoleExists {
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("role %q", ap.Role))
 	}
@@ -391,44 +422,44 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
-	e.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
+	o.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonUnsupported, err.Error()))
 		return managed.ExternalObservation{}, err
 	}
-	if len(e.stmts) > 0 {
+	if len(o.stmts) > 0 {
 		// Checked before any grant, against the catalog as it is now.
 		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
 		if err := privilege.Checker(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
-	if len(e.stmts) == 0 {
+	if len(o.stmts) == 0 {
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
 	}
-	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(e.stmts) == 0}, nil
+	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(o.stmts) == 0}, nil
 }
 
-func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
+func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
 	ap, p := &mg.Status.AtProvider, mg.Spec.ForProvider
 	admin := p.WithAdminOption != nil && *p.WithAdminOption
-	ap.AppliedMembership = ap.AppliedMembership || !e.membership.Member
-	ap.AppliedGrantOption = ap.AppliedGrantOption || admin && !e.membership.Admin
+	ap.AppliedMembership = ap.AppliedMembership || !o.membership.Member
+	ap.AppliedGrantOption = ap.AppliedGrantOption || admin && !o.membership.Admin
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
 		return errors.Wrap(err, privilege.ErrIntent)
 	}
-	if len(e.stmts) > 0 {
+	if len(o.stmts) > 0 {
 		// The boundary's check again, read in the transaction that
 		// grants, under the lock of the group's name: the role it found
 		// is the role granted (postgres.ExecGuarded).
 		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-		err := postgres.ExecGuarded(ctx, e.pool, []string{ap.MemberOf}, func(q postgres.TxQuerier) error {
+		err := postgres.ExecGuarded(ctx, o.pool, []string{ap.MemberOf}, func(q postgres.TxQuerier) error {
 			c := privilege.Checker(e.kube, e.conn)
 			c.Q = q
 			return c.Check(ctx, mg, boundary.Named{}, group)
-		}, e.stmts)
+		}, o.stmts)
 		if err != nil {
 			return errors.Wrap(err, privilege.ErrApply)
 		}

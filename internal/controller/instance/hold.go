@@ -53,7 +53,7 @@ func (h deletionHold) RemoveFinalizer(ctx context.Context, obj resource.Object) 
 	in.Status.Phase = v1alpha1.InstancePhaseDeleting
 	users, err := References(ctx, h.kube, in)
 	if err != nil {
-		err = errors.Wrap(err, "deletion held: cannot tell whether anything still refers to this Instance")
+		err = errors.Wrap(err, errHeldUnknown)
 		in.SetConditions(xpv2.Deleting().WithMessage(err.Error()))
 		return err
 	}

@@ -41,9 +41,11 @@ import (
 )
 
 const (
-	errPool    = "cannot get a connection pool"
-	errObserve = "cannot observe the server"
-	errCreate  = "an Instance registers an existing server: there is nothing to create"
+	errPool = "cannot get a connection pool"
+	// errHeldUnknown: a failed look-up is never taken for "no users".
+	errHeldUnknown = "deletion held: cannot tell whether anything still refers to this Instance"
+	errObserve     = "cannot observe the server"
+	errCreate      = "an Instance registers an existing server: there is nothing to create"
 )
 
 const reasonServerChanged event.Reason = "ServerChanged"
@@ -194,7 +196,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		// exists on the server for an Instance, so nothing is deleted there.
 		users, err := References(ctx, e.kube, mg)
 		if err != nil {
-			err = errors.Wrap(err, "deletion held: cannot tell whether anything still refers to this Instance")
+			err = errors.Wrap(err, errHeldUnknown)
 			mg.SetConditions(xpv2.Deleting().WithMessage(err.Error()))
 			return managed.ExternalObservation{}, err
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
+const errPool = "cannot get a connection pool"
+
 // A Connection is what the external client of a resource living on an
 // Instance needs: the Instance, how to reach its server as its admin, and
 // the shared pool for its maintenance database.
@@ -67,7 +69,7 @@ func (c *Connection) Database(ctx context.Context, name string) (postgres.DB, er
 		c.entered[name] = leave
 	}
 	p, err := c.pools.Pool(ctx, t)
-	return p, errors.Wrap(err, "cannot get a connection pool")
+	return p, errors.Wrap(err, errPool)
 }
 
 // Release ends the reconcile's turns in the databases it entered.
@@ -121,7 +123,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	}
 	pool, err := c.Pools.Pool(ctx, t)
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot get a connection pool")
+		return nil, errors.Wrap(err, errPool)
 	}
 	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools}, nil
 }

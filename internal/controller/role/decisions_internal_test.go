@@ -16,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
@@ -81,7 +82,7 @@ func newRole(change ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole 
 
 func newExternal(db *fakedb.DB) *external {
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}}
-	return &external{pool: db, instance: in, verified: &verifiedPasswords{}, whose: noOwner}
+	return &external{conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), verified: &verifiedPasswords{}, whose: noOwner}
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 func TestPgpassLine(t *testing.T) {
@@ -62,7 +63,7 @@ func TestDetailsURLs(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := &external{target: postgres.Target{Endpoint: postgres.Endpoint{Host: tc.host, Hostaddr: "10.0.0.5", Port: 5432, SSLMode: "verify-full"}}}
+			e := &external{conn: &oninstance.Connection{Target: postgres.Target{Endpoint: postgres.Endpoint{Host: tc.host, Hostaddr: "10.0.0.5", Port: 5432, SSLMode: "verify-full"}}}}
 			mg := &v1alpha1.PostgreSQLRole{}
 			mg.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "app"}
 			mg.Spec.ConnectionDatabase = tc.db

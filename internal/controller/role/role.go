@@ -59,6 +59,7 @@ const (
 
 const (
 	errObserve       = "cannot observe the role"
+	errRoleGone      = "the role disappeared"
 	errCreate        = "cannot create the role"
 	errUpdate        = "cannot update the role"
 	errDelete        = "cannot drop the role"
@@ -105,7 +106,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	o = append(o,
 		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
 			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: secrets, pools: c.Pools, pool: conn.Pool, instance: conn.Instance, target: conn.Target, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
+				return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
 			})),
 		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
 		managed.WithFinalizer(heirFinalizer{Finalizer: reconciler.Finalizer(kube), kube: kube, vaults: vaults}),
@@ -194,9 +195,7 @@ func rolesOnInstance(kube client.Reader) handler.MapFunc {
 type external struct {
 	kube      client.Client
 	pools     *postgres.Registry
-	pool      postgres.DB
-	instance  *v1alpha1.PostgreSQLInstance
-	target    postgres.Target
+	conn      *oninstance.Connection
 	publisher *managed.APILocalSecretPublisher
 	vaults    *vaults
 	// vaultRead is the role's vault path as this reconcile read it.
@@ -220,7 +219,7 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 			return managed.ExternalObservation{}, err
 		}
 	}
-	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.instance, mg)
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.conn.Instance, mg)
 	if done {
 		if err == nil && !obs.ResourceExists && !meta.WasDeleted(mg) && management.Creates(mg) && !alternating(mg) {
 			// To be created, and allowed to be: see absent.
@@ -340,7 +339,7 @@ func (kind) Noun() string                            { return "role" }
 func (kind) Name(mg *v1alpha1.PostgreSQLRole) string { return mg.RoleName() }
 
 func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (serverobject.Observed[postgres.ObservedRole], error) {
-	got, system, err := postgres.ObserveRole(ctx, k.e.pool, mg.RoleName(), k.e.readsVerifier(mg))
+	got, system, err := postgres.ObserveRole(ctx, k.e.conn.Pool, mg.RoleName(), k.e.readsVerifier(mg))
 	if err != nil {
 		return serverobject.Observed[postgres.ObservedRole]{}, errors.Wrap(err, errObserve)
 	}
@@ -367,7 +366,7 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postg
 	name := mg.RoleName()
 	whose, err := k.e.whose(ctx, marker)
 	return conflict.Object{
-		Noun: "role", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.instance.GetName()), Kind: v1alpha1.PostgreSQLRoleKind,
+		Noun: "role", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLRoleKind,
 		MarkedBy: whose, Check: "psql -c '\\du+ " + name + "'",
 	}, err
 }
@@ -482,9 +481,9 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		return e.updateAlternating(ctx, mg)
 	}
 	name := mg.RoleName()
-	got, _, err := postgres.ObserveRole(ctx, e.pool, name, e.readsVerifier(mg))
+	got, _, err := postgres.ObserveRole(ctx, e.conn.Pool, name, e.readsVerifier(mg))
 	if err != nil || got == nil {
-		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New(errRoleGone)), errObserve)
 	}
 	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
 	pw, err := e.password(ctx, mg, true)
@@ -543,7 +542,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if err := e.releaseOwned(rctx, mg); err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(mg.RoleName())}); err != nil {
+	if err := postgres.Exec(ctx, e.conn.Pool, []string{postgres.DropRoleStatement(mg.RoleName())}); err != nil {
 		if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 			return managed.ExternalDelete{}, errors.Wrapf(err, "cannot drop role %q while it still owns objects or holds privileges; nothing was dropped. "+
 				"Reassign or drop what it owns (REASSIGN OWNED BY / DROP OWNED BY in each database, or set spec.ownedObjectsOnDelete to Reassign or Drop), then the drop is retried", mg.RoleName())
@@ -566,7 +565,7 @@ const reasonAccessEnded event.Reason = "AccessEnded"
 // for) and after it (one that logged in meanwhile). It runs in the
 // Instance's own database, which no tenant owns.
 func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, names []string) error {
-	got, err := postgres.ObserveLogins(ctx, e.pool, names, false)
+	got, err := postgres.ObserveLogins(ctx, e.conn.Pool, names, false)
 	if err != nil {
 		return err
 	}
@@ -579,9 +578,9 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 			continue
 		}
 		ended := 0
-		err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: o.Name, Inherit: true}}, func() error {
+		err := postgres.ActingAs(ctx, e.conn.Pool, []postgres.RoleNeed{{Role: o.Name, Inherit: true}}, func() error {
 			for i := range 2 {
-				n, err := postgres.EndSessions(ctx, e.pool, o.Name)
+				n, err := postgres.EndSessions(ctx, e.conn.Pool, o.Name)
 				if err != nil {
 					return err
 				}
@@ -590,7 +589,7 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 					continue
 				}
 				for _, st := range stmts {
-					err := postgres.Exec(ctx, e.pool, []string{st})
+					err := postgres.Exec(ctx, e.conn.Pool, []string{st})
 					// A membership of a role the admin holds no ADMIN
 					// OPTION on (one a DBA granted) cannot be revoked by a
 					// managed-service admin; DROP ROLE removes it anyway,
@@ -615,7 +614,7 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 // would cross the Instance's privilege boundary: attributes, memberships,
 // settings, and the heir of what it owns.
 func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
-	return e.checkBoundaryOn(ctx, mg, e.pool)
+	return e.checkBoundaryOn(ctx, mg, e.conn.Pool)
 }
 
 // guarded runs stmts for mg in one transaction with the boundary check
@@ -627,14 +626,14 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 // two creations can never wait on each other crosswise.
 func (e *external) guarded(ctx context.Context, mg *v1alpha1.PostgreSQLRole, stmts []string) error {
 	names := append([]string{mg.RoleName()}, mg.Spec.ForProvider.MemberOf...)
-	return postgres.ExecGuarded(ctx, e.pool, names, func(q postgres.TxQuerier) error {
+	return postgres.ExecGuarded(ctx, e.conn.Pool, names, func(q postgres.TxQuerier) error {
 		return e.checkBoundaryOn(ctx, mg, q)
 	}, stmts)
 }
 
 // checkBoundaryOn is checkBoundary reading the catalog through q.
 func (e *external) checkBoundaryOn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, q postgres.RowsQuerier) error {
-	p, fp := boundary.PolicyOf(e.instance), mg.Spec.ForProvider
+	p, fp := boundary.PolicyOf(e.conn.Instance), mg.Spec.ForProvider
 	asked := map[v1alpha1.PolicyRoleAttribute]string{}
 	for a, v := range map[v1alpha1.PolicyRoleAttribute]*bool{
 		v1alpha1.PolicyCreateRole: fp.CreateRole, v1alpha1.PolicyReplication: fp.Replication, v1alpha1.PolicyBypassRLS: fp.BypassRLS,
@@ -669,7 +668,7 @@ func (e *external) checkBoundaryOn(ctx context.Context, mg *v1alpha1.PostgreSQLR
 }
 
 func (e *external) checker() boundary.Checker {
-	return boundary.Checker{Kube: e.kube, Instance: e.instance, Q: e.pool}
+	return boundary.Checker{Kube: e.kube, Instance: e.conn.Instance, Q: e.conn.Pool}
 }
 
 // releaseOwned applies ownedObjectsOnDelete before a drop: in the
@@ -697,11 +696,11 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
 		// Checked for every database before anything is dropped in any;
 		// only those where the role owns something are at risk.
-		protected, err := locked.Databases(ctx, e.kube, string(e.instance.GetUID()))
+		protected, err := locked.Databases(ctx, e.kube, string(e.conn.Instance.GetUID()))
 		if err != nil {
 			return err
 		}
-		owns, err := postgres.DatabasesOwnedIn(ctx, e.pool, mg.RoleName())
+		owns, err := postgres.DatabasesOwnedIn(ctx, e.conn.Pool, mg.RoleName())
 		if err != nil {
 			return err
 		}
@@ -715,7 +714,7 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	// Only where the role owns or holds something, among those databases:
 	// a tenant's database may refuse the admin's connection (CONNECT
 	// revoked from PUBLIC), and no connection is opened for nothing.
-	deps, err := postgres.DependentDatabases(ctx, e.pool, mg.RoleName())
+	deps, err := postgres.DependentDatabases(ctx, e.conn.Pool, mg.RoleName())
 	if err != nil {
 		return err
 	}
@@ -740,7 +739,7 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	if len(release) == 0 {
 		return nil
 	}
-	return postgres.ActingAs(ctx, e.pool, needs, func() error {
+	return postgres.ActingAs(ctx, e.conn.Pool, needs, func() error {
 		for _, db := range release {
 			if err := e.releaseIn(ctx, mg, db, stmts); err != nil {
 				return err
@@ -754,7 +753,7 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // privileges of the owners of what others granted the role there, which
 // DROP OWNED revokes as their grantor.
 func (e *external) releaseIn(ctx context.Context, mg *v1alpha1.PostgreSQLRole, db string, stmts []string) error {
-	p, err := e.pools.Pool(ctx, e.target.In(db))
+	p, err := e.pools.Pool(ctx, e.conn.Target.In(db))
 	if err != nil {
 		return errors.Wrapf(err, "cannot connect to database %q", db)
 	}
@@ -773,10 +772,10 @@ func (e *external) managedDatabases(ctx context.Context) ([]string, error) {
 	if err := activation.List(ctx, e.kube, l, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, errors.Wrap(err, "cannot list the PostgreSQLDatabases on the Instance")
 	}
-	dbs := []string{e.target.Endpoint.Database}
+	dbs := []string{e.conn.Target.Endpoint.Database}
 	for _, d := range l.Items {
 		ap := d.Status.AtProvider
-		if ap.InstanceUID == string(e.instance.GetUID()) && ap.Name != "" && !slices.Contains(dbs, ap.Name) {
+		if ap.InstanceUID == string(e.conn.Instance.GetUID()) && ap.Name != "" && !slices.Contains(dbs, ap.Name) {
 			dbs = append(dbs, ap.Name)
 		}
 	}
@@ -879,10 +878,21 @@ func wantsGeneratedPassword(mg *v1alpha1.PostgreSQLRole) bool {
 // Secret whose password the next reconcile sets on the server: Secret and
 // server never disagree for longer than one reconcile.
 func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool) (string, error) {
-	if !login(mg) {
-		return "", nil
+	var published string
+	if wantsGeneratedPassword(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
+		d, err := e.published(ctx, mg)
+		if err != nil {
+			return "", err
+		}
+		published = string(d[keyPassword])
 	}
-	if ref := mg.Spec.ForProvider.PasswordSecretRef; ref != nil {
+	src, err := passwordSource(mg, published, time.Now())
+	if err != nil {
+		return "", err
+	}
+	switch src {
+	case fromSecretRef:
+		ref := mg.Spec.ForProvider.PasswordSecretRef
 		s := &corev1.Secret{}
 		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
 			return "", errors.Wrapf(err, "cannot read passwordSecretRef Secret %s/%s", mg.GetNamespace(), ref.Name)
@@ -892,23 +902,13 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 			return "", errors.Errorf("passwordSecretRef Secret %s/%s has no key %q, or it is empty", mg.GetNamespace(), ref.Name, ref.Key)
 		}
 		return pw, nil
-	}
-	if !wantsGeneratedPassword(mg) {
-		return "", nil
-	}
-	due, err := rotationDue(mg, time.Now())
-	if err != nil {
-		return "", err
-	}
-	rotate := rotationRequested(mg) || due
-	d, err := e.published(ctx, mg)
-	if err != nil {
-		return "", err
-	}
-	if pw := string(d[keyPassword]); pw != "" && !rotate {
-		return pw, nil
-	}
-	if !generate {
+	case keepPublished:
+		return published, nil
+	case generateNew:
+		if !generate {
+			return "", nil
+		}
+	default:
 		return "", nil
 	}
 	pw, err := postgres.GeneratePassword()
@@ -922,6 +922,45 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", err
 	}
 	return pw, nil
+}
+
+// Where the password of a role that keeps its own login (not Alternating)
+// comes from.
+type source int
+
+const (
+	// noPassword: not a login role, or nowhere to publish a generated
+	// password: the provider does not manage it.
+	noPassword source = iota
+	// fromSecretRef: spec.forProvider.passwordSecretRef's Secret.
+	fromSecretRef
+	// keepPublished: the password the connection Secret holds.
+	keepPublished
+	// generateNew: a new one, written to the connection Secret before the
+	// server (none delivered yet, or a rotation requested or due).
+	generateNew
+)
+
+// passwordSource is the in-place credential lifecycle as a decision: given
+// the role and the password its connection Secret holds ("" for none),
+// where its password comes from at now.
+func passwordSource(mg *v1alpha1.PostgreSQLRole, published string, now time.Time) (source, error) {
+	switch {
+	case !login(mg):
+		return noPassword, nil
+	case mg.Spec.ForProvider.PasswordSecretRef != nil:
+		return fromSecretRef, nil
+	case !wantsGeneratedPassword(mg):
+		return noPassword, nil
+	}
+	due, err := rotationDue(mg, now)
+	if err != nil {
+		return noPassword, err
+	}
+	if published != "" && !rotationRequested(mg) && !due {
+		return keepPublished, nil
+	}
+	return generateNew, nil
 }
 
 // connectionSecret returns mg's connection Secret as it is, an empty one
@@ -980,7 +1019,7 @@ func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQL
 // readsVerifier: a superuser admin reads the role's stored verifier in the
 // observation's round trip, for a role whose password the provider manages.
 func (e *external) readsVerifier(mg *v1alpha1.PostgreSQLRole) bool {
-	p := e.instance.Status.AdminPrivileges
+	p := e.conn.Instance.Status.AdminPrivileges
 	return p != nil && p.Superuser && login(mg)
 }
 
@@ -995,7 +1034,7 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if e.verified.is(mg.GetUID(), pw) {
 		return true, nil
 	}
-	t := e.target
+	t := e.conn.Target
 	t.Credentials = postgres.Credentials{Username: user, Password: pw}
 	// Under the global connection cap, like every other connection.
 	if err := e.pools.Authenticate(ctx, t); err != nil {
@@ -1014,7 +1053,7 @@ func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed
 	if !publishes(mg) {
 		return nil
 	}
-	ep := e.target.Endpoint
+	ep := e.conn.Target.Endpoint
 	db := mg.Spec.ConnectionDatabase
 	if db == "" {
 		db = ep.Database

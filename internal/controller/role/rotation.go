@@ -185,7 +185,7 @@ type logins struct {
 func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (*logins, error) {
 	base := mg.RoleName()
 	l := &logins{base: base, names: loginNames(base), roles: map[string]postgres.ObservedLogin{}}
-	got, err := postgres.ObserveLogins(ctx, e.pool, []string{l.names[0], l.names[1], base}, e.readsVerifier(mg))
+	got, err := postgres.ObserveLogins(ctx, e.conn.Pool, []string{l.names[0], l.names[1], base}, e.readsVerifier(mg))
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 	for _, n := range l.names {
 		if r := l.roles[n].Role; r != nil && r.Owner != string(mg.GetUID()) {
 			msg := conflict.Message{
-				Target:    fmt.Sprintf("role %q on PostgreSQLInstance %q", n, e.instance.GetName()),
+				Target:    fmt.Sprintf("role %q on PostgreSQLInstance %q", n, e.conn.Instance.GetName()),
 				Found:     fmt.Sprintf("exists but was not created by this PostgreSQLRole as one of its login roles (its comment carries no ownership marker for UID %s)", mg.GetUID()),
 				Step:      "alternating rotation, before the login is made a member of " + strconv.Quote(base),
 				Confirmed: "the role exists and is not one of this resource's logins",
@@ -469,9 +469,9 @@ func (e *external) activeDetails(mg *v1alpha1.PostgreSQLRole, l *logins) managed
 func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
 	now := time.Now()
 	name := mg.RoleName()
-	got, _, err := postgres.ObserveRole(ctx, e.pool, name, false)
+	got, _, err := postgres.ObserveRole(ctx, e.conn.Pool, name, false)
 	if err != nil || got == nil {
-		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the role disappeared")), errObserve)
+		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New(errRoleGone)), errObserve)
 	}
 	l, err := e.readLogins(ctx, mg)
 	if err != nil {
@@ -505,16 +505,16 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 	}
 	for _, n := range w.retire {
 		stmts := postgres.UpdateRoleStatements(n, postgres.LoginAttributes(name, desired(mg), false), *l.roles[n].Role, uid)
-		if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+		if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrapf(err, "cannot retire login %q", n)
 		}
 		e.events.Event(mg, event.Normal(reasonRetired, fmt.Sprintf("login %q takes no new logins (NOLOGIN); %d session(s) of it go on", n, l.roles[n].Sessions)))
 	}
 	if n := w.endSessions; n != "" {
 		var ended int
-		err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: n, Inherit: true}}, func() error {
+		err := postgres.ActingAs(ctx, e.conn.Pool, []postgres.RoleNeed{{Role: n, Inherit: true}}, func() error {
 			var err error
-			ended, err = postgres.EndSessions(ctx, e.pool, n)
+			ended, err = postgres.EndSessions(ctx, e.conn.Pool, n)
 			return err
 		})
 		if err != nil {
@@ -533,7 +533,7 @@ func (e *external) setLogin(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n,
 		return errors.Wrap(err, errPassword)
 	}
 	stmts := postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), true), verifier, got, string(mg.GetUID()))
-	if err := postgres.Exec(ctx, e.pool, stmts); err != nil {
+	if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
 		return errors.Wrapf(err, "cannot set login %q", n)
 	}
 	e.verified.set(mg.GetUID(), pw)
@@ -589,7 +589,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 // dropLogins drops an Alternating role's login roles, before the role.
 func (e *external) dropLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
 	names := loginNames(mg.RoleName())
-	got, err := postgres.ObserveLogins(ctx, e.pool, names[:], false)
+	got, err := postgres.ObserveLogins(ctx, e.conn.Pool, names[:], false)
 	if err != nil {
 		return err
 	}
@@ -597,7 +597,7 @@ func (e *external) dropLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 		if o.Role == nil || o.Role.Owner != string(mg.GetUID()) {
 			continue
 		}
-		if err := postgres.Exec(ctx, e.pool, []string{postgres.DropRoleStatement(o.Name)}); err != nil {
+		if err := postgres.Exec(ctx, e.conn.Pool, []string{postgres.DropRoleStatement(o.Name)}); err != nil {
 			return errors.Wrapf(err, "cannot drop login %q (it owns objects or holds privileges of its own: reassign or drop them, then the drop is retried)", o.Name)
 		}
 	}
