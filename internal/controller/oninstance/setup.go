@@ -3,6 +3,7 @@ package oninstance
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -44,7 +45,22 @@ type Kind[T interface {
 	// cover (reconciler.OwnChanges): what another controller records in
 	// its status and this one acts on.
 	Also []predicate.Predicate
+	// Client, when set, is the client the managed reconciler reads and
+	// writes through instead of the manager's (a login role's connection
+	// Secrets go through a memo).
+	Client client.Client
+	// Watch adds the kind's own watches of kinds that are always served
+	// (Secrets, its own kind), at once.
+	Watch func(*builder.Builder) *builder.Builder
 }
+
+// clientOf is a manager whose client is c.
+type clientOf struct {
+	ctrl.Manager
+	c client.Client
+}
+
+func (m clientOf) GetClient() client.Client { return m.c }
 
 // Setup adds the controller of k to mgr.
 func Setup[T interface {
@@ -58,16 +74,29 @@ func Setup[T interface {
 	}
 	o = append(o, managed.WithTypedExternalConnector(ConnectorFor(NewConnector(mgr, c), k.External)))
 	o = append(o, k.Options...)
-	r := managed.NewReconciler(mgr, resource.ManagedKind(k.GroupVersionKind), o...)
+	rm := mgr
+	if k.Client != nil {
+		rm = clientOf{Manager: mgr, c: k.Client}
+	}
+	r := managed.NewReconciler(rm, resource.ManagedKind(k.GroupVersionKind), o...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(c.ForControllerRuntime()).
 		For(k.New(), reconciler.OwnChanges(k.Also...))
-	watches, err := reference.WakeWaiting(mgr.GetCache(), mgr.GetClient(), reference.Referrer{
-		Object: k.New(), List: func() client.ObjectList { return k.NewList() }, Refs: k.Refs,
-	}, k.WakeOn...)
-	if err != nil {
-		return err
+	if k.Watch != nil {
+		b = k.Watch(b)
+	}
+	var watches []activation.Watch
+	if k.Refs != nil {
+		// What waits for a referenced resource goes on as soon as it
+		// exists.
+		var err error
+		watches, err = reference.WakeWaiting(mgr.GetCache(), mgr.GetClient(), reference.Referrer{
+			Object: k.New(), List: func() client.ObjectList { return k.NewList() }, Refs: k.Refs,
+		}, k.WakeOn...)
+		if err != nil {
+			return err
+		}
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
 }

@@ -67,14 +67,6 @@ const (
 	errStagePassword = "cannot write the new password to the connection Secret before setting it"
 )
 
-// withClient is a manager whose client is c.
-type withClient struct {
-	ctrl.Manager
-	c client.Client
-}
-
-func (m withClient) GetClient() client.Client { return m.c }
-
 // Setup adds the PostgreSQLRole controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLRoleGroupKind)
@@ -98,47 +90,46 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
-	o, err := config.ManagedReconcilerOptions(mgr, c, name, &v1alpha1.PostgreSQLRoleList{})
-	if err != nil {
-		return err
-	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
-	o = append(o,
-		managed.WithTypedExternalConnector(oninstance.ConnectorFor(oninstance.NewConnector(mgr, c),
-			func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-				return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
+	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLRole]{
+		GroupVersionKind: v1alpha1.PostgreSQLRoleGroupVersionKind,
+		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
+		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
+		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
+			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
+		},
+		Options: []managed.ReconcilerOption{
+			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
+			managed.WithFinalizer(heirFinalizer{Finalizer: reconciler.Finalizer(kube), kube: kube, vaults: vaults}),
+			// A rotation step due before the next poll (the end of a grace
+			// period, a scheduled rotation) is not left waiting for it.
+			managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
+				r, ok := mg.(*v1alpha1.PostgreSQLRole)
+				if !ok {
+					return 0
+				}
+				return wakeAfter(r, now)
 			})),
-		managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
-		managed.WithFinalizer(heirFinalizer{Finalizer: reconciler.Finalizer(kube), kube: kube, vaults: vaults}),
-		// A rotation step due before the next poll (the end of a grace
-		// period, a scheduled rotation) is not left waiting for it.
-		managed.WithPollIntervalHook(c.PollIntervalHook(func(mg resource.Managed, now time.Time) time.Duration {
-			r, ok := mg.(*v1alpha1.PostgreSQLRole)
-			if !ok {
-				return 0
-			}
-			return wakeAfter(r, now)
-		})),
-	)
-	// crossplane-runtime publishes the connection details after every
-	// observation with its own publisher, built on the manager's client:
-	// given secrets instead, its read of the Secret, to compare, is the
-	// memo's too. Every other kind passes through secrets unchanged.
-	r := managed.NewReconciler(withClient{Manager: mgr, c: secrets}, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind), o...)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(c.ForControllerRuntime()).
-		For(&v1alpha1.PostgreSQLRole{}, reconciler.OwnChanges()).
-		// A changed passwordSecretRef Secret is applied at once, and a
-		// changed Instance (endpoint, CA) rewrites connection Secrets at
-		// once, not at the next poll.
-		// Metadata only: the provider caches no Secret data (manager.ClientOptions).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
-		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
-		// A role whose deletion waits for another to hand it its objects
-		// goes on as soon as that one is gone.
-		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(heirsOf(kube))).
-		Complete(config.Reconciler(name, c, r))
+		},
+		// crossplane-runtime publishes the connection details after every
+		// observation with its own publisher, built on the manager's
+		// client: given secrets instead, its read of the Secret, to
+		// compare, is the memo's too. Every other kind passes through
+		// secrets unchanged.
+		Client: secrets,
+		Watch: func(b *builder.Builder) *builder.Builder {
+			return b.
+				// A changed passwordSecretRef Secret is applied at once, and a
+				// changed Instance (endpoint, CA) rewrites connection Secrets at
+				// once, not at the next poll.
+				// Metadata only: the provider caches no Secret data (manager.ClientOptions).
+				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
+				Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
+				// A role whose deletion waits for another to hand it its objects
+				// goes on as soon as that one is gone.
+				Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(heirsOf(kube)))
+		},
+	})
 }
 
 // passwordSecretIndex is the cache's field index of PostgreSQLRoles by the
