@@ -18,6 +18,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/database"
 	"github.com/ayatori/provider-postgresql/internal/controller/defaultprivileges"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/grant"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
@@ -121,7 +122,8 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 }
 
 // Collectors are the metrics the kinds export beyond crossplane-runtime's
-// and the pools': today the age of each managed credential.
+// and the pools': the age of each managed credential, and the changes
+// made on the server outside the provider.
 func Collectors(kube client.Reader) []prometheus.Collector {
-	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}}
+	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}, drift.Detected}
 }

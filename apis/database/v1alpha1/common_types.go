@@ -62,3 +62,57 @@ func ObserveOnly(what string) xpv2.Condition {
 			"Nothing is changed and it is not delivered: existence alone is not Ready. To let this resource manage it, widen managementPolicies; "+
 			"an object the provider did not create then reports a Conflict that says how an admin hands it over.")
 }
+
+// DriftStatus is what the provider knows of changes made to a resource's
+// object on the server, not through the resource.
+type DriftStatus struct {
+	// LastDrift is the last such change found.
+	// +optional
+	LastDrift *Drift `json:"lastDrift,omitempty"`
+	// DriftBaseline is what the provider last found the object to be
+	// while it was as the spec asks (or, for an Observe-only resource, at
+	// the last observation), and the generation of the spec it answers
+	// to: a later observation of the same generation that differs found a
+	// change made outside this resource.
+	// +optional
+	DriftBaseline *DriftBaseline `json:"driftBaseline,omitempty"`
+	// LastDriftEvent is when the last DriftDetected event was raised: at
+	// most one every ten minutes per resource.
+	// +optional
+	LastDriftEvent *metav1.Time `json:"lastDriftEvent,omitempty"`
+}
+
+// A Drift is a change made on the server outside the resource.
+type Drift struct {
+	// DetectedAt is when an observation found it.
+	DetectedAt metav1.Time `json:"detectedAt"`
+	// Fields are the fields that differed, with their values.
+	Fields []DriftField `json:"fields"`
+	// CorrectedAt is when an observation found the object as the spec
+	// asks again; unset while the change stands (always, for an
+	// Observe-only resource).
+	// +optional
+	CorrectedAt *metav1.Time `json:"correctedAt,omitempty"`
+	// Reported says a DriftDetected event was raised for it.
+	// +optional
+	Reported bool `json:"reported,omitempty"`
+}
+
+// A DriftField is one field changed on the server.
+type DriftField struct {
+	// Field is the field's name, as in the spec.
+	Field string `json:"field"`
+	// Was is its value before the change.
+	Was string `json:"was"`
+	// Found is its value on the server.
+	Found string `json:"found"`
+}
+
+// A DriftBaseline is the object as last found in line with the spec.
+type DriftBaseline struct {
+	// Generation is the spec's generation it answers to.
+	Generation int64 `json:"generation"`
+	// Fields are the values of the fields the resource manages.
+	// +optional
+	Fields map[string]string `json:"fields,omitempty"`
+}

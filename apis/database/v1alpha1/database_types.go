@@ -353,6 +353,9 @@ type PostgreSQLDatabaseObservation struct {
 	// is never bound to a tenant.
 	// +optional
 	OwnerAttributes []string `json:"ownerAttributes,omitempty"`
+	// DriftStatus reports changes made to the database on the server,
+	// not through this resource (lastDrift).
+	DriftStatus `json:",inline"`
 }
 
 // A PostgreSQLDatabaseStatus represents the observed state of a

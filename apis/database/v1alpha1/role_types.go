@@ -326,6 +326,9 @@ type PostgreSQLRoleObservation struct {
 	// credentials: no authentication material, only the location.
 	// +optional
 	Vault *VaultDelivery `json:"vault,omitempty"`
+	// DriftStatus reports changes made to the role on the server, not
+	// through this resource (lastDrift).
+	DriftStatus `json:",inline"`
 }
 
 // VaultDelivery is the KV v2 location a role's credentials are delivered

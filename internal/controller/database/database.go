@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -26,6 +28,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -51,12 +54,13 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLDatabaseKind, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} })
+	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLDatabaseKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLDatabase]{
 		GroupVersionKind: v1alpha1.PostgreSQLDatabaseGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLDatabase { return &v1alpha1.PostgreSQLDatabase{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDatabaseList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDatabase] {
-			return &external{kube: kube, pools: c.Pools, conn: conn, whose: whose}
+			return &external{kube: kube, pools: c.Pools, conn: conn, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLDatabase).DatabaseName))},
 		// A database waiting for its owner role goes on as soon as the
@@ -97,6 +101,8 @@ type external struct {
 	conn  *oninstance.Connection
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
+	// drift reports changes made to the database on the server.
+	drift drift.Recorder
 	// ownerChecked is the owner this reconcile's Observe already held to
 	// the boundary before a create: Create, which follows in the same
 	// reconcile, need not ask the server again.
@@ -135,7 +141,24 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 		return managed.ExternalObservation{}, err
 	}
 	mg.SetConditions(xpv2.Available())
+	serverobject.Drifted[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](kind{e}, mg, got, len(stmts) == 0 && len(pending) == 0)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(pending) == 0}, nil
+}
+
+func (k kind) Drift(mg *v1alpha1.PostgreSQLDatabase) (*v1alpha1.DriftStatus, drift.Recorder) {
+	return &mg.Status.AtProvider.DriftStatus, k.e.drift
+}
+
+// DriftFields are the database's alterable settings as the spec names
+// them.
+func (kind) DriftFields(_ *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) drift.Fields {
+	return drift.Fields{
+		"owner":            got.Owner,
+		"connectionLimit":  strconv.Itoa(int(got.ConnectionLimit)),
+		"allowConnections": strconv.FormatBool(got.AllowConnections),
+		"isTemplate":       strconv.FormatBool(got.IsTemplate),
+		"comment":          got.Comment,
+	}
 }
 
 // kind adapts databases to the contract of server objects.

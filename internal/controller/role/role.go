@@ -40,6 +40,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
@@ -96,7 +97,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose}
+			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose,
+				drift: drift.Recorder{Kind: v1alpha1.PostgreSQLRoleKind, Events: recorder}}
 		},
 		Options: []managed.ReconcilerOption{
 			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
@@ -195,6 +197,8 @@ type external struct {
 	events    event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
+	// drift reports changes made to the role on the server.
+	drift drift.Recorder
 }
 
 func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
@@ -364,6 +368,31 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postg
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
 
+func (k kind) Drift(mg *v1alpha1.PostgreSQLRole) (*v1alpha1.DriftStatus, drift.Recorder) {
+	return &mg.Status.AtProvider.DriftStatus, k.e.drift
+}
+
+// DriftFields are the role's attributes as the spec names them, with
+// only the memberships it manages (scoped). Never its password.
+func (kind) DriftFields(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) drift.Fields {
+	r := scoped(mg, *got)
+	f := drift.Fields{
+		"login": strconv.FormatBool(r.Login), "inherit": strconv.FormatBool(r.Inherit),
+		"createDb": strconv.FormatBool(r.CreateDB), "createRole": strconv.FormatBool(r.CreateRole),
+		"replication": strconv.FormatBool(r.Replication), "bypassRls": strconv.FormatBool(r.BypassRLS),
+		"connectionLimit": strconv.Itoa(int(r.ConnectionLimit)),
+		"memberOf":        strings.Join(r.MemberOf, ","),
+		"comment":         r.Comment,
+	}
+	if r.ValidUntil != nil {
+		f["validUntil"] = r.ValidUntil.UTC().Format(time.RFC3339)
+	}
+	for k, v := range r.Config {
+		f["configurationParameters["+k+"]"] = v
+	}
+	return f
+}
+
 // Describe names an imported role, and says why it has no connection
 // Secret: an observe-only import publishes nothing, as the provider does
 // not know its password and must not hand out a half credential.
@@ -401,6 +430,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 		}
 		mg.SetConditions(expired(name, *exp))
+		serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, len(stmts) == 0)
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
 	}
 	mg.SetConditions(xpv2.Available())
@@ -413,6 +443,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, err
 		}
 	}
+	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, len(stmts) == 0 && pwOK)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
 // Steps of an Alternating rotation after which a provider may stop: the
@@ -442,6 +443,7 @@ func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 		}
 	}
 	mg.SetConditions(availability(mg, got))
+	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, w.none())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: w.none(), ConnectionDetails: e.activeDetails(mg, l)}, nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
@@ -69,6 +70,27 @@ type Kind[T resource.Managed, O any] interface {
 // by noun and name (a schema with its database).
 type Describer[T resource.Managed] interface {
 	Describe(mg T) string
+}
+
+// A Drifter is a Kind whose changes made on the server, not through the
+// resource, are reported (package drift).
+type Drifter[T resource.Managed, O any] interface {
+	// DriftFields are the fields mg manages, as got has them.
+	DriftFields(mg T, got *O) drift.Fields
+	// Drift is mg's drift status and the recorder of its kind.
+	Drift(mg T) (*v1alpha1.DriftStatus, drift.Recorder)
+}
+
+// Drifted tells k's drift recorder what an observation of mg found: got,
+// in line with the spec or not (inSync). Kinds that are not Drifters
+// report nothing.
+func Drifted[T resource.Managed, O any](k Kind[T, O], mg T, got *O, inSync bool) {
+	d, ok := k.(Drifter[T, O])
+	if !ok || got == nil {
+		return
+	}
+	st, r := d.Drift(mg)
+	r.Observe(mg, st, drift.Observation{Found: d.DriftFields(mg, got), InSync: inSync, ObserveOnly: management.ObserveOnly(mg)})
 }
 
 // Observe runs the steps every kind shares. When they decide the
@@ -127,6 +149,8 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 			what = d.Describe(mg)
 		}
 		mg.SetConditions(v1alpha1.ObserveOnly(what))
+		// Changes made on the server are reported, never corrected.
+		Drifted(k, mg, o.Object, true)
 		// An import publishes nothing: what it holds is not the
 		// provider's to hand out.
 		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, true, nil
