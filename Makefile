@@ -113,6 +113,7 @@ tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubect
 test: tools ## Every test once, against a real API server and PostgreSQL (PG_VERSION, superuser admin); ends with the slowest.
 	hack/ensure-postgresql.sh
 	hack/ensure-jdbc.sh >/dev/null
+	hack/ensure-promtool.sh >/dev/null
 	go run ./hack/tiers check
 	@mkdir -p $(OUTPUT_DIR)
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \

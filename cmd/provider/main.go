@@ -195,7 +195,7 @@ func main() {
 	// Close every server connection on the way out, after the manager has
 	// stopped its reconciles.
 	defer pools.Close()
-	observations := poll.NewObservations()
+	observations := poll.NewObservations(pgcontroller.ManagedKinds()...)
 	metrics.Registry.MustRegister(append(pgcontroller.Collectors(mgr.GetClient()), pools, observations)...)
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,6 +170,50 @@ func TestDev(t *testing.T) {
 		}
 	})
 
+	t.Run("MonitoringKit", func(t *testing.T) {
+		// The shipped alert rules pass promtool's check, and every metric
+		// they and the dashboard name is scraped from the running
+		// provider.
+		promtool, err := exec.Command(filepath.Join(root, "hack", "ensure-promtool.sh")).Output()
+		if err != nil {
+			t.Fatalf("promtool is missing (hack/ensure-promtool.sh: %v); make test provides it", err)
+		}
+		check := exec.CommandContext(ctx, strings.TrimSpace(string(promtool)), "check", "rules", "cluster/monitoring/alerts.yaml")
+		check.Dir = root
+		if b, err := check.CombinedOutput(); err != nil || !strings.Contains(string(b), "SUCCESS") {
+			t.Errorf("promtool check rules cluster/monitoring/alerts.yaml: %v\n%s", err, b)
+		}
+		m := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(text)
+		if m == nil {
+			t.Fatalf("the output names no metrics address:\n%s", text)
+		}
+		names, err := monitoringMetrics(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) < 10 {
+			t.Fatalf("only %d metrics named in cluster/monitoring/: %v", len(names), names)
+		}
+		var missing []string
+		deadline := time.Now().Add(time.Minute)
+		for {
+			missing = missing[:0]
+			body := scrape(ctx, t, m[1])
+			for _, n := range names {
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(n) + `[{ ]`).MatchString(body) {
+					missing = append(missing, n)
+				}
+			}
+			if len(missing) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if len(missing) > 0 {
+			t.Errorf("cluster/monitoring/ names metrics the provider does not export: %v", missing)
+		}
+	})
+
 	if pid, alive := running(filepath.Join(state, "devenv.pid")); !alive || pid != os.Getpid() {
 		t.Errorf("the pid file says %d (alive %t), want this process %d", pid, alive, os.Getpid())
 	}
@@ -296,4 +345,41 @@ func newScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// monitoringMetrics are the metric names cluster/monitoring/'s alert rules
+// and dashboard use, sorted.
+func monitoringMetrics(root string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, f := range []string{"alerts.yaml", "dashboard.json"} {
+		b, err := os.ReadFile(filepath.Join(root, "cluster", "monitoring", f))
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range metricName.FindAllString(string(b), -1) {
+			seen[n] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+var metricName = regexp.MustCompile(`\b(provider_postgresql|crossplane|controller_runtime)_[a-z_]+\b`)
+
+// scrape returns what url serves.
+func scrape(ctx context.Context, t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close() //nolint:errcheck // Test.
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -127,3 +127,11 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 func Collectors(kube client.Reader) []prometheus.Collector {
 	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}, drift.Detected}
 }
+
+// ManagedKinds are the names of the managed kinds the provider polls.
+func ManagedKinds() []string {
+	return []string{
+		v1alpha1.PostgreSQLInstanceKind, v1alpha1.PostgreSQLRoleKind, v1alpha1.PostgreSQLDatabaseKind, v1alpha1.PostgreSQLSchemaKind,
+		v1alpha1.PostgreSQLGrantKind, v1alpha1.PostgreSQLDefaultPrivilegesKind,
+	}
+}

@@ -6,6 +6,7 @@ package database
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLDatabaseKind, func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} })
 	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLDatabaseKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLDatabaseGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	drifts.Declare(slices.Sorted(maps.Keys(kind{}.DriftFields(nil, &postgres.ObservedDatabase{})))...)
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLDatabase]{
 		GroupVersionKind: v1alpha1.PostgreSQLDatabaseGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLDatabase { return &v1alpha1.PostgreSQLDatabase{} },

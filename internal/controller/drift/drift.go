@@ -51,6 +51,14 @@ var Detected = prometheus.NewCounterVec(prometheus.CounterOpts{
 // them, by field name (as in the spec); lists are comma-joined.
 type Fields map[string]string
 
+// Declare exports the counter of each of fields of the recorder's kind at
+// zero, so that rates and alerts see the first drift as an increase.
+func (r Recorder) Declare(fields ...string) {
+	for _, f := range fields {
+		Detected.WithLabelValues(r.Kind, f)
+	}
+}
+
 // An Observation is what a kind's Observe tells the recorder.
 type Observation struct {
 	// Found are the managed fields as the server has them now.

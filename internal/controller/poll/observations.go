@@ -46,9 +46,11 @@ type observed struct {
 // stop shortening the schedule a minute or two after the wave, not ten.
 const lagWindow = time.Minute
 
-// NewObservations returns an empty recorder.
-func NewObservations() *Observations {
-	return &Observations{
+// NewObservations returns an empty recorder. Its metrics are exported for
+// each of kinds from the start, empty, so that dashboards and alert rules
+// find them before the first poll.
+func NewObservations(kinds ...string) *Observations {
+	o := &Observations{
 		last: map[types.UID]observed{},
 		intervals: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "provider_postgresql_observation_interval_seconds",
@@ -66,6 +68,11 @@ func NewObservations() *Observations {
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}, []string{"kind"}),
 	}
+	for _, k := range kinds {
+		o.intervals.WithLabelValues(k)
+		o.lateness.WithLabelValues(k)
+	}
+	return o
 }
 
 // pruneEvery is how many observations pass between two sweeps of the

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -91,14 +92,15 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLRoleKind, Events: recorder}
+	drifts.Declare(slices.Sorted(maps.Keys(kind{}.DriftFields(&v1alpha1.PostgreSQLRole{}, &postgres.ObservedRole{})))...)
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLRole]{
 		GroupVersionKind: v1alpha1.PostgreSQLRoleGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose,
-				drift: drift.Recorder{Kind: v1alpha1.PostgreSQLRoleKind, Events: recorder}}
+			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
