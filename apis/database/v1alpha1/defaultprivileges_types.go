@@ -156,6 +156,9 @@ type PostgreSQLDefaultPrivilegesObservation struct {
 	// AppliedGrantOption is true when this resource gave the grant option.
 	// +optional
 	AppliedGrantOption bool `json:"appliedGrantOption,omitempty"`
+	// DriftStatus reports changes made on the server, not through
+	// this resource (lastDrift).
+	DriftStatus `json:",inline"`
 }
 
 // A PostgreSQLDefaultPrivilegesStatus represents the observed state of a

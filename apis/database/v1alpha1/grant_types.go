@@ -230,6 +230,9 @@ type PostgreSQLGrantObservation struct {
 	// (it was not one before).
 	// +optional
 	AppliedMembership bool `json:"appliedMembership,omitempty"`
+	// DriftStatus reports changes made on the server, not through
+	// this resource (lastDrift).
+	DriftStatus `json:",inline"`
 }
 
 // A PostgreSQLGrantStatus represents the observed state of a

@@ -103,6 +103,9 @@ type PostgreSQLSchemaObservation struct {
 	// PublicPrivileges are the privileges PUBLIC holds on the schema.
 	// +optional
 	PublicPrivileges []string `json:"publicPrivileges,omitempty"`
+	// DriftStatus reports changes made on the server, not through
+	// this resource (lastDrift).
+	DriftStatus `json:",inline"`
 }
 
 // A PostgreSQLSchemaStatus represents the observed state of a

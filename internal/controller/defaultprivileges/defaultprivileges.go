@@ -14,6 +14,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -22,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
@@ -31,12 +33,14 @@ import (
 // Setup adds the PostgreSQLDefaultPrivileges controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	kube := mgr.GetClient()
+	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLDefaultPrivilegesKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLDefaultPrivilegesGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	drifts.Declare("privileges")
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLDefaultPrivileges]{
 		GroupVersionKind: v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLDefaultPrivileges { return &v1alpha1.PostgreSQLDefaultPrivileges{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLDefaultPrivileges] {
-			return &external{kube: kube, conn: conn}
+			return &external{kube: kube, conn: conn, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			// Default privileges have no name of their own in PostgreSQL.
@@ -68,6 +72,8 @@ func references(o client.Object) []reference.Ref {
 type external struct {
 	kube client.Client
 	conn *oninstance.Connection
+	// drift reports changes made on the server.
+	drift drift.Recorder
 	// seen is what this reconcile's Observe found, nil until it has run:
 	// Create, Update and Delete act on it and on nothing else kept
 	// between calls (see the grant package).
@@ -186,7 +192,9 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
 	}
+	found := drift.Observation{Found: drift.Fields{"privileges": strings.Join(ap.Privileges, ",")}, ObserveOnly: management.ObserveOnly(mg)}
 	if management.ObserveOnly(mg) {
+		e.drift.Observe(mg, &mg.Status.AtProvider.DriftStatus, found)
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
@@ -206,6 +214,8 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 			return managed.ExternalObservation{}, err
 		}
 	}
+	found.InSync = o.plan.Empty()
+	e.drift.Observe(mg, &mg.Status.AtProvider.DriftStatus, found)
 	return managed.ExternalObservation{ResourceExists: len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0, ResourceUpToDate: o.plan.Empty()}, nil
 }
 

@@ -73,7 +73,9 @@ type Observation struct {
 
 // A Recorder reports the drift of one kind.
 type Recorder struct {
-	Kind   string
+	Kind string
+	// Events raises the events; none are raised when nil (a controller's
+	// decision table).
 	Events event.Recorder
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -105,7 +107,7 @@ func (r Recorder) Observe(mg resource.Managed, st *v1alpha1.DriftStatus, o Obser
 		if d := st.LastDrift; d != nil && d.CorrectedAt == nil && b.Generation == gen {
 			d.CorrectedAt = &metav1.Time{Time: now}
 			if d.Reported {
-				r.Events.Event(mg, event.Normal(ReasonCorrected, "set back: "+describe(d.Fields, true)))
+				r.event(mg, event.Normal(ReasonCorrected, "set back: "+describe(d.Fields, true)))
 			}
 		}
 		baseline()
@@ -137,9 +139,15 @@ func (r Recorder) detected(mg resource.Managed, st *v1alpha1.DriftStatus, change
 	if last := st.LastDriftEvent; last == nil || now.Sub(last.Time) >= EventInterval {
 		d.Reported = true
 		st.LastDriftEvent = &metav1.Time{Time: now}
-		r.Events.Event(mg, event.Normal(ReasonDetected, describe(changed, false)+", changed on the server; "+what))
+		r.event(mg, event.Normal(ReasonDetected, describe(changed, false)+", changed on the server; "+what))
 	}
 	st.LastDrift = d
+}
+
+func (r Recorder) event(mg resource.Managed, e event.Event) {
+	if r.Events != nil {
+		r.Events.Event(mg, e)
+	}
 }
 
 // diff lists the fields whose value differs between was and now, sorted;

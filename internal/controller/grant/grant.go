@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -25,6 +27,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
@@ -34,12 +37,14 @@ import (
 // SetupGrant adds the PostgreSQLGrant controller to mgr.
 func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 	kube := mgr.GetClient()
+	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLGrantKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLGrantGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	drifts.Declare("privileges", "member", "withAdminOption")
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLGrant]{
 		GroupVersionKind: v1alpha1.PostgreSQLGrantGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLGrant { return &v1alpha1.PostgreSQLGrant{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLGrantList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
-			return &grantExternal{kube: kube, conn: conn}
+			return &grantExternal{kube: kube, conn: conn, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			// A grant has no name of its own in PostgreSQL.
@@ -73,6 +78,8 @@ func references(o client.Object) []reference.Ref {
 type grantExternal struct {
 	kube client.Client
 	conn *oninstance.Connection
+	// drift reports changes made to the grant on the server.
+	drift drift.Recorder
 	// seen is what this reconcile's Observe found, nil until it has run:
 	// Create, Update and Delete act on it and on nothing else kept
 	// between calls. crossplane-runtime uses an external client for one
@@ -267,8 +274,10 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, msg))
 		return managed.ExternalObservation{}, errors.New(msg)
 	}
+	found := drift.Fields{"privileges": strings.Join(ap.Privileges, ",")}
 	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
+		e.drifted(mg, found, true)
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	o.plan = postgres.PlanPrivileges(o.want, held)
@@ -282,6 +291,7 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(o.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
+	e.drifted(mg, found, o.plan.Empty() && !removedHeld)
 	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: o.plan.Empty() && !removedHeld})
 }
 
@@ -417,8 +427,10 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	if meta.WasDeleted(mg) {
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
+	found := drift.Fields{"member": strconv.FormatBool(got.Member), "withAdminOption": strconv.FormatBool(got.Admin)}
 	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
+		e.drifted(mg, found, true)
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
@@ -439,7 +451,13 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	} else {
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("the membership of role %q in %q differs from the spec; granting", ap.Role, ap.MemberOf)))
 	}
+	e.drifted(mg, found, len(o.stmts) == 0)
 	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(o.stmts) == 0}, nil
+}
+
+// drifted tells the drift recorder what an observation found.
+func (e *grantExternal) drifted(mg *v1alpha1.PostgreSQLGrant, found drift.Fields, inSync bool) {
+	e.drift.Observe(mg, &mg.Status.AtProvider.DriftStatus, drift.Observation{Found: found, InSync: inSync, ObserveOnly: management.ObserveOnly(mg)})
 }
 
 func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {

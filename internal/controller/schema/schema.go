@@ -6,6 +6,9 @@ package schema
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +16,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -22,6 +26,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
+	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -43,12 +48,14 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLSchemaKind, func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} })
+	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLSchemaKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLSchemaGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	drifts.Declare(slices.Sorted(maps.Keys(kind{}.DriftFields(nil, &postgres.ObservedSchema{})))...)
 	return oninstance.Setup(mgr, c, oninstance.Kind[*v1alpha1.PostgreSQLSchema]{
 		GroupVersionKind: v1alpha1.PostgreSQLSchemaGroupVersionKind,
 		New:              func() *v1alpha1.PostgreSQLSchema { return &v1alpha1.PostgreSQLSchema{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLSchemaList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLSchema] {
-			return &external{kube: kube, conn: conn, whose: whose}
+			return &external{kube: kube, conn: conn, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLSchema).SchemaName))},
 		Refs:    references,
@@ -76,6 +83,8 @@ type external struct {
 	whose boundary.Lookup
 	// pool is that of the schema's database, once Observe found it.
 	pool postgres.DB
+	// drift reports changes made to the schema on the server.
+	drift drift.Recorder
 }
 
 // checkBoundary refuses, before anything is sent, what would cross the
@@ -134,7 +143,17 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 		}
 	}
 	mg.SetConditions(xpv2.Available())
+	serverobject.Drifted[*v1alpha1.PostgreSQLSchema, postgres.ObservedSchema](kind{e}, mg, got, len(stmts) == 0)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
+}
+
+func (k kind) Drift(mg *v1alpha1.PostgreSQLSchema) (*v1alpha1.DriftStatus, drift.Recorder) {
+	return &mg.Status.AtProvider.DriftStatus, k.e.drift
+}
+
+// DriftFields are the schema's owner, comment and what PUBLIC holds on it.
+func (kind) DriftFields(_ *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) drift.Fields {
+	return drift.Fields{"owner": got.Owner, "comment": got.Comment, "publicPrivileges": strings.Join(got.PublicPrivileges, ",")}
 }
 
 // kind adapts schemas to the contract of server objects.
