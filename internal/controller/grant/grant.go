@@ -280,19 +280,28 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 		e.drifted(mg, found, true)
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
+	obs := e.plan(mg, o, held, len(privileges))
+	e.drifted(mg, found, obs.ResourceUpToDate)
+	return e.guard(ctx, mg, obs)
+}
+
+// plan decides what a managed grant needs, from what it holds (held) of
+// its wanted privileges (of which there are wanted): the plan, the Ready
+// condition and whether anything is to be done.
+func (e *grantExternal) plan(mg *v1alpha1.PostgreSQLGrant, o *grantObservation, held []postgres.Held, wanted int) managed.ExternalObservation {
+	ap := &mg.Status.AtProvider
 	o.plan = postgres.PlanPrivileges(o.want, held)
 	removedHeld := len(privilege.Revocable(ap.AppliedPrivileges, heldOf(o.removed))) > 0
 	// A grant on everything in an empty schema holds: there is nothing
 	// to grant on until a first object appears.
 	empty := len(o.objects) == 0 && o.target.AllInSchema
-	if empty || len(o.objects) > 0 && len(ap.Privileges) == len(privileges) {
+	if empty || len(o.objects) > 0 && len(ap.Privileges) == wanted {
 		mg.SetConditions(xpv2.Available())
 	} else {
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonNotHeld, fmt.Sprintf("role %q lacks %s of the listed privileges; granting", ap.Role, privilege.OrNone(o.plan.Grant))))
 	}
 	exists := empty || len(ap.AppliedPrivileges) > 0 || len(ap.Privileges) > 0
-	e.drifted(mg, found, o.plan.Empty() && !removedHeld)
-	return e.guard(ctx, mg, managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: o.plan.Empty() && !removedHeld})
+	return managed.ExternalObservation{ResourceExists: exists, ResourceUpToDate: o.plan.Empty() && !removedHeld}
 }
 
 // guard lets a grant that would change something act only in a database
