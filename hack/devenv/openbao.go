@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -119,20 +121,22 @@ func setDelivery(ctx context.Context, kube client.Client) error {
 // namespace its store, once the examples (the Instance, the namespace)
 // exist: what a platform team sets up once.
 func (o *openBao) platform(ctx context.Context, kube client.Client) error {
-	in := &unstructured.Unstructured{}
-	in.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
-	in.SetKind(v1alpha1.PostgreSQLInstanceKind)
-	if err := kube.Get(ctx, client.ObjectKey{Name: "main"}, in); err != nil {
-		return err
-	}
+	// A merge patch: the provider writes the Instance meanwhile (its
+	// finalizer, its status), and an update from the version read here
+	// would conflict with it.
 	cv := map[string]any{
 		"address": o.vault.Address, "caBundleRef": map[string]any{"name": "openbao-ca"},
 		"auth": map[string]any{"tokenSecretRef": map[string]any{"name": "openbao-token"}},
 	}
-	if err := unstructured.SetNestedMap(in.Object, cv, "spec", "credentialVault"); err != nil {
+	body, err := json.Marshal(map[string]any{"spec": map[string]any{"credentialVault": cv}})
+	if err != nil {
 		return err
 	}
-	if err := kube.Update(ctx, in); err != nil {
+	in := &unstructured.Unstructured{}
+	in.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
+	in.SetKind(v1alpha1.PostgreSQLInstanceKind)
+	in.SetName("main")
+	if err := kube.Patch(ctx, in, client.RawPatch(types.MergePatchType, body)); err != nil {
 		return errors.Wrap(err, "cannot give the example Instance its credentialVault")
 	}
 	token, err := o.vault.Token(ctx, "postgresql-"+tenantNamespace)
