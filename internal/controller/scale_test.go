@@ -498,7 +498,7 @@ const (
 	// provider's kinds and Secrets, whether or not they change anything:
 	// crossplane-runtime writes the status at the end of every poll, and
 	// the manager's client no longer sends such a write when it would
-	// change nothing (config.unchangedStatus; it was one per poll).
+	// change nothing (reconciler.unchangedStatus; it was one per poll).
 	maxWriteRequestsPerPoll = 0.05
 )
 
