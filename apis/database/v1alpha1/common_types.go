@@ -116,3 +116,82 @@ type DriftBaseline struct {
 	// +optional
 	Fields map[string]string `json:"fields,omitempty"`
 }
+
+// Reasons of the UpToDate condition, which a resource observed read-only
+// (managementPolicies: [Observe]) carries: its dry run.
+const (
+	// TypeUpToDate says whether the object on the server is as the spec
+	// asks; only resources observed read-only carry it, since the
+	// provider changes the others at once.
+	TypeUpToDate xpv2.ConditionType = "UpToDate"
+
+	// ReasonChangesPending: the object differs from the spec (or does
+	// not exist) and status.atProvider.plan lists what widening the
+	// management policies would send.
+	ReasonChangesPending xpv2.ConditionReason = "ChangesPending"
+
+	// ReasonNoChangesPending: the object is as the spec asks; widening
+	// the management policies would send nothing.
+	ReasonNoChangesPending xpv2.ConditionReason = "NoChangesPending"
+)
+
+// PlanAction is the step of the reconciler a plan's statements belong to.
+// +kubebuilder:validation:Enum=Create;Update;Delete
+type PlanAction string
+
+// Plan actions.
+const (
+	PlanCreate PlanAction = "Create"
+	PlanUpdate PlanAction = "Update"
+	PlanDelete PlanAction = "Delete"
+)
+
+// A Plan lists the statements the provider's next step would send to the
+// server for a resource, computed from the observation that decided it
+// by the code that sends them. There is none when nothing is to be sent.
+type Plan struct {
+	// Action is the step: Create, Update or Delete.
+	Action PlanAction `json:"action"`
+	// Statements are the SQL statements, in the order they would be sent,
+	// identifiers as sent. Passwords and password verifiers read
+	// '<redacted>'. A long plan is cut (omitted counts the rest).
+	// +listType=atomic
+	Statements []string `json:"statements"`
+	// Omitted is how many statements were left off the end of a long
+	// plan.
+	// +optional
+	Omitted int32 `json:"omitted,omitempty"`
+	// Summary is the plan in a few words, for kubectl get: "Update: 3
+	// statements".
+	Summary string `json:"summary"`
+}
+
+// PlanStatus is the plan part of a resource's observation.
+type PlanStatus struct {
+	// Plan is what the provider would send next: for a resource observed
+	// read-only, what widening its management policies would do. Unset
+	// when the object is as the spec asks.
+	// +optional
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// A Planned resource shows the statements its next step would send.
+// +kubebuilder:object:generate=false
+type Planned interface {
+	GetPlan() *Plan
+}
+
+// GetPlan returns the role's plan.
+func (mg *PostgreSQLRole) GetPlan() *Plan { return mg.Status.AtProvider.Plan }
+
+// GetPlan returns the database's plan.
+func (mg *PostgreSQLDatabase) GetPlan() *Plan { return mg.Status.AtProvider.Plan }
+
+// GetPlan returns the schema's plan.
+func (mg *PostgreSQLSchema) GetPlan() *Plan { return mg.Status.AtProvider.Plan }
+
+// GetPlan returns the grant's plan.
+func (mg *PostgreSQLGrant) GetPlan() *Plan { return mg.Status.AtProvider.Plan }
+
+// GetPlan returns the default privileges' plan.
+func (mg *PostgreSQLDefaultPrivileges) GetPlan() *Plan { return mg.Status.AtProvider.Plan }

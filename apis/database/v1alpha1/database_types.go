@@ -356,6 +356,9 @@ type PostgreSQLDatabaseObservation struct {
 	// DriftStatus reports changes made to the database on the server,
 	// not through this resource (lastDrift).
 	DriftStatus `json:",inline"`
+	// PlanStatus shows the statements the next step would send
+	// (plan).
+	PlanStatus `json:",inline"`
 }
 
 // A PostgreSQLDatabaseStatus represents the observed state of a
@@ -386,6 +389,7 @@ type PostgreSQLDatabaseStatus struct {
 // +kubebuilder:printcolumn:name="TENANT",type="string",JSONPath=".status.binding.boundTo.tenant"
 // +kubebuilder:printcolumn:name="OWNER",type="string",JSONPath=".status.atProvider.owner",priority=1
 // +kubebuilder:printcolumn:name="ORIGIN",type="string",JSONPath=".status.binding.origin",priority=1
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLDatabase struct {

@@ -159,6 +159,9 @@ type PostgreSQLDefaultPrivilegesObservation struct {
 	// DriftStatus reports changes made on the server, not through
 	// this resource (lastDrift).
 	DriftStatus `json:",inline"`
+	// PlanStatus shows the statements the next step would send
+	// (plan).
+	PlanStatus `json:",inline"`
 }
 
 // A PostgreSQLDefaultPrivilegesStatus represents the observed state of a
@@ -184,6 +187,7 @@ type PostgreSQLDefaultPrivilegesStatus struct {
 // +kubebuilder:printcolumn:name="OWNER",type="string",JSONPath=".status.atProvider.owner"
 // +kubebuilder:printcolumn:name="TYPE",type="string",JSONPath=".spec.forProvider.objectType"
 // +kubebuilder:printcolumn:name="DATABASE",type="string",JSONPath=".status.atProvider.database"
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLDefaultPrivileges struct {

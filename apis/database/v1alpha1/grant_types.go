@@ -233,6 +233,9 @@ type PostgreSQLGrantObservation struct {
 	// DriftStatus reports changes made on the server, not through
 	// this resource (lastDrift).
 	DriftStatus `json:",inline"`
+	// PlanStatus shows the statements the next step would send
+	// (plan).
+	PlanStatus `json:",inline"`
 }
 
 // A PostgreSQLGrantStatus represents the observed state of a
@@ -258,6 +261,7 @@ type PostgreSQLGrantStatus struct {
 // +kubebuilder:printcolumn:name="TYPE",type="string",JSONPath=".spec.forProvider.objectType"
 // +kubebuilder:printcolumn:name="DATABASE",type="string",JSONPath=".status.atProvider.database"
 // +kubebuilder:printcolumn:name="PRIVILEGES",type="string",JSONPath=".status.atProvider.privileges",priority=1
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLGrant struct {

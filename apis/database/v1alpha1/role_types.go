@@ -329,6 +329,9 @@ type PostgreSQLRoleObservation struct {
 	// DriftStatus reports changes made to the role on the server, not
 	// through this resource (lastDrift).
 	DriftStatus `json:",inline"`
+	// PlanStatus shows the statements the next step would send
+	// (plan).
+	PlanStatus `json:",inline"`
 }
 
 // VaultDelivery is the KV v2 location a role's credentials are delivered
@@ -415,6 +418,7 @@ type PostgreSQLRoleStatus struct {
 // +kubebuilder:printcolumn:name="LOGIN",type="boolean",JSONPath=".spec.forProvider.login",priority=1
 // +kubebuilder:printcolumn:name="ACTIVE-LOGIN",type="string",JSONPath=".status.atProvider.credential.activeLogin",priority=1
 // +kubebuilder:printcolumn:name="NEXT-ROTATION",type="date",JSONPath=".status.atProvider.credential.nextRotation",priority=1
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLRole struct {

@@ -106,6 +106,9 @@ type PostgreSQLSchemaObservation struct {
 	// DriftStatus reports changes made on the server, not through
 	// this resource (lastDrift).
 	DriftStatus `json:",inline"`
+	// PlanStatus shows the statements the next step would send
+	// (plan).
+	PlanStatus `json:",inline"`
 }
 
 // A PostgreSQLSchemaStatus represents the observed state of a
@@ -130,6 +133,7 @@ type PostgreSQLSchemaStatus struct {
 // +kubebuilder:printcolumn:name="DATABASE",type="string",JSONPath=".status.atProvider.database"
 // +kubebuilder:printcolumn:name="EXTERNAL-NAME",type="string",JSONPath=".metadata.annotations.crossplane\\.io/external-name"
 // +kubebuilder:printcolumn:name="OWNER",type="string",JSONPath=".status.atProvider.owner",priority=1
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +mrgen:managed
 type PostgreSQLSchema struct {

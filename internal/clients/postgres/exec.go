@@ -56,6 +56,14 @@ func RoleLockStatement(names []string) string {
 	return "SELECT " + strings.Join(calls, ", ")
 }
 
+// IsGuard reports whether stmt is one of the statements that only guard
+// a step (the role-name lock, the transaction-local setting that keeps a
+// CREATEROLE admin from granting itself the roles it creates): they
+// change nothing that lasts, and plans leave them out.
+func IsGuard(stmt string) bool {
+	return stmt == NoSelfGrantSQL || strings.HasPrefix(stmt, "SELECT pg_catalog.pg_advisory_xact_lock("+strconv.Itoa(roleLockClass)+",")
+}
+
 // afterGuard, when set (by tests), runs once between a guard and the
 // statements, and is then cleared.
 var afterGuard atomic.Pointer[func()]

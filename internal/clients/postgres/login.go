@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -84,6 +85,12 @@ func LoginAttributes(base string, want RoleAttributes, login bool) RoleAttribute
 // own, and counts those it ended.
 const endSessionsSQL = `SELECT pg_catalog.count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(a.pid))
   FROM pg_catalog.pg_stat_activity a WHERE a.usename = $1 AND a.pid <> pg_catalog.pg_backend_pid()`
+
+// EndSessionsStatement is EndSessions' query as a plan shows it, the role
+// in place of its parameter.
+func EndSessionsStatement(role string) string {
+	return strings.Replace(strings.Join(strings.Fields(endSessionsSQL), " "), "$1", QuoteLiteral(role), 1)
+}
 
 // LoginStatements return the statements that give role name the
 // attributes want and the password verifier: CREATE ROLE when it does not

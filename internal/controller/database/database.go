@@ -30,7 +30,9 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/drift"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
@@ -112,7 +114,6 @@ type external struct {
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
-	name := mg.DatabaseName()
 	if b := mg.Status.Binding; meta.WasDeleted(mg) && b.Phase == v1alpha1.PhaseBound && b.BoundTo != nil {
 		// The binder releases the database once its tenant is gone; until
 		// then nothing is dropped under the tenant's feet.
@@ -123,8 +124,6 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	if done {
 		return obs, err
 	}
-	uid := string(mg.GetUID())
-
 	owner, err := e.owner(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -132,19 +131,55 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 	if err := e.checkOwner(ctx, mg, owner, got.Owner); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, uid)
+	upToDate, err := serverobject.Planned[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, mg, got)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	if !got.AdminCanConnect {
 		// The update grants the admin CONNECT first; the extensions are
 		// looked at from inside once it may enter.
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
 	}
-	pending, _, err := e.extensions(ctx, mg)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
 	mg.SetConditions(xpv2.Available())
-	serverobject.Drifted[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](kind{e}, mg, got, len(stmts) == 0 && len(pending) == 0)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && len(pending) == 0}, nil
+	serverobject.Drifted[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](kind{e}, mg, got, upToDate)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+}
+
+func (k kind) Plan(mg *v1alpha1.PostgreSQLDatabase) **v1alpha1.Plan {
+	return &mg.Status.AtProvider.Plan
+}
+
+// CreateStatements are CREATE DATABASE and what follows it, then the
+// extensions as they would be installed in a database that has none.
+func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) ([]string, error) {
+	owner, err := k.e.owner(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
+	return append(stmts, postgres.ExtensionStatements(wantedExtensions(mg), nil, nil)...), nil
+}
+
+// UpdateStatements are the changes of the database's settings, then of
+// its extensions (looked at from inside once the admin may connect, which
+// the first statements grant it when it may not).
+func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDatabase) ([]string, error) {
+	owner, err := k.e.owner(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	g := *got
+	if management.ObserveOnly(mg) {
+		// An import's plan is what its spec would change: the marker is
+		// the admin's to write, by the hand-over its Conflict names.
+		g.MarkerOwner = string(mg.GetUID())
+	}
+	stmts := postgres.UpdateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), g, string(mg.GetUID()))
+	if !got.AdminCanConnect {
+		return stmts, nil
+	}
+	ext, _, err := k.e.extensionPlan(ctx, mg)
+	return append(stmts, ext...), err
 }
 
 func (k kind) Drift(mg *v1alpha1.PostgreSQLDatabase) (*v1alpha1.DriftStatus, drift.Recorder) {
@@ -304,6 +339,9 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		}
 		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
 	})
+	if err == nil {
+		pending.Sent(mg, &mg.Status.AtProvider.Plan)
+	}
 	return managed.ExternalCreation{}, err
 }
 
@@ -331,6 +369,9 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		}
 		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
 	})
+	if err == nil {
+		pending.Sent(mg, &mg.Status.AtProvider.Plan)
+	}
 	return managed.ExternalUpdate{}, err
 }
 
@@ -425,27 +466,42 @@ func (e *external) extensions(ctx context.Context, mg *v1alpha1.PostgreSQLDataba
 	return postgres.PendingExtensions(want, got), got, nil
 }
 
-// applyExtensions installs, updates and moves what extensions() found
-// pending, once the server has said that no script of theirs would run
-// with the admin's power where others may place objects.
+// extensionPlan returns the statements that install, update and move the
+// extensions extensions() found pending, and why running them would be
+// unsafe ("" when it would not: no script of theirs would run with the
+// admin's power where others may place objects).
+func (e *external) extensionPlan(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (stmts []string, unsafe string, err error) {
+	todo, got, err := e.extensions(ctx, mg)
+	if err != nil || len(todo) == 0 {
+		return nil, "", err
+	}
+	p, err := e.databasePool(ctx, mg)
+	if err != nil {
+		return nil, "", err
+	}
+	facts, err := postgres.ObserveExtensionFacts(ctx, p, todo, got)
+	if err != nil {
+		return nil, "", err
+	}
+	return postgres.ExtensionStatements(todo, got, facts), postgres.UnsafeExtensions(todo, got, facts), nil
+}
+
+// applyExtensions runs the extension plan, once the server has said that
+// it is safe.
 func (e *external) applyExtensions(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) error {
-	pending, got, err := e.extensions(ctx, mg)
-	if err != nil || len(pending) == 0 {
+	stmts, unsafe, err := e.extensionPlan(ctx, mg)
+	if err != nil || len(stmts) == 0 {
 		return err
+	}
+	if unsafe != "" {
+		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonExtensionUnsafe, fmt.Sprintf("database %q: %s", mg.DatabaseName(), unsafe)))
+		return errors.New(unsafe)
 	}
 	p, err := e.databasePool(ctx, mg)
 	if err != nil {
 		return err
 	}
-	facts, err := postgres.ObserveExtensionFacts(ctx, p, pending, got)
-	if err != nil {
-		return err
-	}
-	if msg := postgres.UnsafeExtensions(pending, got, facts); msg != "" {
-		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonExtensionUnsafe, fmt.Sprintf("database %q: %s", mg.DatabaseName(), msg)))
-		return errors.New(msg)
-	}
-	return postgres.Exec(ctx, p, postgres.ExtensionStatements(pending, got, facts))
+	return postgres.Exec(ctx, p, stmts)
 }
 
 func (e *external) databasePool(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (postgres.DB, error) {

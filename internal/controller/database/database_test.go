@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -358,6 +359,21 @@ func TestDatabaseImportObserveOnly(t *testing.T) {
 	if got.Status.AtProvider.Owner == "" {
 		t.Error("the import did not record what it observed")
 	}
+
+	t.Run("PlanOfTheAdoption", func(t *testing.T) {
+		// What the spec would change, and nothing else: the marker is the
+		// admin's to write, by the hand-over its Conflict names.
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			t.Fatal(err)
+		}
+		want := &v1alpha1.Plan{Action: v1alpha1.PlanUpdate, Statements: []string{`ALTER DATABASE "imported" WITH CONNECTION LIMIT 50`}, Summary: "Update: 1 statement"}
+		if diff := cmp.Diff(want, got.Status.AtProvider.Plan); diff != "" {
+			t.Errorf("the import's plan (-want +got):\n%s", diff)
+		}
+		if c := got.GetCondition(v1alpha1.TypeUpToDate); c.Reason != v1alpha1.ReasonChangesPending || !strings.Contains(c.Message, "widening the policies sends them") {
+			t.Errorf("UpToDate condition: %s: %s", c.Reason, c.Message)
+		}
+	})
 }
 
 func TestDatabaseUnknownExtension(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
@@ -193,12 +194,17 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
 	}
 	found := drift.Observation{Found: drift.Fields{"privileges": strings.Join(ap.Privileges, ",")}, ObserveOnly: management.ObserveOnly(mg)}
+	o.plan = postgres.PlanPrivileges(o.want, []postgres.Held{got.Held})
+	action := v1alpha1.PlanUpdate
+	if len(ap.AppliedPrivileges) == 0 && len(ap.Privileges) == 0 {
+		action = v1alpha1.PlanCreate
+	}
+	pending.Set(mg, &ap.Plan, action, o.statements(ap.Role))
 	if management.ObserveOnly(mg) {
 		e.drift.Observe(mg, &mg.Status.AtProvider.DriftStatus, found)
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the default privileges of role %q on %s of %q (held: %s)", ap.Role, strings.ToLower(string(p.ObjectType)), ap.Owner, privilege.OrNone(ap.Privileges))))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: o.plan.Empty()}, nil
 	}
-	o.plan = postgres.PlanPrivileges(o.want, []postgres.Held{got.Held})
 	if len(ap.Privileges) == len(privileges) {
 		mg.SetConditions(xpv2.Available())
 	} else {
@@ -230,7 +236,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 		return managed.ExternalUpdate{}, err
 	}
 	ap := &mg.Status.AtProvider
-	stmts := postgres.DefaultPrivilegesStatements(ap.Role, o.target, o.plan, o.want.GrantOption)
+	stmts := o.statements(ap.Role)
 	// Recorded before granting: see the PostgreSQLGrant's Update.
 	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.Intent(o.plan)
 	if err := e.kube.Status().Update(ctx, mg); err != nil {
@@ -242,7 +248,13 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 	ap.AppliedPrivileges, ap.AppliedGrantOption = o.want.After(o.plan)
 	ap.Privileges = o.want.Privileges
 	mg.SetConditions(xpv2.Available())
+	pending.Sent(mg, &ap.Plan)
 	return managed.ExternalUpdate{}, nil
+}
+
+// statements are what Update sends for the plan o holds.
+func (o *observation) statements(role string) []string {
+	return postgres.DefaultPrivilegesStatements(role, o.target, o.plan, o.want.GrantOption)
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalDelete, error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
@@ -278,11 +279,31 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if management.ObserveOnly(mg) {
 		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the privileges of role %q (held: %s)", ap.Role, privilege.OrNone(ap.Privileges))))
 		e.drifted(mg, found, true)
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		// The dry run: what widening the policies would grant.
+		o.plan = postgres.PlanPrivileges(o.want, held)
+		stmts := o.statements(ap.Role, ap.AppliedPrivileges)
+		pending.Set(mg, &ap.Plan, v1alpha1.PlanUpdate, stmts)
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
 	}
 	obs := e.plan(mg, o, held, len(privileges))
+	action := v1alpha1.PlanUpdate
+	if !obs.ResourceExists {
+		action = v1alpha1.PlanCreate
+	}
+	pending.Set(mg, &ap.Plan, action, o.statements(ap.Role, ap.AppliedPrivileges))
 	e.drifted(mg, found, obs.ResourceUpToDate)
 	return e.guard(ctx, mg, obs)
+}
+
+// statements are what Update sends for the privileges o found: grants
+// and revocations on the listed objects, then the revocation of what the
+// grant gave (applied) on objects no longer listed.
+func (o *grantObservation) statements(role string, applied []string) []string {
+	stmts := postgres.PlanStatements(role, o.target, o.objects, o.plan, o.want.GrantOption)
+	if revoke := privilege.Revocable(applied, heldOf(o.removed)); len(revoke) > 0 {
+		stmts = append(stmts, postgres.RevokeStatement(role, postgres.GrantTarget{Kind: o.target.Kind, Schema: o.target.Schema}, refsOf(o.removed), revoke, false))
+	}
+	return stmts
 }
 
 // plan decides what a managed grant needs, from what it holds (held) of
@@ -344,10 +365,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 		return managed.ExternalUpdate{}, e.updateMembership(ctx, mg, o)
 	}
 	ap := &mg.Status.AtProvider
-	stmts := postgres.PlanStatements(ap.Role, o.target, o.objects, o.plan, o.want.GrantOption)
-	if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(o.removed)); len(revoke) > 0 {
-		stmts = append(stmts, postgres.RevokeStatement(ap.Role, postgres.GrantTarget{Kind: o.target.Kind, Schema: o.target.Schema}, refsOf(o.removed), revoke, false))
-	}
+	stmts := o.statements(ap.Role, ap.AppliedPrivileges)
 	// Record what is about to be granted before granting it, so that a
 	// crash in between never leaves a privilege this grant gave that it
 	// does not know to revoke.
@@ -363,6 +381,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	ap.AppliedObjects = slices.Sorted(slices.Values(mg.Spec.ForProvider.Objects))
 	ap.Privileges = o.want.Privileges
 	mg.SetConditions(xpv2.Available())
+	pending.Sent(mg, &ap.Plan)
 	return managed.ExternalUpdate{}, nil
 }
 
@@ -437,16 +456,26 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
 	found := drift.Fields{"member": strconv.FormatBool(got.Member), "withAdminOption": strconv.FormatBool(got.Admin)}
-	if management.ObserveOnly(mg) {
-		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
-		e.drifted(mg, found, true)
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
-	}
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
 	o.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
+		// Observed read-only, the membership is still reported.
 		mg.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonUnsupported, err.Error()))
-		return managed.ExternalObservation{}, err
+		if !management.ObserveOnly(mg) {
+			return managed.ExternalObservation{}, err
+		}
+	}
+	action := v1alpha1.PlanUpdate
+	if !got.Member {
+		action = v1alpha1.PlanCreate
+	}
+	if err == nil {
+		pending.Set(mg, &ap.Plan, action, o.stmts)
+	}
+	if management.ObserveOnly(mg) {
+		mg.SetConditions(v1alpha1.ObserveOnly(fmt.Sprintf("the membership of role %q in %q (member: %t)", ap.Role, ap.MemberOf, got.Member)))
+		e.drifted(mg, found, true)
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(o.stmts) == 0}, nil
 	}
 	if len(o.stmts) > 0 {
 		// Checked before any grant, against the catalog as it is now.
@@ -493,6 +522,7 @@ func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.Postg
 	}
 	ap.AppliedGrantOption = ap.AppliedGrantOption && admin
 	mg.SetConditions(xpv2.Available())
+	pending.Sent(mg, &ap.Plan)
 	return nil
 }
 

@@ -34,7 +34,7 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// Databases and roles these tests make by hand, as a DBA would:
 	// shared with the namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "o458"}},
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "mgroup_p", "o458"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })

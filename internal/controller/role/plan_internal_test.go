@@ -56,7 +56,7 @@ func TestPlan(t *testing.T) {
 			reason: "A new role's Secret holds no login: the first one is handed out, and no password is checked.",
 			mg:     role,
 			logins: func(*v1alpha1.PostgreSQLRole) map[string]postgres.ObservedLogin { return nil },
-			want:   want{work: work{rotate: "first login"}},
+			want:   want{work: work{rotate: "first login", target: "app_a"}},
 		},
 		"Steady": {
 			reason: "The Secret's login has its attributes and its password works: nothing to do, one check.",
@@ -107,7 +107,7 @@ func TestPlan(t *testing.T) {
 				return map[string]postgres.ObservedLogin{"app_b": {Name: "app_b", Role: asLogin(mg, true)}}
 			},
 			user: "app_b", works: true,
-			want: want{work: work{rotate: "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation"}, checked: []string{"app_b"}},
+			want: want{work: work{rotate: "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation", target: "app_a"}, checked: []string{"app_b"}},
 		},
 		"Scheduled": {
 			reason: "maxAge has passed since the active login was handed out.",
@@ -121,7 +121,7 @@ func TestPlan(t *testing.T) {
 				return map[string]postgres.ObservedLogin{"app_b": {Name: "app_b", Role: asLogin(mg, true)}}
 			},
 			user: "app_b", works: true,
-			want: want{work: work{rotate: "scheduled"}, checked: []string{"app_b"}},
+			want: want{work: work{rotate: "scheduled", target: "app_a"}, checked: []string{"app_b"}},
 		},
 		"TargetStillInGrace": {
 			reason: "The idle login is the previous one, still in its grace period: it gets no new password yet, and is not retired.",

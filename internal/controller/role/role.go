@@ -46,6 +46,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
@@ -370,6 +371,42 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postg
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
 
+func (kind) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
+
+// CreateStatements are create's: CREATE ROLE with the password the role
+// gets, redacted (an Alternating role's logins follow in the next
+// reconcile).
+func (kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) ([]string, error) {
+	if alternating(mg) {
+		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), "", string(mg.GetUID())), nil
+	}
+	verifier := ""
+	if setsPassword(mg) {
+		verifier = pending.Redacted
+	}
+	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg), verifier, string(mg.GetUID())), nil
+}
+
+// UpdateStatements are what taking over a role observed read-only would
+// change: its attributes, and the password the provider delivers. An
+// Observe-only resource never logs in as the role to check that password,
+// so the plan lists it even when the server may have it already. (A
+// managed role's plan comes from observeDrift, with that check.)
+func (kind) UpdateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) ([]string, error) {
+	// The plan is what the spec would change: the marker is the admin's
+	// to write, by the hand-over docs/credentials.md describes.
+	g := scoped(mg, *got)
+	g.Owner = string(mg.GetUID())
+	if alternating(mg) {
+		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), g, string(mg.GetUID())), nil
+	}
+	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg), g, string(mg.GetUID()))
+	if setsPassword(mg) {
+		stmts = append(stmts, postgres.SetPasswordStatement(mg.RoleName(), pending.Redacted))
+	}
+	return stmts, nil
+}
+
 func (k kind) Drift(mg *v1alpha1.PostgreSQLRole) (*v1alpha1.DriftStatus, drift.Recorder) {
 	return &mg.Status.AtProvider.DriftStatus, k.e.drift
 }
@@ -432,6 +469,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 		}
 		mg.SetConditions(expired(name, *exp))
+		pending.Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, stmts)
 		serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, len(stmts) == 0)
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
 	}
@@ -445,8 +483,12 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, err
 		}
 	}
-	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, len(stmts) == 0 && pwOK)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0 && pwOK, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
+	if !pwOK {
+		stmts = append(stmts, postgres.SetPasswordStatement(name, pending.Redacted))
+	}
+	pending.Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, stmts)
+	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, len(stmts) == 0)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0, ConnectionDetails: e.observedDetails(mg, name, pw)}, nil
 }
 
 // observedDetails are the details an observation publishes: none while a
@@ -478,6 +520,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 			return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 		}
 		applied(mg)
+		pending.Sent(mg, &mg.Status.AtProvider.Plan)
 		return managed.ExternalCreation{}, nil
 	}
 	pw, err := e.password(ctx, mg, true)
@@ -495,6 +538,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
 	applied(mg)
+	pending.Sent(mg, &mg.Status.AtProvider.Plan)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalCreation{ConnectionDetails: e.details(mg, mg.RoleName(), pw)}, nil
@@ -533,6 +577,7 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		}
 	}
 	applied(mg)
+	pending.Sent(mg, &mg.Status.AtProvider.Plan)
 	e.verified.set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, name, pw)}, nil
@@ -882,6 +927,12 @@ func desired(mg *v1alpha1.PostgreSQLRole) postgres.RoleAttributes {
 
 func login(mg *v1alpha1.PostgreSQLRole) bool {
 	return mg.Spec.ForProvider.Login != nil && *mg.Spec.ForProvider.Login
+}
+
+// setsPassword: the provider gives the role a password, from
+// passwordSecretRef or generated.
+func setsPassword(mg *v1alpha1.PostgreSQLRole) bool {
+	return login(mg) && (mg.Spec.ForProvider.PasswordSecretRef != nil || wantsGeneratedPassword(mg))
 }
 
 // wantsGeneratedPassword: a login role without passwordSecretRef that

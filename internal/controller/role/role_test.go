@@ -41,7 +41,7 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// Roles these tests make by hand, as a DBA would: shared with the
 	// namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "heir"}},
+	Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "readers_p", "heir"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })

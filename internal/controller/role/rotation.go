@@ -3,6 +3,7 @@ package role
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
@@ -284,8 +286,9 @@ type work struct {
 	// repair: the active login's password or attributes are not what the
 	// Secret and spec say.
 	repair bool
-	// rotate says why a rotation is due now ("" when none is).
-	rotate string
+	// rotate says why a rotation is due now ("" when none is), and target
+	// the login it hands out.
+	rotate, target string
 	// retire are logins that must stop accepting new logins.
 	retire []string
 	// endSessions is the previous login whose sessions are to end.
@@ -294,6 +297,37 @@ type work struct {
 
 func (w work) none() bool {
 	return len(w.base) == 0 && !w.repair && w.rotate == "" && len(w.retire) == 0 && w.endSessions == ""
+}
+
+// statements are what updateAlternating sends for w, in its order, with
+// the passwords it would generate shown as verifier.
+func (w work) statements(mg *v1alpha1.PostgreSQLRole, l *logins, verifier string) []string {
+	stmts := slices.Clone(w.base)
+	if w.repair {
+		a := l.active()
+		stmts = append(stmts, loginStatements(mg, a, verifier, l.roles[a].Role)...)
+	}
+	if w.rotate != "" {
+		stmts = append(stmts, loginStatements(mg, w.target, verifier, l.roles[w.target].Role)...)
+	}
+	for _, n := range w.retire {
+		stmts = append(stmts, retireStatements(mg, n, l)...)
+	}
+	if w.endSessions != "" {
+		stmts = append(stmts, postgres.EndSessionsStatement(w.endSessions))
+	}
+	return stmts
+}
+
+// loginStatements give login n of mg its attributes and the password
+// verifier; got is n as observed, nil when it does not exist.
+func loginStatements(mg *v1alpha1.PostgreSQLRole, n, verifier string, got *postgres.ObservedRole) []string {
+	return postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), true), verifier, got, string(mg.GetUID()))
+}
+
+// retireStatements take new logins from login n of mg.
+func retireStatements(mg *v1alpha1.PostgreSQLRole, n string, l *logins) []string {
+	return postgres.UpdateRoleStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), false), *l.roles[n].Role, string(mg.GetUID()))
 }
 
 // baseDesired are the role's own attributes in Alternating mode: it logs
@@ -313,10 +347,10 @@ func (l *logins) baseLogsIn() bool {
 	return r != nil && r.Login
 }
 
-// pending works out what an Alternating role needs, at now (plan), with
+// workOf works out what an Alternating role needs, at now (plan), with
 // the password check it may need: a login with the Secret's password, or
 // the stored verifier when the admin may read it.
-func (e *external) pending(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time) (work, error) {
+func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time) (work, error) {
 	return plan(mg, got, l, now, func(login string) (bool, error) {
 		return e.passwordWorks(ctx, mg, login, l.roles[login].Role, l.password)
 	})
@@ -356,6 +390,7 @@ func plan(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, no
 		if w.rotate, target, err = rotation(mg, l, now); err != nil {
 			return work{}, err
 		}
+		w.target = target
 	}
 	// The login a rotation is about to hand out is not retired after it
 	// (a stop after its password was set leaves it LOGIN, idle).
@@ -433,7 +468,7 @@ func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 	if err := track(mg, l, now); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	w, err := e.pending(ctx, mg, got, l, now)
+	w, err := e.workOf(ctx, mg, got, l, now)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
@@ -443,6 +478,7 @@ func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 		}
 	}
 	mg.SetConditions(availability(mg, got))
+	pending.Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, w.statements(mg, l, pending.Redacted))
 	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, w.none())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: w.none(), ConnectionDetails: e.activeDetails(mg, l)}, nil
 }
@@ -482,11 +518,10 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 	if err := track(mg, l, now); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	w, err := e.pending(ctx, mg, got, l, now)
+	w, err := e.workOf(ctx, mg, got, l, now)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
 	}
-	uid := string(mg.GetUID())
 	if len(w.base) > 0 {
 		if err := e.guarded(ctx, mg, w.base); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
@@ -506,8 +541,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 		}
 	}
 	for _, n := range w.retire {
-		stmts := postgres.UpdateRoleStatements(n, postgres.LoginAttributes(name, desired(mg), false), *l.roles[n].Role, uid)
-		if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
+		if err := postgres.Exec(ctx, e.conn.Pool, retireStatements(mg, n, l)); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrapf(err, "cannot retire login %q", n)
 		}
 		e.events.Event(mg, event.Normal(reasonRetired, fmt.Sprintf("login %q takes no new logins (NOLOGIN); %d session(s) of it go on", n, l.roles[n].Sessions)))
@@ -525,6 +559,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 		credential(mg).PreviousSessions = 0
 		e.events.Event(mg, event.Normal(reasonEndedSessions, fmt.Sprintf("ended %d session(s) of previous login %q (endSessionsAfter)", ended, n)))
 	}
+	pending.Sent(mg, &mg.Status.AtProvider.Plan)
 	return managed.ExternalUpdate{ConnectionDetails: e.activeDetails(mg, l)}, nil
 }
 
@@ -534,8 +569,7 @@ func (e *external) setLogin(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n,
 	if err != nil {
 		return errors.Wrap(err, errPassword)
 	}
-	stmts := postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), true), verifier, got, string(mg.GetUID()))
-	if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
+	if err := postgres.Exec(ctx, e.conn.Pool, loginStatements(mg, n, verifier, got)); err != nil {
 		return errors.Wrapf(err, "cannot set login %q", n)
 	}
 	e.verified.set(mg.GetUID(), pw)

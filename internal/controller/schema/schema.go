@@ -28,7 +28,9 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/locked"
+	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -131,20 +133,46 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 	if done {
 		return obs, err
 	}
-	name := mg.SchemaName()
 	want, err := e.desired(ctx, mg)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))
-	if len(stmts) > 0 {
+	upToDate, err := serverobject.Planned[*v1alpha1.PostgreSQLSchema, postgres.ObservedSchema](ctx, kind{e}, mg, got)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if !upToDate {
 		if err := e.checkBoundary(ctx, mg, "", want.Owner, got.Owner); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
 	mg.SetConditions(xpv2.Available())
-	serverobject.Drifted[*v1alpha1.PostgreSQLSchema, postgres.ObservedSchema](kind{e}, mg, got, len(stmts) == 0)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(stmts) == 0}, nil
+	serverobject.Drifted[*v1alpha1.PostgreSQLSchema, postgres.ObservedSchema](kind{e}, mg, got, upToDate)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+}
+
+func (kind) Plan(mg *v1alpha1.PostgreSQLSchema) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
+
+func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) ([]string, error) {
+	want, err := k.e.desired(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	return postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID())), nil
+}
+
+func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) ([]string, error) {
+	want, err := k.e.desired(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	g := *got
+	if management.ObserveOnly(mg) {
+		// An import's plan is what its spec would change: the marker is
+		// the admin's to write, by the hand-over its Conflict names.
+		g.MarkerOwner = string(mg.GetUID())
+	}
+	return postgres.UpdateSchemaStatements(mg.SchemaName(), want, g, string(mg.GetUID())), nil
 }
 
 func (k kind) Drift(mg *v1alpha1.PostgreSQLSchema) (*v1alpha1.DriftStatus, drift.Recorder) {
@@ -244,7 +272,11 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	err = postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {
 		return postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID())))
 	})
-	return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
+	}
+	pending.Sent(mg, &mg.Status.AtProvider.Plan)
+	return managed.ExternalCreation{}, nil
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalUpdate, error) {
@@ -259,6 +291,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	}
 	stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))
 	if len(stmts) == 0 {
+		pending.Sent(mg, &mg.Status.AtProvider.Plan)
 		return managed.ExternalUpdate{}, nil
 	}
 	// Only the owner alters a schema; giving it away needs SET ROLE to the
@@ -267,8 +300,11 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if want.Owner != "" && want.Owner != got.Owner {
 		needs = append(needs, postgres.RoleNeed{Role: want.Owner, Set: true, Inherit: true})
 	}
-	err = postgres.ActingAs(ctx, e.pool, needs, func() error { return postgres.Exec(ctx, e.pool, stmts) })
-	return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
+	if err := postgres.ActingAs(ctx, e.pool, needs, func() error { return postgres.Exec(ctx, e.pool, stmts) }); err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
+	}
+	pending.Sent(mg, &mg.Status.AtProvider.Plan)
+	return managed.ExternalUpdate{}, nil
 }
 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalDelete, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/drift"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 )
 
 // ErrGone is returned by a Kind's Observe when the object cannot be read
@@ -81,6 +82,40 @@ type Drifter[T resource.Managed, O any] interface {
 	Drift(mg T) (*v1alpha1.DriftStatus, drift.Recorder)
 }
 
+// A Planner is a Kind that shows the statements its next step would
+// send (package pending), computed by the builders that send them.
+type Planner[T resource.Managed, O any] interface {
+	// Plan is where mg records its plan.
+	Plan(mg T) **v1alpha1.Plan
+	// CreateStatements are what creating mg's object sends.
+	CreateStatements(ctx context.Context, mg T) ([]string, error)
+	// UpdateStatements are what bringing got to mg's spec sends.
+	UpdateStatements(ctx context.Context, mg T, got *O) ([]string, error)
+}
+
+// Planned records in mg the plan of action: the statements a Planner
+// computes for got (nil: absent, the create). It returns whether nothing
+// is pending. Kinds that are not Planners plan nothing and are up to
+// date.
+func Planned[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T, got *O) (bool, error) {
+	p, ok := k.(Planner[T, O])
+	if !ok {
+		return true, nil
+	}
+	action, stmts, err := v1alpha1.PlanUpdate, []string(nil), error(nil)
+	if got == nil {
+		action = v1alpha1.PlanCreate
+		stmts, err = p.CreateStatements(ctx, mg)
+	} else {
+		stmts, err = p.UpdateStatements(ctx, mg, got)
+	}
+	if err != nil {
+		return false, err
+	}
+	pending.Set(mg, p.Plan(mg), action, stmts)
+	return len(stmts) == 0, nil
+}
+
 // Drifted tells k's drift recorder what an observation of mg found: got,
 // in line with the spec or not (inSync). Kinds that are not Drifters
 // report nothing.
@@ -122,7 +157,13 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		if err := oninstance.CheckProvisioning(in); err != nil {
 			return nil, managed.ExternalObservation{}, true, err
 		}
-		return nil, managed.ExternalObservation{}, true, k.CheckCreate(ctx, mg)
+		if err := k.CheckCreate(ctx, mg); err != nil {
+			return nil, managed.ExternalObservation{}, true, err
+		}
+		// With managementPolicies [Observe] the plan is what widening
+		// them would create.
+		_, err := Planned(ctx, k, mg, nil)
+		return nil, managed.ExternalObservation{}, true, err
 	}
 	switch oninstance.OwnershipOf(mg, o.Marker) {
 	case oninstance.Owned:
@@ -151,9 +192,11 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		mg.SetConditions(v1alpha1.ObserveOnly(what))
 		// Changes made on the server are reported, never corrected.
 		Drifted(k, mg, o.Object, true)
+		// The dry run: what widening the policies would send.
+		upToDate, err := Planned(ctx, k, mg, o.Object)
 		// An import publishes nothing: what it holds is not the
 		// provider's to hand out.
-		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, true, nil
+		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, true, err
 	}
 	return o.Object, managed.ExternalObservation{}, false, nil
 }

@@ -51,6 +51,21 @@ func (fake) Foreign(context.Context, *v1alpha1.PostgreSQLRole, *object, string) 
 }
 func (f fake) Record(*v1alpha1.PostgreSQLRole, *object) { *f.recorded = true }
 
+// planner is the fake kind with a plan: create and update statements as
+// scripted.
+type planner struct {
+	fake
+	create, update []string
+}
+
+func (planner) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
+func (p planner) CreateStatements(context.Context, *v1alpha1.PostgreSQLRole) ([]string, error) {
+	return p.create, nil
+}
+func (p planner) UpdateStatements(context.Context, *v1alpha1.PostgreSQLRole, *object) ([]string, error) {
+	return p.update, nil
+}
+
 func TestObserve(t *testing.T) {
 	const uid, instanceUID, server = "role-uid", "instance-uid", "7000"
 	errCatalog := errors.New("catalog unreachable")
@@ -71,6 +86,15 @@ func TestObserve(t *testing.T) {
 		Recorded   bool
 		BoundTo    string
 		BoundToSys string
+		// Plan is the plan's summary, Pending the UpToDate condition's
+		// reason.
+		Plan    string
+		Pending xpv2.ConditionReason
+	}
+	withPlan := func(create, update []string) func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] {
+		return func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] {
+			return planner{fake: f, create: create, update: update}
+		}
 	}
 	cases := map[string]struct {
 		reason string
@@ -156,6 +180,36 @@ func TestObserve(t *testing.T) {
 			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
 		},
+		"AbsentPlansTheCreate": {
+			reason: "The plan of an absent object is its create, after the kind's checks.",
+			f:      fake{observed: absent},
+			kind:   withPlan([]string{"CREATE ROLE app", "COMMENT ON ROLE app IS 'x'"}, nil),
+			want: want{Done: true, Checked: true, BoundTo: instanceUID, BoundToSys: server,
+				Plan: "Create: 2 statements", Pending: v1alpha1.ReasonChangesPending},
+		},
+		"AbsentRefusedPlansNothing": {
+			reason: "A create the kind refuses has no plan: nothing would be sent.",
+			f:      fake{observed: absent, refuse: errRefused},
+			kind:   withPlan([]string{"CREATE ROLE app"}, nil),
+			want:   want{Done: true, Err: errRefused.Error(), Checked: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"ImportWithChangesPending": {
+			reason: "The dry run: an import that differs from the spec is not up to date, and its plan is what widening the policies would send.",
+			f:      fake{observed: exists("")},
+			kind:   withPlan(nil, []string{"ALTER ROLE app CONNECTION LIMIT 5"}),
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server,
+				Plan: "Update: 1 statement", Pending: v1alpha1.ReasonChangesPending},
+		},
+		"ImportAsTheSpecAsks": {
+			reason: "An import the spec matches has nothing pending.",
+			f:      fake{observed: exists("")},
+			kind:   withPlan(nil, nil),
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server, Pending: v1alpha1.ReasonNoChangesPending},
+		},
 		"Owned": {
 			reason: "An owned object is recorded and handed back for the kind to compare.",
 			f:      fake{observed: exists(uid)},
@@ -185,6 +239,10 @@ func TestObserve(t *testing.T) {
 				Got: got != nil, Obs: obs, Done: done, Reason: mg.GetCondition(xpv2.TypeReady).Reason,
 				Checked: checked, Recorded: recorded,
 				BoundTo: mg.Status.AtProvider.InstanceUID, BoundToSys: mg.Status.AtProvider.SystemIdentifier,
+				Pending: mg.GetCondition(v1alpha1.TypeUpToDate).Reason,
+			}
+			if p := mg.Status.AtProvider.Plan; p != nil {
+				w.Plan = p.Summary
 			}
 			if err != nil {
 				w.Err, w.ErrIs = tc.want.Err, tc.want.ErrIs

@@ -1,0 +1,73 @@
+package role_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
+// shows its plan and sends nothing; widened, the provider sends the plan,
+// statement for statement, passwords redacted on both sides.
+func TestPlanIsTheTruth(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE readers_p NOLOGIN")
+	cases := map[string]struct {
+		login    bool
+		existing func(r *v1alpha1.PostgreSQLRole)
+		change   func(r *v1alpha1.PostgreSQLRole)
+		says     []string
+	}{
+		"Create": {
+			change: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](3) },
+			says:   []string{"CREATE ROLE", "CONNECTION LIMIT 3"},
+		},
+		"CreateLogin": {
+			login:  true,
+			change: func(r *v1alpha1.PostgreSQLRole) {},
+			says:   []string{"CREATE ROLE", "LOGIN", "PASSWORD '<redacted>'"},
+		},
+		"Attributes": {
+			existing: func(r *v1alpha1.PostgreSQLRole) {},
+			change: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](4)
+				r.Spec.ForProvider.CreateDB = ptr.To(true)
+			},
+			says: []string{"CREATEDB", "CONNECTION LIMIT 4"},
+		},
+		"Membership": {
+			existing: func(r *v1alpha1.PostgreSQLRole) {},
+			change:   func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"readers_p"} },
+			says:     []string{`GRANT "readers_p" TO`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			role := "rp_" + strings.ToLower(name)
+			r := newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.Name = ptr.To(role)
+				r.Spec.ForProvider.Login = ptr.To(tc.login)
+			})
+			if tc.existing != nil {
+				tc.existing(r)
+				env.CreateForTest(ctx, t, r)
+				env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+			}
+			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), r) })
+			plan := strings.Join(env.PlanIsTheTruth(ctx, t, r, env.Preview(r, tc.existing == nil, func() { tc.change(r) }), role), "\n")
+			for _, want := range tc.says {
+				if !strings.Contains(plan, want) {
+					t.Errorf("the plan does not say %q:\n%s", want, plan)
+				}
+			}
+		})
+	}
+}

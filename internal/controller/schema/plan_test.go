@@ -1,0 +1,78 @@
+package schema_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+)
+
+// TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
+// shows its plan and sends nothing; widened, the provider sends the plan,
+// statement for statement.
+func TestPlanIsTheTruth(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	heir := &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "heir-s", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
+			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("heir_s")},
+		},
+	}
+	env.CreateForTest(ctx, t, heir)
+	env.Ready(ctx, t, heir, corev1.ConditionTrue, xpv2.ReasonAvailable)
+
+	cases := map[string]struct {
+		existing func(s *v1alpha1.PostgreSQLSchema)
+		change   func(s *v1alpha1.PostgreSQLSchema)
+		says     []string
+	}{
+		"Create": {
+			change: func(s *v1alpha1.PostgreSQLSchema) {
+				s.Spec.ForProvider.Comment = ptr.To("planned")
+				s.Spec.ForProvider.RevokePublicPrivileges = true
+			},
+			says: []string{"CREATE SCHEMA", "COMMENT ON SCHEMA"},
+		},
+		"Comment": {
+			existing: func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("before") },
+			change:   func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("after") },
+			says:     []string{"COMMENT ON SCHEMA", "after"},
+		},
+		"Owner": {
+			existing: func(s *v1alpha1.PostgreSQLSchema) {},
+			change: func(s *v1alpha1.PostgreSQLSchema) {
+				s.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: heir.Name}
+			},
+			says: []string{`OWNER TO "heir_s"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			schema := "plan_" + strings.ToLower(name)
+			s := newSchema(strings.ReplaceAll(schema, "_", "-"), "postgres", func(s *v1alpha1.PostgreSQLSchema) {
+				s.Spec.ForProvider.Name = ptr.To(schema)
+			})
+			if tc.existing != nil {
+				tc.existing(s)
+				env.CreateForTest(ctx, t, s)
+				env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+			}
+			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), s) })
+			plan := strings.Join(env.PlanIsTheTruth(ctx, t, s, env.Preview(s, tc.existing == nil, func() { tc.change(s) }), schema), "\n")
+			for _, want := range tc.says {
+				if !strings.Contains(plan, want) {
+					t.Errorf("the plan does not say %q:\n%s", want, plan)
+				}
+			}
+		})
+	}
+}
