@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
@@ -22,6 +23,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/grant"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
 	"github.com/ayatori/provider-postgresql/internal/controller/lock"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/role"
 	pgschema "github.com/ayatori/provider-postgresql/internal/controller/schema"
 	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
@@ -125,7 +127,14 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 // and the pools': the age of each managed credential, and the changes
 // made on the server outside the provider.
 func Collectors(kube client.Reader) []prometheus.Collector {
-	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}, drift.Detected}
+	plans := pending.Metrics{Kube: kube, Lists: map[string]func() resource.ManagedList{
+		v1alpha1.PostgreSQLRoleKind:              func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
+		v1alpha1.PostgreSQLDatabaseKind:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDatabaseList{} },
+		v1alpha1.PostgreSQLSchemaKind:            func() resource.ManagedList { return &v1alpha1.PostgreSQLSchemaList{} },
+		v1alpha1.PostgreSQLGrantKind:             func() resource.ManagedList { return &v1alpha1.PostgreSQLGrantList{} },
+		v1alpha1.PostgreSQLDefaultPrivilegesKind: func() resource.ManagedList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} },
+	}}
+	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}, drift.Detected, plans}
 }
 
 // ManagedKinds are the names of the managed kinds the provider polls.
