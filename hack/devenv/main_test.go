@@ -214,6 +214,61 @@ func TestDev(t *testing.T) {
 		}
 	})
 
+	t.Run("PreviewApplyAudit", func(t *testing.T) {
+		// The README's preview, apply and audit commands, as written.
+		steps := readmeSteps(t, root, "# preview", "# plan", "# apply", "# audit")
+		if len(steps) != 4 {
+			t.Fatalf("the README has %d of the preview, plan, apply and audit commands: %q", len(steps), steps)
+		}
+		sh := func(line string) string {
+			t.Helper()
+			cmd := exec.CommandContext(ctx, "bash", "-c", line)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(state, "kubeconfig"), "PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"))
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, b)
+			}
+			return string(b)
+		}
+		limit := func() int {
+			t.Helper()
+			c, err := providertest.ConnectWithSecret(ctx, secretData(ctx, t, kube, "orders-postgresql"), "orders")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx) //nolint:errcheck // Test.
+			var n int
+			if err := c.QueryRow(ctx, "SELECT datconnlimit FROM pg_database WHERE datname = 'orders'").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := limit()
+		sh(steps[0]) // The patch with managementPolicies [Observe].
+		var plan string
+		err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) {
+			plan = sh(steps[1])
+			return strings.Contains(plan, "CONNECTION LIMIT 5"), nil
+		})
+		if err != nil {
+			t.Fatalf("the preview shows no plan: %q", plan)
+		}
+		time.Sleep(3 * time.Second)
+		if n := limit(); n != before {
+			t.Errorf("the preview changed the connection limit: %d, was %d", n, before)
+		}
+		sh(steps[2]) // Widen the policies.
+		err = providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) { return limit() == 5, nil })
+		if err != nil {
+			t.Fatalf("widening the policies did not apply the plan: the limit is %d", limit())
+		}
+		audit := sh(steps[3])
+		if !strings.Contains(audit, "PENDING") || !strings.Contains(audit, "postgresqldatabase.database.ayatori.ddupan.top/orders") {
+			t.Errorf("the audit lists:\n%s", audit)
+		}
+	})
+
 	if pid, alive := running(filepath.Join(state, "devenv.pid")); !alive || pid != os.Getpid() {
 		t.Errorf("the pid file says %d (alive %t), want this process %d", pid, alive, os.Getpid())
 	}
@@ -382,4 +437,32 @@ func scrape(ctx context.Context, t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// readmeSteps returns the README's command lines that carry each of the
+// comments, in order, the comment cut off.
+func readmeSteps(t *testing.T, root string, comments ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, c := range comments {
+			if cmd, _, ok := strings.Cut(line, "   "+c); ok && strings.HasPrefix(line, "kubectl ") {
+				steps = append(steps, strings.TrimSpace(cmd))
+			}
+		}
+	}
+	return steps
+}
+
+func secretData(ctx context.Context, t *testing.T, kube client.Client, name string) map[string][]byte {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, sec); err != nil {
+		t.Fatal(err)
+	}
+	return sec.Data
 }
