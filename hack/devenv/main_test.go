@@ -254,6 +254,20 @@ func TestDev(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the preview shows no plan: %q", plan)
 		}
+		// The metrics name the preview left pending.
+		addr := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(text)
+		if addr == nil {
+			t.Fatalf("the output names no metrics address:\n%s", text)
+		}
+		body := scrape(ctx, t, addr[1])
+		for _, want := range []string{
+			`provider_postgresql_plans_pending{kind="PostgreSQLDatabase",observe_only="true"} 1`,
+			`provider_postgresql_plan_statements{kind="PostgreSQLDatabase",name="orders",namespace="shop",observe_only="true"} 1`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("the metrics do not say %s", want)
+			}
+		}
 		time.Sleep(3 * time.Second)
 		if n := limit(); n != before {
 			t.Errorf("the preview changed the connection limit: %d, was %d", n, before)
@@ -262,6 +276,12 @@ func TestDev(t *testing.T) {
 		err = providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) { return limit() == 5, nil })
 		if err != nil {
 			t.Fatalf("widening the policies did not apply the plan: the limit is %d", limit())
+		}
+		err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			return strings.Contains(scrape(ctx, t, addr[1]), `provider_postgresql_plans_pending{kind="PostgreSQLDatabase",observe_only="true"} 0`), nil
+		})
+		if err != nil {
+			t.Error("the metrics still count the applied plan as pending")
 		}
 		audit := sh(steps[3])
 		if !strings.Contains(audit, "PENDING") || !strings.Contains(audit, "postgresqldatabase.database.ayatori.ddupan.top/orders") {
