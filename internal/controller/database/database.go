@@ -149,6 +149,12 @@ func (k kind) Plan(mg *v1alpha1.PostgreSQLDatabase) **v1alpha1.Plan {
 	return &mg.Status.AtProvider.Plan
 }
 
+// DeleteStatements are the drop, WITH (FORCE) when the spec asks to end
+// the sessions.
+func (kind) DeleteStatements(mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase) []string {
+	return []string{postgres.DropDatabaseStatement(mg.DatabaseName(), mg.Spec.ForProvider.TerminateConnectionsOnDelete)}
+}
+
 // CreateStatements are CREATE DATABASE and what follows it, then the
 // extensions as they would be installed in a database that has none.
 func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) ([]string, error) {
@@ -406,7 +412,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		}
 	}
 	err = e.actingAs(ctx, needs, func() error {
-		return postgres.ExecEach(ctx, e.conn.Pool, []string{postgres.DropDatabaseStatement(name, force)})
+		return postgres.ExecEach(ctx, e.conn.Pool, kind{e}.DeleteStatements(mg, got))
 	})
 	if err != nil {
 		if postgres.IsCode(err, postgres.CodeObjectInUse) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -91,5 +93,26 @@ func TestPlanIsTheTruth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeletePlanIsTheTruth: a database whose drop waits for its sessions
+// shows the drop it will send, and sends exactly that once they end.
+func TestDeletePlanIsTheTruth(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	d := newDatabase("plan-drop", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.Name = ptr.To("plan_drop")
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.CreateForTest(ctx, t, d)
+	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	session, err := env.Postgres.Connect(ctx, "plan_drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := env.DeletePlanIsTheTruth(ctx, t, d, func() { _ = session.Close(ctx) }, "plan_drop")
+	if diff := cmp.Diff([]string{`DROP DATABASE IF EXISTS "plan_drop"`}, plan); diff != "" {
+		t.Errorf("the drop's plan (-want +got):\n%s", diff)
 	}
 }

@@ -76,3 +76,22 @@ func TestPlanIsTheTruth(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletePlanIsTheTruth: a schema whose drop (RESTRICT) is refused
+// while it holds a table shows the drop it retries, and sends exactly
+// that once the table is gone.
+func TestDeletePlanIsTheTruth(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	s := newSchema("plan-drop", "postgres", func(s *v1alpha1.PostgreSQLSchema) {
+		s.Spec.ForProvider.Name = ptr.To("plan_drop")
+		s.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.CreateForTest(ctx, t, s)
+	env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.AdminSQL(ctx, t, "postgres", "CREATE TABLE plan_drop.kept (id int)")
+	plan := env.DeletePlanIsTheTruth(ctx, t, s, func() { env.AdminSQL(ctx, t, "postgres", "DROP TABLE plan_drop.kept") }, "plan_drop")
+	if want := `DROP SCHEMA IF EXISTS "plan_drop" RESTRICT`; len(plan) != 1 || plan[0] != want {
+		t.Errorf("the drop's plan is %q, want [%s]", plan, want)
+	}
+}

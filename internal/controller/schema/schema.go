@@ -153,6 +153,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (
 
 func (kind) Plan(mg *v1alpha1.PostgreSQLSchema) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
 
+// DeleteStatements are the drop: CASCADE when the spec asks for it,
+// RESTRICT otherwise.
+func (kind) DeleteStatements(mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema) []string {
+	return []string{postgres.DropSchemaStatement(mg.SchemaName(), mg.Spec.ForProvider.CascadeOnDelete)}
+}
+
 func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) ([]string, error) {
 	want, err := k.e.desired(ctx, mg)
 	if err != nil {
@@ -322,7 +328,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	}
 	// Only its owner drops a schema.
 	err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
-		return postgres.Exec(ctx, e.pool, []string{postgres.DropSchemaStatement(name, mg.Spec.ForProvider.CascadeOnDelete)})
+		return postgres.Exec(ctx, e.pool, kind{e}.DeleteStatements(mg, nil))
 	})
 	if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 		return managed.ExternalDelete{}, errors.Wrapf(err, "schema %q is not dropped while it holds objects (DROP SCHEMA … RESTRICT); the drop is retried with back-off. "+

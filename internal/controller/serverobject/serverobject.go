@@ -93,6 +93,14 @@ type Planner[T resource.Managed, O any] interface {
 	UpdateStatements(ctx context.Context, mg T, got *O) ([]string, error)
 }
 
+// A DeletePlanner is a Planner that also shows what deleting its object
+// sends.
+type DeletePlanner[T resource.Managed, O any] interface {
+	Plan(mg T) **v1alpha1.Plan
+	// DeleteStatements are what Delete sends to drop got.
+	DeleteStatements(mg T, got *O) []string
+}
+
 // Planned records in mg the plan of action: the statements a Planner
 // computes for got (nil: absent, the create). It returns whether nothing
 // is pending. Kinds that are not Planners plan nothing and are up to
@@ -182,6 +190,11 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 	}
 	k.Record(mg, o.Object)
 	if meta.WasDeleted(mg) {
+		// Shown while the drop is refused (sessions, objects in the way)
+		// and retried.
+		if d, ok := k.(DeletePlanner[T, O]); ok && management.Deletes(mg) {
+			pending.Set(mg, d.Plan(mg), v1alpha1.PlanDelete, d.DeleteStatements(mg, o.Object))
+		}
 		return nil, managed.ExternalObservation{ResourceExists: true}, true, nil
 	}
 	if management.ObserveOnly(mg) {

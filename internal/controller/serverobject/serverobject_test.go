@@ -55,8 +55,10 @@ func (f fake) Record(*v1alpha1.PostgreSQLRole, *object) { *f.recorded = true }
 // scripted.
 type planner struct {
 	fake
-	create, update []string
+	create, update, drop []string
 }
+
+func (p planner) DeleteStatements(*v1alpha1.PostgreSQLRole, *object) []string { return p.drop }
 
 func (planner) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
 func (p planner) CreateStatements(context.Context, *v1alpha1.PostgreSQLRole) ([]string, error) {
@@ -209,6 +211,28 @@ func TestObserve(t *testing.T) {
 			mg:     observeOnly,
 			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server, Pending: v1alpha1.ReasonNoChangesPending},
+		},
+		"OwnedWhileDeletingPlansTheDrop": {
+			reason: "Deleting with the Delete policy shows the drop while it is retried.",
+			f:      fake{observed: exists(uid)},
+			kind: func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] {
+				return planner{fake: f, drop: []string{"DROP ROLE app"}}
+			},
+			mg: deleting,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true}, Recorded: true, BoundTo: instanceUID, BoundToSys: server,
+				Plan: "Delete: 1 statement", Pending: v1alpha1.ReasonChangesPending},
+		},
+		"OwnedWhileDeletingWithoutTheDeletePolicy": {
+			reason: "Without the Delete policy, deleting the resource leaves the object: nothing is planned.",
+			f:      fake{observed: exists(uid)},
+			kind: func(f fake) Kind[*v1alpha1.PostgreSQLRole, object] {
+				return planner{fake: f, drop: []string{"DROP ROLE app"}}
+			},
+			mg: func(r *v1alpha1.PostgreSQLRole) {
+				deleting(r)
+				r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate}
+			},
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true}, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"Owned": {
 			reason: "An owned object is recorded and handed back for the kind to compare.",
