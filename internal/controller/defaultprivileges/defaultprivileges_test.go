@@ -30,7 +30,7 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// The schema and roles these tests make by hand, as a DBA would,
 	// are shared with the namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}, AllowMembershipOf: []string{"o458", "o458p"}},
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres"}, AllowMembershipOf: []string{"o458", "o458p", "o458d"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })
