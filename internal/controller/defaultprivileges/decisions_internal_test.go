@@ -172,7 +172,9 @@ func TestCreateDeleteStatements(t *testing.T) {
 		},
 		"DeleteRevokesOnlyWhatItGave": {
 			mg: newDefaults(func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
-				d.Status.AtProvider.AppliedPrivileges = []string{"SELECT"}
+				d.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+				ap := &d.Status.AtProvider
+				ap.Role, ap.Owner, ap.Database, ap.Schema, ap.AppliedPrivileges = "reader", "app_owner", "app", "sales", []string{"SELECT"}
 			}),
 			answers: []fakedb.Answer{defaults(170000, true, true, true, "SELECT", "INSERT"), fakedb.ActsAsAnyRole(170000)},
 			delete:  true,
@@ -187,6 +189,7 @@ func TestCreateDeleteStatements(t *testing.T) {
 			if _, err := e.Observe(ctx, c.mg); err != nil {
 				t.Fatalf("Observe: %v", err)
 			}
+			plan := c.mg.Status.AtProvider.Plan
 			var err error
 			if c.delete {
 				_, err = e.Delete(ctx, c.mg)
@@ -197,6 +200,7 @@ func TestCreateDeleteStatements(t *testing.T) {
 				t.Fatal(err)
 			}
 			decision.Sent(t, db, c.want)
+			decision.Planned(t, plan, c.want)
 			if c.wantIntent == nil {
 				return
 			}

@@ -191,7 +191,11 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	ap.Privileges = postgres.HeldByAll(privileges, p.WithGrantOption, []postgres.Held{got.Held})
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
-		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{got.Held})) > 0}, nil
+		stmts := o.deleteStatements(ap)
+		if management.Deletes(mg) {
+			pending.Set(mg, &ap.Plan, v1alpha1.PlanDelete, stmts)
+		}
+		return managed.ExternalObservation{ResourceExists: len(stmts) > 0}, nil
 	}
 	found := drift.Observation{Found: drift.Fields{"privileges": strings.Join(ap.Privileges, ",")}, ObserveOnly: management.ObserveOnly(mg)}
 	o.plan = postgres.PlanPrivileges(o.want, []postgres.Held{got.Held})
@@ -252,6 +256,13 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 	return managed.ExternalUpdate{}, nil
 }
 
+// deleteStatements are what Delete sends: the revocation of the default
+// privileges the resource gave (ap's applied ones) that are still held.
+func (o *observation) deleteStatements(ap *v1alpha1.PostgreSQLDefaultPrivilegesObservation) []string {
+	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{o.held})
+	return postgres.DefaultPrivilegesStatements(ap.Role, o.target, postgres.PrivilegePlan{Revoke: revoke}, false)
+}
+
 // statements are what Update sends for the plan o holds.
 func (o *observation) statements(role string) []string {
 	return postgres.DefaultPrivilegesStatements(role, o.target, o.plan, o.want.GrantOption)
@@ -264,9 +275,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPri
 		return managed.ExternalDelete{}, err
 	}
 	ap := &mg.Status.AtProvider
-	revoke := privilege.Revocable(ap.AppliedPrivileges, []postgres.Held{o.held})
-	stmts := postgres.DefaultPrivilegesStatements(ap.Role, o.target, postgres.PrivilegePlan{Revoke: revoke}, false)
-	if err := e.asOwner(ctx, o, stmts); err != nil {
+	if err := e.asOwner(ctx, o, o.deleteStatements(ap)); err != nil {
 		return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 	}
 	ap.AppliedPrivileges, ap.AppliedGrantOption = nil, false

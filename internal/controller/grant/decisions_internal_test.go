@@ -207,7 +207,9 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		},
 		"DeleteRevokesWhatItGranted": {
 			mg: newGrant(func(g *v1alpha1.PostgreSQLGrant) {
-				g.Status.AtProvider.AppliedPrivileges = []string{"SELECT"}
+				g.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+				ap := &g.Status.AtProvider
+				ap.Role, ap.Database, ap.Schema, ap.AppliedPrivileges = "reader", "app", "sales", []string{"SELECT"}
 			}),
 			answers: []fakedb.Answer{grantRows(170000, true, object{name: "orders", found: true, held: []string{"SELECT", "INSERT"}, owners: "alice"}), fakedb.ActsAsAnyRole(170000)},
 			delete:  true,
@@ -222,6 +224,7 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			if _, err := e.Observe(ctx, c.mg); err != nil {
 				t.Fatalf("Observe: %v", err)
 			}
+			plan := c.mg.Status.AtProvider.Plan
 			var err error
 			if c.delete {
 				_, err = e.Delete(ctx, c.mg)
@@ -232,6 +235,7 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 				t.Fatal(err)
 			}
 			decision.Sent(t, db, c.want)
+			decision.Planned(t, plan, c.want)
 			if c.wantIntent == nil {
 				return
 			}

@@ -267,8 +267,11 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if meta.WasDeleted(mg) {
-		all := append(slices.Clone(o.objects), o.removed...)
-		return managed.ExternalObservation{ResourceExists: len(privilege.Revocable(ap.AppliedPrivileges, heldOf(all))) > 0}, nil
+		stmts := o.deleteStatements(ap)
+		if management.Deletes(mg) {
+			pending.Set(mg, &ap.Plan, v1alpha1.PlanDelete, stmts)
+		}
+		return managed.ExternalObservation{ResourceExists: len(stmts) > 0}, nil
 	}
 	if missing := intersect(got.Missing, p.Objects); len(missing) > 0 {
 		msg := fmt.Sprintf("waiting for %s %s to exist in schema %q of database %q", strings.ToLower(string(p.ObjectType)), strings.Join(missing, ", "), ap.Schema, ap.Database)
@@ -293,6 +296,26 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	pending.Set(mg, &ap.Plan, action, o.statements(ap.Role, ap.AppliedPrivileges))
 	e.drifted(mg, found, obs.ResourceUpToDate)
 	return e.guard(ctx, mg, obs)
+}
+
+// deleteStatements are what Delete sends: the revocation of what the
+// grant gave (ap's applied privileges, membership or admin option) and
+// the grantee still holds.
+func (o *grantObservation) deleteStatements(ap *v1alpha1.PostgreSQLGrantObservation) []string {
+	if o.membership != nil {
+		switch {
+		case ap.AppliedMembership:
+			return []string{postgres.RevokeMembershipStatement(ap.Role, ap.MemberOf)}
+		case ap.AppliedGrantOption && o.membership.Admin:
+			return []string{"REVOKE ADMIN OPTION FOR " + postgres.QuoteIdentifier(ap.MemberOf) + " FROM " + postgres.QuoteIdentifier(ap.Role)}
+		}
+		return nil
+	}
+	all := append(slices.Clone(o.objects), o.removed...)
+	if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
+		return []string{postgres.RevokeStatement(ap.Role, o.target, refsOf(all), revoke, false)}
+	}
+	return nil
 }
 
 // statements are what Update sends for the privileges o found: grants
@@ -392,19 +415,8 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 		return managed.ExternalDelete{}, err
 	}
 	ap := &mg.Status.AtProvider
-	var stmts []string
-	if mg.Spec.ForProvider.ObjectType == v1alpha1.GrantObjectMembership {
-		switch {
-		case ap.AppliedMembership:
-			stmts = append(stmts, postgres.RevokeMembershipStatement(ap.Role, ap.MemberOf))
-		case ap.AppliedGrantOption && o.membership.Admin:
-			stmts = append(stmts, "REVOKE ADMIN OPTION FOR "+postgres.QuoteIdentifier(ap.MemberOf)+" FROM "+postgres.QuoteIdentifier(ap.Role))
-		}
-	} else {
-		all := append(slices.Clone(o.objects), o.removed...)
-		if revoke := privilege.Revocable(ap.AppliedPrivileges, heldOf(all)); len(revoke) > 0 {
-			stmts = append(stmts, postgres.RevokeStatement(ap.Role, o.target, refsOf(all), revoke, false))
-		}
+	stmts := o.deleteStatements(ap)
+	if mg.Spec.ForProvider.ObjectType != v1alpha1.GrantObjectMembership {
 		if err := e.asOwners(ctx, o, stmts); err != nil {
 			return managed.ExternalDelete{}, errors.Wrap(err, privilege.ErrRevoke)
 		}
@@ -453,6 +465,9 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	if meta.WasDeleted(mg) {
+		if management.Deletes(mg) {
+			pending.Set(mg, &ap.Plan, v1alpha1.PlanDelete, o.deleteStatements(ap))
+		}
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
 	found := drift.Fields{"member": strconv.FormatBool(got.Member), "withAdminOption": strconv.FormatBool(got.Admin)}
