@@ -86,10 +86,10 @@ func LoginAttributes(base string, want RoleAttributes, login bool) RoleAttribute
 const endSessionsSQL = `SELECT pg_catalog.count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(a.pid))
   FROM pg_catalog.pg_stat_activity a WHERE a.usename = $1 AND a.pid <> pg_catalog.pg_backend_pid()`
 
-// EndSessionsStatement is EndSessions' query as a plan shows it, the role
-// in place of its parameter.
+// EndSessionsStatement is EndSessions' query as a plan shows it: the
+// role in place of its parameter, as the server logs it.
 func EndSessionsStatement(role string) string {
-	return strings.Replace(strings.Join(strings.Fields(endSessionsSQL), " "), "$1", QuoteLiteral(role), 1)
+	return strings.Replace(endSessionsSQL, "$1", QuoteLiteral(role), 1)
 }
 
 // LoginStatements return the statements that give role name the

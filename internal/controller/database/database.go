@@ -151,8 +151,8 @@ func (k kind) Plan(mg *v1alpha1.PostgreSQLDatabase) **v1alpha1.Plan {
 
 // DeleteStatements are the drop, WITH (FORCE) when the spec asks to end
 // the sessions.
-func (kind) DeleteStatements(mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase) []string {
-	return []string{postgres.DropDatabaseStatement(mg.DatabaseName(), mg.Spec.ForProvider.TerminateConnectionsOnDelete)}
+func (kind) DeleteStatements(_ context.Context, mg *v1alpha1.PostgreSQLDatabase, _ *postgres.ObservedDatabase) ([]string, error) {
+	return []string{postgres.DropDatabaseStatement(mg.DatabaseName(), mg.Spec.ForProvider.TerminateConnectionsOnDelete)}, nil
 }
 
 // CreateStatements are CREATE DATABASE and what follows it, then the
@@ -412,7 +412,11 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		}
 	}
 	err = e.actingAs(ctx, needs, func() error {
-		return postgres.ExecEach(ctx, e.conn.Pool, kind{e}.DeleteStatements(mg, got))
+		stmts, err := kind{e}.DeleteStatements(ctx, mg, got)
+		if err != nil {
+			return err
+		}
+		return postgres.ExecEach(ctx, e.conn.Pool, stmts)
 	})
 	if err != nil {
 		if postgres.IsCode(err, postgres.CodeObjectInUse) {

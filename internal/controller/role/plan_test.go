@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -69,5 +71,25 @@ func TestPlanIsTheTruth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeletePlanIsTheTruth: a role whose drop is refused while it owns a
+// table (ownedObjectsOnDelete Refuse) shows the drop it retries, and
+// sends exactly that once the table is gone.
+func TestDeletePlanIsTheTruth(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	r := newRole("rp-drop", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Name = ptr.To("rp_drop")
+		r.Spec.ForProvider.Login = ptr.To(false)
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.CreateForTest(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.AdminSQL(ctx, t, "postgres", "CREATE TABLE rp_drop_kept (id int); ALTER TABLE rp_drop_kept OWNER TO rp_drop")
+	plan := env.DeletePlanIsTheTruth(ctx, t, r, func() { env.AdminSQL(ctx, t, "postgres", "DROP TABLE rp_drop_kept") }, `"rp_drop"`)
+	if diff := cmp.Diff([]string{`DROP ROLE IF EXISTS "rp_drop"`}, plan); diff != "" {
+		t.Errorf("the drop's plan (-want +got):\n%s", diff)
 	}
 }

@@ -595,12 +595,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	// keep REASSIGN or DROP OWNED failing in its own database (a lock, a
 	// read-only setting, an object it owns), and a role that could still
 	// log in meanwhile would outlive its claim.
-	names := []string{mg.RoleName()}
-	if alternating(mg) {
-		l := loginNames(mg.RoleName())
-		names = append(names, l[:]...)
-	}
-	if err := e.endAccess(ctx, mg, names); err != nil {
+	if err := e.endAccess(ctx, mg, accessNames(mg)); err != nil {
 		return managed.ExternalDelete{}, err
 	}
 	if alternating(mg) {
@@ -639,11 +634,8 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 		return err
 	}
 	for _, o := range got {
-		if o.Role == nil || o.Role.Owner != string(mg.GetUID()) {
-			continue
-		}
-		stmts := postgres.EndAccessStatements(o.Name, *o.Role)
-		if len(stmts) == 0 && o.Sessions == 0 {
+		stmts, acts := endsAccess(mg, o)
+		if !acts {
 			continue
 		}
 		ended := 0
@@ -677,6 +669,60 @@ func (e *external) endAccess(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n
 		e.events.Event(mg, event.Normal(reasonAccessEnded, fmt.Sprintf("role %q can no longer log in or act as another role (%d statement(s)); %d session(s) ended", o.Name, len(stmts), ended)))
 	}
 	return nil
+}
+
+// endsAccess returns the statements that end the access of login o of
+// mg, and whether endAccess acts on it at all: a role mg marked, with
+// LOGIN, memberships or sessions.
+func endsAccess(mg *v1alpha1.PostgreSQLRole, o postgres.ObservedLogin) ([]string, bool) {
+	if o.Role == nil || o.Role.Owner != string(mg.GetUID()) {
+		return nil, false
+	}
+	stmts := postgres.EndAccessStatements(o.Name, *o.Role)
+	return stmts, len(stmts) > 0 || o.Sessions > 0
+}
+
+// accessNames are the roles whose access a deletion of mg ends: the role,
+// and an Alternating role's logins.
+func accessNames(mg *v1alpha1.PostgreSQLRole) []string {
+	names := []string{mg.RoleName()}
+	if alternating(mg) {
+		l := loginNames(mg.RoleName())
+		names = append(names, l[:]...)
+	}
+	return names
+}
+
+// DeleteStatements are what Delete sends, in its order: for each role
+// whose access ends, its sessions ended, then what lets anyone act as it,
+// then its sessions ended again (endAccess); an Alternating role's logins
+// dropped; the release of what the role owns in each database
+// (releaseOf); DROP ROLE.
+func (k kind) DeleteStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole) ([]string, error) {
+	e := k.e
+	got, err := postgres.ObserveLogins(ctx, e.conn.Pool, accessNames(mg), false)
+	if err != nil {
+		return nil, errors.Wrap(err, errObserve)
+	}
+	var stmts, drops []string
+	for _, o := range got {
+		s, acts := endsAccess(mg, o)
+		if acts {
+			stmts = append(append(append(stmts, postgres.EndSessionsStatement(o.Name)), s...), postgres.EndSessionsStatement(o.Name))
+		}
+		if o.Name != mg.RoleName() && o.Role != nil && o.Role.Owner == string(mg.GetUID()) {
+			drops = append(drops, postgres.DropRoleStatement(o.Name))
+		}
+	}
+	stmts = append(stmts, drops...)
+	r, err := e.releaseOf(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	for range r.dbs {
+		stmts = append(stmts, r.stmts...)
+	}
+	return append(stmts, postgres.DropRoleStatement(mg.RoleName())), nil
 }
 
 // checkBoundary refuses, before anything is sent, what the role asks that
@@ -744,38 +790,65 @@ func (e *external) checker() boundary.Checker {
 // maintenance database and in every database a PostgreSQLDatabase manages
 // on the same Instance, it reassigns or drops what the role owns there.
 func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
-	var stmts []string
+	r, err := e.releaseOf(ctx, mg)
+	if err != nil || len(r.dbs) == 0 {
+		return err
+	}
+	return postgres.ActingAs(ctx, e.conn.Pool, r.needs, func() error {
+		for _, db := range r.dbs {
+			if err := e.releaseIn(ctx, mg, db, r.stmts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// A release is what releasing a role's objects sends: stmts in each of
+// dbs, with the privileges of needs.
+type release struct {
+	stmts []string
+	dbs   []string
+	needs []postgres.RoleNeed
+}
+
+// releaseOf works out the release of what mg owns, as its
+// ownedObjectsOnDelete asks, refusing it where the boundary or a Lock
+// forbids it: nothing when the role is to keep its objects (the drop then
+// fails while it owns any).
+func (e *external) releaseOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (release, error) {
+	var r release
 	switch mg.Spec.OwnedObjectsOnDelete {
 	case v1alpha1.OwnedObjectsReassign:
 		// Handing a role's objects (SECURITY DEFINER functions among them)
 		// to a privileged role would run them with its powers.
 		if err := e.checker().Check(ctx, mg, boundary.Named{}, boundary.Named{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}); err != nil {
-			return err
+			return r, err
 		}
-		stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
+		r.stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
 	case v1alpha1.OwnedObjectsDrop:
-		stmts = postgres.DropOwnedStatements(mg.RoleName())
+		r.stmts = postgres.DropOwnedStatements(mg.RoleName())
 	default:
-		return nil
+		return r, nil
 	}
 	dbs, err := e.managedDatabases(ctx)
 	if err != nil {
-		return err
+		return r, err
 	}
 	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
 		// Checked for every database before anything is dropped in any;
 		// only those where the role owns something are at risk.
 		protected, err := locked.Databases(ctx, e.kube, string(e.conn.Instance.GetUID()))
 		if err != nil {
-			return err
+			return r, err
 		}
 		owns, err := postgres.DatabasesOwnedIn(ctx, e.conn.Pool, mg.RoleName())
 		if err != nil {
-			return err
+			return r, err
 		}
 		for _, db := range owns {
 			if names := protected[db]; len(names) > 0 {
-				return errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
+				return r, errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
 					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, locked.Format(names))
 			}
 		}
@@ -785,37 +858,26 @@ func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	// revoked from PUBLIC), and no connection is opened for nothing.
 	deps, err := postgres.DependentDatabases(ctx, e.conn.Pool, mg.RoleName())
 	if err != nil {
-		return err
+		return r, err
 	}
 	// REASSIGN and DROP OWNED ask for the privileges of the role (and of
 	// the heir), and a connection to a database the admin may not enter
 	// for those of its owner: a non-superuser admin holds them for the
 	// release alone.
-	needs := []postgres.RoleNeed{{Role: mg.RoleName(), Inherit: true}}
+	r.needs = []postgres.RoleNeed{{Role: mg.RoleName(), Inherit: true}}
 	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign {
-		needs = append(needs, postgres.RoleNeed{Role: mg.Spec.ReassignOwnedTo, Inherit: true})
+		r.needs = append(r.needs, postgres.RoleNeed{Role: mg.Spec.ReassignOwnedTo, Inherit: true})
 	}
-	var release []string
 	for _, d := range deps {
 		if !slices.Contains(dbs, d.Name) {
 			continue
 		}
-		release = append(release, d.Name)
+		r.dbs = append(r.dbs, d.Name)
 		if !d.CanConnect {
-			needs = append(needs, postgres.RoleNeed{Role: d.Owner, Inherit: true})
+			r.needs = append(r.needs, postgres.RoleNeed{Role: d.Owner, Inherit: true})
 		}
 	}
-	if len(release) == 0 {
-		return nil
-	}
-	return postgres.ActingAs(ctx, e.conn.Pool, needs, func() error {
-		for _, db := range release {
-			if err := e.releaseIn(ctx, mg, db, stmts); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return r, nil
 }
 
 // releaseIn runs the release statements in database db, with the

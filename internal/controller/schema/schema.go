@@ -155,8 +155,8 @@ func (kind) Plan(mg *v1alpha1.PostgreSQLSchema) **v1alpha1.Plan { return &mg.Sta
 
 // DeleteStatements are the drop: CASCADE when the spec asks for it,
 // RESTRICT otherwise.
-func (kind) DeleteStatements(mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema) []string {
-	return []string{postgres.DropSchemaStatement(mg.SchemaName(), mg.Spec.ForProvider.CascadeOnDelete)}
+func (kind) DeleteStatements(_ context.Context, mg *v1alpha1.PostgreSQLSchema, _ *postgres.ObservedSchema) ([]string, error) {
+	return []string{postgres.DropSchemaStatement(mg.SchemaName(), mg.Spec.ForProvider.CascadeOnDelete)}, nil
 }
 
 func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) ([]string, error) {
@@ -328,7 +328,11 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	}
 	// Only its owner drops a schema.
 	err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
-		return postgres.Exec(ctx, e.pool, kind{e}.DeleteStatements(mg, nil))
+		stmts, err := kind{e}.DeleteStatements(ctx, mg, nil)
+		if err != nil {
+			return err
+		}
+		return postgres.Exec(ctx, e.pool, stmts)
 	})
 	if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 		return managed.ExternalDelete{}, errors.Wrapf(err, "schema %q is not dropped while it holds objects (DROP SCHEMA … RESTRICT); the drop is retried with back-off. "+

@@ -98,7 +98,7 @@ type Planner[T resource.Managed, O any] interface {
 type DeletePlanner[T resource.Managed, O any] interface {
 	Plan(mg T) **v1alpha1.Plan
 	// DeleteStatements are what Delete sends to drop got.
-	DeleteStatements(mg T, got *O) []string
+	DeleteStatements(ctx context.Context, mg T, got *O) ([]string, error)
 }
 
 // Planned records in mg the plan of action: the statements a Planner
@@ -193,7 +193,11 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		// Shown while the drop is refused (sessions, objects in the way)
 		// and retried.
 		if d, ok := k.(DeletePlanner[T, O]); ok && management.Deletes(mg) {
-			pending.Set(mg, d.Plan(mg), v1alpha1.PlanDelete, d.DeleteStatements(mg, o.Object))
+			stmts, err := d.DeleteStatements(ctx, mg, o.Object)
+			if err != nil {
+				return nil, managed.ExternalObservation{}, true, err
+			}
+			pending.Set(mg, d.Plan(mg), v1alpha1.PlanDelete, stmts)
 		}
 		return nil, managed.ExternalObservation{ResourceExists: true}, true, nil
 	}

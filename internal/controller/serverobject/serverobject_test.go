@@ -58,7 +58,9 @@ type planner struct {
 	create, update, drop []string
 }
 
-func (p planner) DeleteStatements(*v1alpha1.PostgreSQLRole, *object) []string { return p.drop }
+func (p planner) DeleteStatements(context.Context, *v1alpha1.PostgreSQLRole, *object) ([]string, error) {
+	return p.drop, nil
+}
 
 func (planner) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Status.AtProvider.Plan }
 func (p planner) CreateStatements(context.Context, *v1alpha1.PostgreSQLRole) ([]string, error) {
