@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -736,6 +739,9 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 			},
 		},
 	}
+	// What the held deletions will send is in their plans; the server
+	// logs it once they go through.
+	env.LogStatements(ctx, t)
 	// A locked database where the role owns nothing does not hold it up.
 	other := newDatabase(ns, "elsewhere")
 	otherLock := newLock(ns, "elsewhere-guard", v1alpha1.PostgreSQLDatabaseKind, "elsewhere", "")
@@ -784,6 +790,15 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 		t.Fatalf("%d of 2 tables left in the locked database", n)
 	}
 
+	rPlan, sPlan := env.WaitPlan(ctx, t, r, v1alpha1.PlanDelete), env.WaitPlan(ctx, t, s, v1alpha1.PlanDelete)
+	if diff := cmp.Diff([]string{`DROP OWNED BY "vault_writer"`, `DROP ROLE IF EXISTS "vault_writer"`}, rPlan); diff != "" {
+		t.Errorf("the role's deletion plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`DROP SCHEMA IF EXISTS "vault_data" CASCADE`}, sPlan); diff != "" {
+		t.Errorf("the schema's deletion plan (-want +got):\n%s", diff)
+	}
+	from := env.ServerLogLen(t)
+
 	// The Lock goes: the deletions proceed as asked, although another
 	// database (where the role owns nothing) stays locked.
 	if err := env.Kube.Delete(ctx, l); err != nil {
@@ -791,6 +806,8 @@ func TestDestructiveOptionsRefusedInALockedDatabase(t *testing.T) {
 	}
 	env.Gone(ctx, t, r)
 	env.Gone(ctx, t, s)
+	env.SentAsPlanned(t, from, "vault_writer", rPlan)
+	env.SentAsPlanned(t, from, "vault_data", sPlan)
 	if n := tables(); n != 0 {
 		t.Errorf("%d table(s) left once the Lock was gone", n)
 	}

@@ -790,6 +790,9 @@ func (e *external) checker() boundary.Checker {
 // maintenance database and in every database a PostgreSQLDatabase manages
 // on the same Instance, it reassigns or drops what the role owns there.
 func (e *external) releaseOwned(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	if err := e.checkRelease(ctx, mg); err != nil {
+		return err
+	}
 	r, err := e.releaseOf(ctx, mg)
 	if err != nil || len(r.dbs) == 0 {
 		return err
@@ -812,19 +815,43 @@ type release struct {
 	needs []postgres.RoleNeed
 }
 
-// releaseOf works out the release of what mg owns, as its
-// ownedObjectsOnDelete asks, refusing it where the boundary or a Lock
-// forbids it: nothing when the role is to keep its objects (the drop then
-// fails while it owns any).
-func (e *external) releaseOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (release, error) {
-	var r release
+// checkRelease refuses the release of what mg owns where the boundary or
+// a Lock forbids it, before anything is sent.
+func (e *external) checkRelease(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
 	switch mg.Spec.OwnedObjectsOnDelete {
 	case v1alpha1.OwnedObjectsReassign:
 		// Handing a role's objects (SECURITY DEFINER functions among them)
 		// to a privileged role would run them with its powers.
-		if err := e.checker().Check(ctx, mg, boundary.Named{}, boundary.Named{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo}); err != nil {
-			return r, err
+		return e.checker().Check(ctx, mg, boundary.Named{}, boundary.Named{Field: "spec.reassignOwnedTo", Name: mg.Spec.ReassignOwnedTo})
+	case v1alpha1.OwnedObjectsDrop:
+		// Checked for every database before anything is dropped in any;
+		// only those where the role owns something are at risk.
+		protected, err := locked.Databases(ctx, e.kube, string(e.conn.Instance.GetUID()))
+		if err != nil {
+			return err
 		}
+		owns, err := postgres.DatabasesOwnedIn(ctx, e.conn.Pool, mg.RoleName())
+		if err != nil {
+			return err
+		}
+		for _, db := range owns {
+			if names := protected[db]; len(names) > 0 {
+				return errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
+					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, locked.Format(names))
+			}
+		}
+	}
+	return nil
+}
+
+// releaseOf works out the release of what mg owns, as its
+// ownedObjectsOnDelete asks (checkRelease says whether it may run):
+// nothing when the role is to keep its objects (the drop then fails while
+// it owns any).
+func (e *external) releaseOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (release, error) {
+	var r release
+	switch mg.Spec.OwnedObjectsOnDelete {
+	case v1alpha1.OwnedObjectsReassign:
 		r.stmts = postgres.ReassignOwnedStatements(mg.RoleName(), mg.Spec.ReassignOwnedTo)
 	case v1alpha1.OwnedObjectsDrop:
 		r.stmts = postgres.DropOwnedStatements(mg.RoleName())
@@ -834,24 +861,6 @@ func (e *external) releaseOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (
 	dbs, err := e.managedDatabases(ctx)
 	if err != nil {
 		return r, err
-	}
-	if mg.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsDrop {
-		// Checked for every database before anything is dropped in any;
-		// only those where the role owns something are at risk.
-		protected, err := locked.Databases(ctx, e.kube, string(e.conn.Instance.GetUID()))
-		if err != nil {
-			return r, err
-		}
-		owns, err := postgres.DatabasesOwnedIn(ctx, e.conn.Pool, mg.RoleName())
-		if err != nil {
-			return r, err
-		}
-		for _, db := range owns {
-			if names := protected[db]; len(names) > 0 {
-				return r, errors.Errorf("ownedObjectsOnDelete Drop would drop what role %q owns in database %q, which Lock(s) [%s] protect: nothing was dropped, and the role stays. "+
-					"Delete the Lock(s), or set spec.ownedObjectsOnDelete to Reassign (with reassignOwnedTo)", mg.RoleName(), db, locked.Format(names))
-			}
-		}
 	}
 	// Only where the role owns or holds something, among those databases:
 	// a tenant's database may refuse the admin's connection (CONNECT
