@@ -2,6 +2,7 @@ package role_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
@@ -91,5 +93,47 @@ func TestDeletePlanIsTheTruth(t *testing.T) {
 	plan := env.DeletePlanIsTheTruth(ctx, t, r, func() { env.AdminSQL(ctx, t, "postgres", "DROP TABLE rp_drop_kept") }, `"rp_drop"`)
 	if diff := cmp.Diff([]string{`DROP ROLE IF EXISTS "rp_drop"`}, plan); diff != "" {
 		t.Errorf("the drop's plan (-want +got):\n%s", diff)
+	}
+}
+
+// TestReassignPlanIsTheTruth: a role deleted with ownedObjectsOnDelete
+// Reassign to an heir the Instance's policy no longer shares shows the
+// hand-over it will send; once the policy shares the heir again, the
+// provider sends exactly that.
+func TestReassignPlanIsTheTruth(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE rp_heir2 NOLOGIN")
+	in := main.DeepCopy()
+	share := func(share bool) func(*v1alpha1.PostgreSQLInstance) {
+		return func(in *v1alpha1.PostgreSQLInstance) {
+			p := &in.Spec.Policy
+			p.AllowMembershipOf = slices.DeleteFunc(p.AllowMembershipOf, func(s string) bool { return s == "rp_heir2" })
+			if share {
+				p.AllowMembershipOf = append(p.AllowMembershipOf, "rp_heir2")
+			}
+		}
+	}
+	providertest.Update(ctx, t, env, in, share(true))
+	t.Cleanup(func() { providertest.Update(context.WithoutCancel(ctx), t, env, in, share(false)) })
+	r := newRole("rp-bequeath", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Name = ptr.To("rp_bequeath")
+		r.Spec.ForProvider.Login = ptr.To(false)
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		r.Spec.OwnedObjectsOnDelete = v1alpha1.OwnedObjectsReassign
+		r.Spec.ReassignOwnedTo = "rp_heir2"
+	})
+	env.CreateForTest(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.AdminSQL(ctx, t, "postgres", "CREATE TABLE rp_bequeathed (id int); ALTER TABLE rp_bequeathed OWNER TO rp_bequeath")
+	providertest.Update(ctx, t, env, in, share(false))
+	plan := env.DeletePlanIsTheTruth(ctx, t, r, func() { providertest.Update(ctx, t, env, in, share(true)) }, `"rp_bequeath"`)
+	want := []string{`REASSIGN OWNED BY "rp_bequeath" TO "rp_heir2"`, `DROP OWNED BY "rp_bequeath"`, `DROP ROLE IF EXISTS "rp_bequeath"`}
+	if diff := cmp.Diff(want, plan); diff != "" {
+		t.Errorf("the hand-over's plan (-want +got):\n%s", diff)
+	}
+	var owner string
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = 'rp_bequeathed'").Scan(&owner); err != nil || owner != "rp_heir2" {
+		t.Errorf("the table's owner is %q (%v), want the heir", owner, err)
 	}
 }
