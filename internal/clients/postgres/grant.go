@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -307,6 +308,11 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 	if err := rows.Err(); err != nil {
 		return nil, "", xperrors.Wrap(ClassifyConnectError(err), "cannot read privileges")
 	}
+	// The server returns the objects in no set order (a join may hash):
+	// sorted, the statements built from them are the same from one
+	// observation to the next, as a plan promises.
+	slices.SortFunc(o.Objects, func(a, b ObservedObject) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(o.Missing)
 	return o, system, nil
 }
 

@@ -223,10 +223,12 @@ func TestGrantRoundTrip(t *testing.T) {
 				t.Errorf("%s lacks SELECT with grant option", o.Ref)
 			}
 		}
-		if diff := cmp.Diff([]string{`"rt_app"."orders"`, `"rt_app"."Items"`}, refs); diff != "" {
+		// In the order of their names, whatever order the server joined
+		// them in: a plan is the same from one observation to the next.
+		if diff := cmp.Diff([]string{`"rt_app"."Items"`, `"rt_app"."orders"`}, refs); diff != "" {
 			t.Errorf("refs (-want +got):\n%s", diff)
 		}
-		if _, ok := got.Objects[0].Held["DELETE"]; !ok {
+		if _, ok := got.Objects[1].Held["DELETE"]; !ok {
 			t.Error("the observation lost a privilege held by other means")
 		}
 	})
@@ -277,7 +279,7 @@ func TestGrantRoundTrip(t *testing.T) {
 			t.Errorf("found (-want +got):\n%s", diff)
 		}
 		// varchar is not text: a different signature.
-		wantMissing := []string{`ADD(int4, varchar)`, `add(int)`, `add(int, text, text)`, `add(int, no_such_type)`, `"Add"(int, text)`, `add int`}
+		wantMissing := []string{`"Add"(int, text)`, `ADD(int4, varchar)`, `add int`, `add(int)`, `add(int, no_such_type)`, `add(int, text, text)`}
 		if diff := cmp.Diff(wantMissing, got.Missing); diff != "" {
 			t.Errorf("missing (-want +got):\n%s", diff)
 		}
