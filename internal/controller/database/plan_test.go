@@ -14,6 +14,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
@@ -32,68 +33,45 @@ func TestPlanIsTheTruth(t *testing.T) {
 	env.CreateForTest(ctx, t, heir)
 	env.Ready(ctx, t, heir, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
-	cases := map[string]struct {
-		// existing, when set, is created managed first.
-		existing func(d *v1alpha1.PostgreSQLDatabase)
-		change   func(d *v1alpha1.PostgreSQLDatabase)
-		// says are fragments the plan must hold.
-		says []string
-	}{
+	cases := map[string]providertest.PlanCase[*v1alpha1.PostgreSQLDatabase]{
 		"Create": {
-			change: func(d *v1alpha1.PostgreSQLDatabase) {
+			Change: func(d *v1alpha1.PostgreSQLDatabase) {
 				d.Spec.ForProvider.ConnectionLimit = ptr.To[int32](5)
 				d.Spec.ForProvider.Comment = ptr.To("planned")
 				d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "citext"}}
 			},
-			says: []string{"CREATE DATABASE", "CONNECTION LIMIT 5", "CREATE EXTENSION"},
+			Says: []string{"CREATE DATABASE", "CONNECTION LIMIT 5", "CREATE EXTENSION"},
 		},
 		"Settings": {
-			existing: func(d *v1alpha1.PostgreSQLDatabase) {},
-			change: func(d *v1alpha1.PostgreSQLDatabase) {
+			Existing: func(d *v1alpha1.PostgreSQLDatabase) {},
+			Change: func(d *v1alpha1.PostgreSQLDatabase) {
 				d.Spec.ForProvider.ConnectionLimit = ptr.To[int32](7)
 				d.Spec.ForProvider.AllowConnections = ptr.To(false)
 				d.Spec.ForProvider.Comment = ptr.To("changed")
 			},
-			says: []string{"CONNECTION LIMIT 7", "ALLOW_CONNECTIONS false", "COMMENT ON DATABASE"},
+			Says: []string{"CONNECTION LIMIT 7", "ALLOW_CONNECTIONS false", "COMMENT ON DATABASE"},
 		},
 		"Owner": {
-			existing: func(d *v1alpha1.PostgreSQLDatabase) {},
-			change: func(d *v1alpha1.PostgreSQLDatabase) {
+			Existing: func(d *v1alpha1.PostgreSQLDatabase) {},
+			Change: func(d *v1alpha1.PostgreSQLDatabase) {
 				d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: heir.Name}
 			},
-			says: []string{`OWNER TO "heir_p"`},
+			Says: []string{`OWNER TO "heir_p"`},
 		},
 		"Extensions": {
-			existing: func(d *v1alpha1.PostgreSQLDatabase) {
+			Existing: func(d *v1alpha1.PostgreSQLDatabase) {
 				d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "citext"}}
 			},
-			change: func(d *v1alpha1.PostgreSQLDatabase) {
+			Change: func(d *v1alpha1.PostgreSQLDatabase) {
 				d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "citext"}, {Name: "pgcrypto"}}
 			},
-			says: []string{`CREATE EXTENSION IF NOT EXISTS "pgcrypto"`},
+			Says: []string{`CREATE EXTENSION IF NOT EXISTS "pgcrypto"`},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			dbName := "plan_" + strings.ToLower(name)
-			d := newDatabase(strings.ReplaceAll(dbName, "_", "-"), func(d *v1alpha1.PostgreSQLDatabase) {
-				d.Spec.ForProvider.Name = ptr.To(dbName)
-			})
-			if tc.existing != nil {
-				tc.existing(d)
-				env.CreateForTest(ctx, t, d)
-				waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
-			}
-			preview := env.Preview(d, tc.existing == nil, func() { tc.change(d) })
-			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), d) })
-			plan := strings.Join(env.PlanIsTheTruth(ctx, t, d, preview, dbName), "\n")
-			for _, s := range tc.says {
-				if !strings.Contains(plan, s) {
-					t.Errorf("the plan does not say %q:\n%s", s, plan)
-				}
-			}
-		})
-	}
+	providertest.PlanCases(ctx, t, env, cases, func(name string) (*v1alpha1.PostgreSQLDatabase, string) {
+		db := "plan_" + strings.ToLower(name)
+		return newDatabase(strings.ReplaceAll(db, "_", "-"), func(d *v1alpha1.PostgreSQLDatabase) { d.Spec.ForProvider.Name = ptr.To(db) }), db
+	})
 }
 
 // TestDeletePlanIsTheTruth: a database whose drop waits for its sessions

@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
@@ -27,40 +25,23 @@ func TestPlanIsTheTruth(t *testing.T) {
 			ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: ps,
 		}
 	}
-	cases := map[string]struct {
-		role     string
-		existing *v1alpha1.PostgreSQLDefaultPrivilegesParameters
-		want     v1alpha1.PostgreSQLDefaultPrivilegesParameters
-		says     []string
-	}{
-		"Grant": {
-			role: "dp_grow",
-			want: params("dp_grow", "SELECT", "INSERT"),
-			says: []string{"ALTER DEFAULT PRIVILEGES", "GRANT INSERT, SELECT ON TABLES"},
+	// By grantee: each case's statements name it.
+	cases := map[string]providertest.PlanCase[*v1alpha1.PostgreSQLDefaultPrivileges]{
+		"dp_grow": {
+			Change: func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
+				d.Spec.ForProvider = params("dp_grow", "SELECT", "INSERT")
+			},
+			Says: []string{"ALTER DEFAULT PRIVILEGES", "GRANT INSERT, SELECT ON TABLES"},
 		},
-		"Shrink": {
-			role:     "dp_shrink",
-			existing: ptr.To(params("dp_shrink", "SELECT", "INSERT", "DELETE")),
-			want:     params("dp_shrink", "SELECT"),
-			says:     []string{"REVOKE DELETE, INSERT ON TABLES"},
+		"dp_shrink": {
+			Existing: func(d *v1alpha1.PostgreSQLDefaultPrivileges) {
+				d.Spec.ForProvider = params("dp_shrink", "SELECT", "INSERT", "DELETE")
+			},
+			Change: func(d *v1alpha1.PostgreSQLDefaultPrivileges) { d.Spec.ForProvider = params("dp_shrink", "SELECT") },
+			Says:   []string{"REVOKE DELETE, INSERT ON TABLES"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			d := newDefaults("plan-"+strings.ToLower(name), tc.want)
-			if tc.existing != nil {
-				d.Spec.ForProvider = *tc.existing
-				env.CreateForTest(ctx, t, d)
-				env.Ready(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
-			}
-			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), d) })
-			preview := env.Preview(d, tc.existing == nil, func() { d.Spec.ForProvider = tc.want })
-			plan := strings.Join(env.PlanIsTheTruth(ctx, t, d, preview, tc.role), "\n")
-			for _, want := range tc.says {
-				if !strings.Contains(plan, want) {
-					t.Errorf("the plan does not say %q:\n%s", want, plan)
-				}
-			}
-		})
-	}
+	providertest.PlanCases(ctx, t, env, cases, func(role string) (*v1alpha1.PostgreSQLDefaultPrivileges, string) {
+		return newDefaults(strings.ReplaceAll("plan-"+role, "_", "-"), v1alpha1.PostgreSQLDefaultPrivilegesParameters{}), role
+	})
 }

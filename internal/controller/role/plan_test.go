@@ -24,56 +24,36 @@ func TestPlanIsTheTruth(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
 	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE readers_p NOLOGIN")
-	cases := map[string]struct {
-		login    bool
-		existing func(r *v1alpha1.PostgreSQLRole)
-		change   func(r *v1alpha1.PostgreSQLRole)
-		says     []string
-	}{
+	cases := map[string]providertest.PlanCase[*v1alpha1.PostgreSQLRole]{
 		"Create": {
-			change: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](3) },
-			says:   []string{"CREATE ROLE", "CONNECTION LIMIT 3"},
+			Change: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](3) },
+			Says:   []string{"CREATE ROLE", "CONNECTION LIMIT 3"},
 		},
 		"CreateLogin": {
-			login:  true,
-			change: func(r *v1alpha1.PostgreSQLRole) {},
-			says:   []string{"CREATE ROLE", "LOGIN", "PASSWORD '<redacted>'"},
+			Change: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(true) },
+			Says:   []string{"CREATE ROLE", "LOGIN", "PASSWORD '<redacted>'"},
 		},
 		"Attributes": {
-			existing: func(r *v1alpha1.PostgreSQLRole) {},
-			change: func(r *v1alpha1.PostgreSQLRole) {
+			Existing: func(r *v1alpha1.PostgreSQLRole) {},
+			Change: func(r *v1alpha1.PostgreSQLRole) {
 				r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](4)
 				r.Spec.ForProvider.CreateDB = ptr.To(true)
 			},
-			says: []string{"CREATEDB", "CONNECTION LIMIT 4"},
+			Says: []string{"CREATEDB", "CONNECTION LIMIT 4"},
 		},
 		"Membership": {
-			existing: func(r *v1alpha1.PostgreSQLRole) {},
-			change:   func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"readers_p"} },
-			says:     []string{`GRANT "readers_p" TO`},
+			Existing: func(r *v1alpha1.PostgreSQLRole) {},
+			Change:   func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"readers_p"} },
+			Says:     []string{`GRANT "readers_p" TO`},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			role := "rp_" + strings.ToLower(name)
-			r := newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
-				r.Spec.ForProvider.Name = ptr.To(role)
-				r.Spec.ForProvider.Login = ptr.To(tc.login)
-			})
-			if tc.existing != nil {
-				tc.existing(r)
-				env.CreateForTest(ctx, t, r)
-				env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
-			}
-			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), r) })
-			plan := strings.Join(env.PlanIsTheTruth(ctx, t, r, env.Preview(r, tc.existing == nil, func() { tc.change(r) }), role), "\n")
-			for _, want := range tc.says {
-				if !strings.Contains(plan, want) {
-					t.Errorf("the plan does not say %q:\n%s", want, plan)
-				}
-			}
-		})
-	}
+	providertest.PlanCases(ctx, t, env, cases, func(name string) (*v1alpha1.PostgreSQLRole, string) {
+		role := "rp_" + strings.ToLower(name)
+		return newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.ForProvider.Name = ptr.To(role)
+			r.Spec.ForProvider.Login = ptr.To(false)
+		}), role
+	})
 }
 
 // TestDeletePlanIsTheTruth: a role whose drop is refused while it owns a

@@ -12,6 +12,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
@@ -30,51 +31,31 @@ func TestPlanIsTheTruth(t *testing.T) {
 	env.CreateForTest(ctx, t, heir)
 	env.Ready(ctx, t, heir, corev1.ConditionTrue, xpv2.ReasonAvailable)
 
-	cases := map[string]struct {
-		existing func(s *v1alpha1.PostgreSQLSchema)
-		change   func(s *v1alpha1.PostgreSQLSchema)
-		says     []string
-	}{
+	cases := map[string]providertest.PlanCase[*v1alpha1.PostgreSQLSchema]{
 		"Create": {
-			change: func(s *v1alpha1.PostgreSQLSchema) {
+			Change: func(s *v1alpha1.PostgreSQLSchema) {
 				s.Spec.ForProvider.Comment = ptr.To("planned")
 				s.Spec.ForProvider.RevokePublicPrivileges = true
 			},
-			says: []string{"CREATE SCHEMA", "COMMENT ON SCHEMA"},
+			Says: []string{"CREATE SCHEMA", "COMMENT ON SCHEMA"},
 		},
 		"Comment": {
-			existing: func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("before") },
-			change:   func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("after") },
-			says:     []string{"COMMENT ON SCHEMA", "after"},
+			Existing: func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("before") },
+			Change:   func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Comment = ptr.To("after") },
+			Says:     []string{"COMMENT ON SCHEMA", "after"},
 		},
 		"Owner": {
-			existing: func(s *v1alpha1.PostgreSQLSchema) {},
-			change: func(s *v1alpha1.PostgreSQLSchema) {
+			Existing: func(s *v1alpha1.PostgreSQLSchema) {},
+			Change: func(s *v1alpha1.PostgreSQLSchema) {
 				s.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: heir.Name}
 			},
-			says: []string{`OWNER TO "heir_s"`},
+			Says: []string{`OWNER TO "heir_s"`},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			schema := "plan_" + strings.ToLower(name)
-			s := newSchema(strings.ReplaceAll(schema, "_", "-"), "postgres", func(s *v1alpha1.PostgreSQLSchema) {
-				s.Spec.ForProvider.Name = ptr.To(schema)
-			})
-			if tc.existing != nil {
-				tc.existing(s)
-				env.CreateForTest(ctx, t, s)
-				env.Ready(ctx, t, s, corev1.ConditionTrue, xpv2.ReasonAvailable)
-			}
-			t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), s) })
-			plan := strings.Join(env.PlanIsTheTruth(ctx, t, s, env.Preview(s, tc.existing == nil, func() { tc.change(s) }), schema), "\n")
-			for _, want := range tc.says {
-				if !strings.Contains(plan, want) {
-					t.Errorf("the plan does not say %q:\n%s", want, plan)
-				}
-			}
-		})
-	}
+	providertest.PlanCases(ctx, t, env, cases, func(name string) (*v1alpha1.PostgreSQLSchema, string) {
+		schema := "plan_" + strings.ToLower(name)
+		return newSchema(strings.ReplaceAll(schema, "_", "-"), "postgres", func(s *v1alpha1.PostgreSQLSchema) { s.Spec.ForProvider.Name = ptr.To(schema) }), schema
+	})
 }
 
 // TestDeletePlanIsTheTruth: a schema whose drop (RESTRICT) is refused
