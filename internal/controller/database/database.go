@@ -181,7 +181,11 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 		g.MarkerOwner = string(mg.GetUID())
 	}
 	stmts := postgres.UpdateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), g, string(mg.GetUID()))
-	if !got.AdminCanConnect {
+	if !got.AdminCanConnect || got.MarkerOwner != string(mg.GetUID()) {
+		// Only a database of this resource's own is entered: an import
+		// may name any database, another tenant's among them, whose
+		// extensions are not its to read. Its extensions are planned
+		// once it is handed over.
 		return stmts, nil
 	}
 	ext, _, err := k.e.extensionPlan(ctx, mg)

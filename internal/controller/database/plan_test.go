@@ -94,3 +94,39 @@ func TestDeletePlanIsTheTruth(t *testing.T) {
 		t.Errorf("the drop's plan (-want +got):\n%s", diff)
 	}
 }
+
+// TestImportPlanStaysOutOfOthersDatabases: someone who may create
+// PostgreSQLDatabases in another namespace imports a tenant's database
+// read-only, listing extensions. Its plan says what its spec would change
+// at the database's level, but the provider does not enter the database
+// for it: which extensions the tenant installed is not the importer's to
+// read.
+func TestImportPlanStaysOutOfOthersDatabases(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	victim := newDatabase("plan-victim", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.Name = ptr.To("plan_victim")
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "citext"}}
+	})
+	env.CreateForTest(ctx, t, victim)
+	waitReady(ctx, t, victim, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	env.CreateForTest(ctx, t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rival"}})
+	spy := newDatabase("plan-spy", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Namespace = "rival"
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		d.Spec.ForProvider.Name = ptr.To("plan_victim")
+		d.Spec.ForProvider.ConnectionLimit = ptr.To[int32](3)
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "citext"}, {Name: "pgcrypto"}}
+	})
+	env.CreateForTest(ctx, t, spy)
+	plan := strings.Join(env.WaitPlan(ctx, t, spy, v1alpha1.PlanUpdate), "\n")
+	if !strings.Contains(plan, "CONNECTION LIMIT 3") {
+		t.Errorf("the import's plan does not say what its spec would change:\n%s", plan)
+	}
+	if strings.Contains(plan, "EXTENSION") {
+		t.Errorf("the import's plan read the tenant's extensions:\n%s", plan)
+	}
+	if ext := spy.Status.AtProvider.Extensions; len(ext) > 0 {
+		t.Errorf("the import reports the tenant's extensions: %+v", ext)
+	}
+}
