@@ -136,6 +136,37 @@ type PostgreSQLBindingStatus struct {
 	// Database is what the binding delivers, once Bound.
 	// +optional
 	Database *BoundDatabase `json:"database,omitempty"`
+	// Plan is what the provider would send next to the server for the
+	// resources this binding provisioned (its database and the database's
+	// owner role), as each shows it in status.atProvider.plan. Unset when
+	// they are as their specs ask, and for a binding that provisions
+	// nothing.
+	// +optional
+	Plan *ProvisioningPlan `json:"plan,omitempty"`
+}
+
+// ProvisioningPlan is the pending plans of the resources a binding
+// provisioned, in the order the provider sends them.
+type ProvisioningPlan struct {
+	// Steps are the provisioned resources with changes pending, each with
+	// its own plan: the owner role first (the database is created owned by
+	// it), then the database.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Steps []ProvisioningStep `json:"steps"`
+	// Summary is the plan in a few words, for kubectl get: "Create: 6
+	// statements in 2 resources".
+	Summary string `json:"summary"`
+}
+
+// ProvisioningStep is one resource's pending plan.
+type ProvisioningStep struct {
+	// Kind of the resource: PostgreSQLRole or PostgreSQLDatabase.
+	Kind string `json:"kind"`
+	// Name of the resource, in the binding's namespace.
+	Name string `json:"name"`
+	// Plan is the resource's status.atProvider.plan.
+	Plan Plan `json:"plan"`
 }
 
 // A PostgreSQLBinding is a tenant's request to be bound to one
@@ -153,6 +184,7 @@ type PostgreSQLBindingStatus struct {
 // +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.phase"
 // +kubebuilder:printcolumn:name="DATABASE",type="string",JSONPath=".spec.databaseRef.name"
 // +kubebuilder:printcolumn:name="REASON",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].reason"
+// +kubebuilder:printcolumn:name="PENDING",type="string",JSONPath=".status.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 type PostgreSQLBinding struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -168,6 +168,9 @@ func viewOf(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBindi
 	switch {
 	case ready.Reason == v1alpha1.ReasonConflict:
 		v.Blocked, v.Message = v1alpha1.ReasonConflict, "the database is in Conflict and is never delivered: "+ready.Message
+	case management.ObserveOnly(db) && db.Spec.Binding.ProvisionedFor != nil:
+		v.Blocked, v.Message = v1alpha1.ReasonObserveOnly, "provisioned read-only (managementPolicies: [Observe]), a preview: the binding's status.plan shows what "+
+			"widening the policies of the owner role and of the database would send; nothing is created until an admin widens them"
 	case management.ObserveOnly(db):
 		v.Blocked, v.Message = v1alpha1.ReasonObserveOnly, "observed read-only (managementPolicies: [Observe]): an import is never delivered as it stands; "+
 			"an admin takes over its management (see docs/binding.md) before offering it"

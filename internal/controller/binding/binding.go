@@ -39,6 +39,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 )
 
 // maxIdentifier is PostgreSQL's identifier length.
@@ -75,6 +76,8 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		WithOptions(c.ForControllerRuntime()).
 		For(&v1alpha1.PostgreSQLBinding{}).
 		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOf)).
+		// A provisioned owner role's plan shows in the binding's.
+		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfOwnerRole)).
 		// A binding waiting for its Instance provisions as soon as it exists.
 		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(r.provisionersOn)).
 		Complete(errors.WithSilentRequeueOnConflict(r))
@@ -87,13 +90,30 @@ type reconciler struct {
 
 // bindingsOf maps a database to the bindings of its namespace that name it.
 func (r *reconciler) bindingsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.bindingsNaming(ctx, o.GetNamespace(), o.GetName())
+}
+
+// bindingsOfOwnerRole maps a role owned by a database (a provisioned
+// database's owner role) to the bindings that name that database.
+func (r *reconciler) bindingsOfOwnerRole(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == v1alpha1.PostgreSQLDatabaseKind && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
+			out = append(out, r.bindingsNaming(ctx, o.GetNamespace(), ref.Name)...)
+		}
+	}
+	return out
+}
+
+// bindingsNaming lists the bindings of namespace ns that name database db.
+func (r *reconciler) bindingsNaming(ctx context.Context, ns, db string) []reconcile.Request {
 	l := &v1alpha1.PostgreSQLBindingList{}
-	if err := r.kube.List(ctx, l, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.kube.List(ctx, l, client.InNamespace(ns)); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, b := range l.Items {
-		if b.Spec.DatabaseRef.Name == o.GetName() {
+		if b.Spec.DatabaseRef.Name == db {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
 		}
 	}
@@ -132,28 +152,34 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.provision(ctx, b)
 	case kerrors.IsNotFound(err):
 		return reconcile.Result{}, r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonDatabaseNotFound,
-			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil)
+			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil, nil)
 	case err != nil:
 		return reconcile.Result{}, errors.Wrap(err, errGetDatabase)
 	}
+	var plan *v1alpha1.ProvisioningPlan
 	if provisionedFor(db, b) {
-		refused, err := r.ensureOwnerRole(ctx, b, db)
+		owner, refused, err := r.ensureOwnerRole(ctx, b, db)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if refused != nil {
-			return reconcile.Result{}, r.report(ctx, b, *refused, nil)
+			return reconcile.Result{}, r.report(ctx, b, *refused, nil, nil)
 		}
-	}
-	if provisionedFor(db, b) {
 		// Before it is Bound too: a database whose creation waits for a
 		// misspelt extension is never Bound until the name goes.
 		if err := r.syncExtensions(ctx, b, db); err != nil {
 			return reconcile.Result{}, err
 		}
+		// The owner role's statements go first: the database is created
+		// owned by it.
+		var role *v1alpha1.ProvisioningStep
+		if owner != nil {
+			role = pending.Step(owner, v1alpha1.PostgreSQLRoleKind)
+		}
+		plan = pending.Steps(role, pending.Step(db, v1alpha1.PostgreSQLDatabaseKind))
 	}
 	c, delivered := state(b, db)
-	return reconcile.Result{}, r.report(ctx, b, c, delivered)
+	return reconcile.Result{}, r.report(ctx, b, c, delivered, plan)
 }
 
 // provisionedFor reports whether db was provisioned for b.
@@ -218,20 +244,21 @@ func cmpReason(r xpv2.ConditionReason) xpv2.ConditionReason {
 }
 
 // report writes b's status when it changed, with an event when it becomes
-// or stops being Bound.
-func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, c xpv2.Condition, d *v1alpha1.BoundDatabase) error {
+// or stops being Bound. plan is what its provisioned resources have
+// pending.
+func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, c xpv2.Condition, d *v1alpha1.BoundDatabase, plan *v1alpha1.ProvisioningPlan) error {
 	phase := v1alpha1.BindingPending
 	if d != nil {
 		phase = v1alpha1.BindingBound
 	}
 	old := b.GetCondition(xpv2.TypeReady)
 	same := b.Status.Phase == phase && old.Equal(c) && b.Status.ObservedGeneration == b.GetGeneration() &&
-		equality.Semantic.DeepEqual(b.Status.Database, d)
+		equality.Semantic.DeepEqual(b.Status.Database, d) && equality.Semantic.DeepEqual(b.Status.Plan, plan)
 	if same {
 		return nil
 	}
 	wasBound := b.Status.Phase == v1alpha1.BindingBound
-	b.Status.Phase, b.Status.Database, b.Status.ObservedGeneration = phase, d, b.GetGeneration()
+	b.Status.Phase, b.Status.Database, b.Status.Plan, b.Status.ObservedGeneration = phase, d, plan, b.GetGeneration()
 	b.SetConditions(c)
 	if err := r.kube.Status().Update(ctx, b); err != nil {
 		return errors.Wrap(err, "cannot update the PostgreSQLBinding's status")
@@ -259,10 +286,10 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 		if !kerrors.IsNotFound(err) {
 			return errors.Wrapf(err, "cannot get PostgreSQLInstance %q", p.InstanceRef.Name)
 		}
-		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q does not exist; nothing is provisioned", p.InstanceRef.Name)), nil)
+		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q does not exist; nothing is provisioned", p.InstanceRef.Name)), nil, nil)
 	}
 	if meta.WasDeleted(in) {
-		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())), nil)
+		return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("PostgreSQLInstance %q is being deleted: nothing new is provisioned on it", in.GetName())), nil, nil)
 	}
 	db := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Namespace: b.GetNamespace(), Name: name},
@@ -291,26 +318,28 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 		return errors.Wrapf(err, "cannot provision PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
 	}
 	r.record.Event(b, event.Normal("Provisioned", fmt.Sprintf("provisioned PostgreSQLDatabase %s (database %q on PostgreSQLInstance %q)", db.GetName(), p.Database, p.InstanceRef.Name)))
-	return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil)
+	return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil, nil)
 }
 
-// ensureOwnerRole creates the owner role of db, provisioned for b, when it
-// is missing (also after a crash between the two creates). A role of that
-// name that is not db's is refused: the returned condition says so.
-func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (*xpv2.Condition, error) {
+// ensureOwnerRole returns the owner role of db, provisioned for b, and
+// creates it when it is missing (also after a crash between the two
+// creates); a role just created is not returned (it has no status yet). A
+// role of that name that is not db's is refused: the returned condition
+// says so.
+func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) (*v1alpha1.PostgreSQLRole, *xpv2.Condition, error) {
 	name := ownerRoleObject(db.GetName())
 	got := &v1alpha1.PostgreSQLRole{}
 	err := r.kube.Get(ctx, client.ObjectKey{Namespace: db.GetNamespace(), Name: name}, got)
 	if err == nil {
-		if !slices.ContainsFunc(got.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == db.GetUID() }) {
+		if !ownedBy(got, db) {
 			c := v1alpha1.NotReady(v1alpha1.ReasonMismatch, fmt.Sprintf("PostgreSQLRole %s/%s exists and is not the owner role of PostgreSQLDatabase %s; nothing is changed. "+
 				"An admin removes or renames it", db.GetNamespace(), name, db.GetName()))
-			return &c, nil
+			return nil, &c, nil
 		}
-		return nil, nil
+		return got, nil, nil
 	}
 	if !kerrors.IsNotFound(err) {
-		return nil, errors.Wrap(err, "cannot get the owner role")
+		return nil, nil, errors.Wrap(err, "cannot get the owner role")
 	}
 	p := b.Spec.Provision
 	role := &v1alpha1.PostgreSQLRole{
@@ -330,9 +359,15 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 		},
 	}
 	if err := r.kube.Create(ctx, role); err != nil && !kerrors.IsAlreadyExists(err) {
-		return nil, errors.Wrapf(err, "cannot provision the owner role %s/%s", role.GetNamespace(), role.GetName())
+		return nil, nil, errors.Wrapf(err, "cannot provision the owner role %s/%s", role.GetNamespace(), role.GetName())
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// ownedBy reports whether role is the owner role provisioned with db: the
+// database owns its record.
+func ownedBy(role *v1alpha1.PostgreSQLRole, db *v1alpha1.PostgreSQLDatabase) bool {
+	return slices.ContainsFunc(role.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == db.GetUID() })
 }
 
 // syncExtensions brings the extensions of a binding's provisioned

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -533,4 +534,97 @@ func names(xs []v1alpha1.Extension) []string {
 		out = append(out, x.Name)
 	}
 	return out
+}
+
+// TestProvisioningPlan previews a tenant's provisioning: a binding whose
+// provisioned resources are observed read-only shows what widening their
+// policies would send, in order (the owner role's creation, then the
+// database's, owned by it) and nothing is sent. Widening the role's and
+// then the database's policies sends exactly that plan, the database is
+// bound, and the binding's plan empties.
+func TestProvisioningPlan(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	env.LogStatements(ctx, t)
+	from := env.ServerLogLen(t)
+	b := dynamic("shop", "preview", "preview")
+	b.Spec.Provision.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	env.Create(ctx, t, b)
+
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "preview-owner"}}
+	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "preview"}}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), b); err != nil {
+			return false, err
+		}
+		return b.Status.Plan != nil && len(b.Status.Plan.Steps) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the binding never showed its provisioning's plan: %v (plan %+v, Ready %+v)", err, b.Status.Plan, b.GetCondition(xpv2.TypeReady))
+	}
+	for _, o := range []client.Object{role, db} {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []v1alpha1.ProvisioningStep{
+		{Kind: v1alpha1.PostgreSQLRoleKind, Name: role.Name, Plan: ptr.Deref(role.GetPlan(), v1alpha1.Plan{})},
+		{Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db.Name, Plan: ptr.Deref(db.GetPlan(), v1alpha1.Plan{})},
+	}
+	if diff := cmp.Diff(want, b.Status.Plan.Steps); diff != "" {
+		t.Errorf("the binding's plan is not its resources' plans in order (-want +got):\n%s", diff)
+	}
+	var planned []string
+	for _, s := range b.Status.Plan.Steps {
+		if s.Plan.Action != v1alpha1.PlanCreate || s.Plan.Omitted != 0 {
+			t.Errorf("%s %s plans %s (%d omitted), want its whole Create", s.Kind, s.Name, s.Plan.Action, s.Plan.Omitted)
+		}
+		planned = append(planned, s.Plan.Statements...)
+	}
+	if len(planned) < 2 || !strings.HasPrefix(planned[0], `CREATE ROLE "preview_owner"`) ||
+		!slices.ContainsFunc(planned, func(s string) bool {
+			return strings.HasPrefix(s, `CREATE DATABASE "preview"`) && strings.Contains(s, `OWNER "preview_owner"`)
+		}) {
+		t.Errorf("the plan does not create the owner role, then the database owned by it:\n%s", strings.Join(planned, "\n"))
+	}
+	if s := fmt.Sprintf("Create: %d statements in 2 resources", len(planned)); b.Status.Plan.Summary != s {
+		t.Errorf("summary %q, want %q", b.Status.Plan.Summary, s)
+	}
+	st := bindingReady(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonObserveOnly)
+	if m := st.GetCondition(xpv2.TypeReady).Message; !strings.Contains(m, "a preview") || !strings.Contains(m, "status.plan") {
+		t.Errorf("the binding's condition does not say it is a preview whose plan is in status.plan: %q", m)
+	}
+	// A few more observations: still nothing sent, nothing on the server.
+	time.Sleep(3 * time.Second)
+	if sent := env.Sent(t, from, "preview"); len(sent) > 0 {
+		t.Fatalf("with managementPolicies [Observe], the provider sent:\n%s", strings.Join(sent, "\n"))
+	}
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_roles WHERE rolname = 'preview_owner'") + pgCount(ctx, t, "SELECT count(*) FROM pg_database WHERE datname = 'preview'"); n != 0 {
+		t.Fatalf("a preview created %d objects on the server", n)
+	}
+
+	// An admin widens the role's policies, then the database's.
+	from = env.ServerLogLen(t)
+	providertest.Update(ctx, t, env, role, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	env.Ready(ctx, t, role, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	providertest.Update(ctx, t, env, db, func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), b)
+		return err == nil && b.Status.Plan == nil, err
+	})
+	if err != nil {
+		t.Errorf("the binding still shows a plan once everything was sent: %+v", b.Status.Plan)
+	}
+	// A few more observations: anything the plan missed would follow.
+	time.Sleep(3 * time.Second)
+	if diff := cmp.Diff(planned, env.Sent(t, from, "preview")); diff != "" {
+		t.Errorf("what the server logged is not the binding's plan (-plan +logged):\n%s", diff)
+	}
+	deleteAndWait(ctx, t, b)
+	deleteAndWait(ctx, t, db)
 }

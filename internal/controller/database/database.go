@@ -443,7 +443,7 @@ func (e *external) actingAs(ctx context.Context, needs []postgres.RoleNeed, fn f
 // owner returns the owner the spec asks for: owner, the role of ownerRef,
 // or "" for "leave it to the server".
 func (e *external) owner(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (string, error) {
-	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
+	r := reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name, Previewing: management.ObserveOnly(mg)}
 	return r.Role(ctx, "spec.forProvider.ownerRef", mg.Spec.ForProvider.Owner, mg.Spec.ForProvider.OwnerRef)
 }
 

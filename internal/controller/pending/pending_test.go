@@ -162,3 +162,63 @@ func TestSet(t *testing.T) {
 		})
 	}
 }
+
+func TestSteps(t *testing.T) {
+	role := &v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "orders-owner", Plan: *Of(v1alpha1.PlanCreate, []string{`CREATE ROLE "orders_owner" NOLOGIN`, `COMMENT ON ROLE "orders_owner" IS 'owner'`})}
+	db := &v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLDatabaseKind, Name: "orders", Plan: *Of(v1alpha1.PlanCreate, []string{`CREATE DATABASE "orders" OWNER "orders_owner"`})}
+	many := make([]string, MaxStatements+5)
+	for i := range many {
+		many[i] = fmt.Sprintf("GRANT SELECT ON TABLE t%d TO app", i)
+	}
+	login := &v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "orders-login", Plan: *Of(v1alpha1.PlanUpdate, many)}
+	cases := map[string]struct {
+		reason string
+		steps  []*v1alpha1.ProvisioningStep
+		want   *v1alpha1.ProvisioningPlan
+	}{
+		"NothingPending": {
+			reason: "Resources without a plan leave no plan at all.",
+			steps:  []*v1alpha1.ProvisioningStep{nil, nil},
+		},
+		"InOrder": {
+			reason: "The steps keep the order given (the owner role before the database it owns) and the summary counts every statement.",
+			steps:  []*v1alpha1.ProvisioningStep{role, db},
+			want:   &v1alpha1.ProvisioningPlan{Steps: []v1alpha1.ProvisioningStep{*role, *db}, Summary: "Create: 3 statements in 2 resources"},
+		},
+		"SkipsUpToDate": {
+			reason: "A resource with nothing pending is not a step.",
+			steps:  []*v1alpha1.ProvisioningStep{nil, db},
+			want:   &v1alpha1.ProvisioningPlan{Steps: []v1alpha1.ProvisioningStep{*db}, Summary: "Create: 1 statement in 1 resource"},
+		},
+		"MixedActionsAndOmitted": {
+			reason: "Each action is named once, in order, and statements a long plan cut are counted.",
+			steps:  []*v1alpha1.ProvisioningStep{db, login},
+			want:   &v1alpha1.ProvisioningPlan{Steps: []v1alpha1.ProvisioningStep{*db, *login}, Summary: fmt.Sprintf("Create, Update: %d statements in 2 resources", 1+MaxStatements+5)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Steps(tc.steps...)); diff != "" {
+				t.Errorf("%s\nSteps (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestStep(t *testing.T) {
+	r := &v1alpha1.PostgreSQLRole{}
+	r.SetName("orders-owner")
+	if s := Step(r, v1alpha1.PostgreSQLRoleKind); s != nil {
+		t.Errorf("a role with no plan is a step: %+v", s)
+	}
+	r.Status.AtProvider.Plan = Of(v1alpha1.PlanCreate, []string{`CREATE ROLE "orders_owner" NOLOGIN`})
+	want := &v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "orders-owner", Plan: *r.Status.AtProvider.Plan}
+	got := Step(r, v1alpha1.PostgreSQLRoleKind)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Step (-want +got):\n%s", diff)
+	}
+	got.Plan.Statements[0] = "changed"
+	if r.Status.AtProvider.Plan.Statements[0] == "changed" {
+		t.Error("a step shares its statements with the resource's status")
+	}
+}

@@ -32,6 +32,13 @@ type Resolver struct {
 	Kube      client.Reader
 	Namespace string
 	Instance  string
+	// Previewing resolves for a plan that is only shown (a resource with
+	// managementPolicies [Observe]): a referenced PostgreSQLRole that
+	// does not exist yet but plans its own creation resolves to the name
+	// it would create, so a preview of a role and of the database it is to
+	// own plans both, in order, instead of the database waiting for a
+	// role that a preview never creates.
+	Previewing bool
 }
 
 // Role returns the PostgreSQL name of the role given by name or ref (what
@@ -48,7 +55,11 @@ func (r Resolver) Role(ctx context.Context, what string, name *string, ref *v1al
 	if err := r.get(ctx, what, ref.Name, role); err != nil {
 		return "", err
 	}
-	return r.check(ctx, what, role, role.Spec.InstanceRef.Name, role.Status.AtProvider.Name)
+	observed := role.Status.AtProvider.Name
+	if p := role.GetPlan(); observed == "" && r.Previewing && p != nil && p.Action == v1alpha1.PlanCreate {
+		observed = role.RoleName()
+	}
+	return r.check(ctx, what, role, role.Spec.InstanceRef.Name, observed)
 }
 
 // Database returns the PostgreSQL name of the database given by name or ref.
@@ -192,9 +203,14 @@ func Appeared(observed func(client.Object) string) predicate.Funcs {
 
 // Observed is the PostgreSQL name a PostgreSQLRole, PostgreSQLDatabase or
 // PostgreSQLSchema has observed ("" before it has, or for another kind).
+// A role that plans its creation counts (a previewing resolver resolves
+// it), so a database previewed with it is woken.
 func Observed(o client.Object) string {
 	switch r := o.(type) {
 	case *v1alpha1.PostgreSQLRole:
+		if p := r.GetPlan(); r.Status.AtProvider.Name == "" && p != nil && p.Action == v1alpha1.PlanCreate {
+			return r.RoleName()
+		}
 		return r.Status.AtProvider.Name
 	case *v1alpha1.PostgreSQLDatabase:
 		return r.Status.AtProvider.Name
