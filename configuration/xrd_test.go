@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,15 +19,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	xpextv1 "github.com/crossplane/crossplane/apis/v2/apiextensions/v1"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xcrd"
 
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/admission"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
+	"github.com/ayatori/provider-postgresql/internal/tenant"
 )
 
 // kube reaches a real API server serving the claim and composite CRDs that
@@ -307,5 +312,57 @@ func TestRegisteredDatabaseClaimNames(t *testing.T) {
 	}
 	if err := kube.Create(ctx, claim(tooLong, `{"databaseRef": {"name": "not-yet"}, "loginRole": "app"}`)); err != nil {
 		t.Errorf("a claim naming a database not registered yet was refused: %v", err)
+	}
+}
+
+// TestClaimStatusShowsThePlan: the plan the function writes in the
+// composite's status (and Crossplane copies to the claim) survives the
+// claim's schema whole: a field the schema lacked would be pruned. The
+// PENDING column shows its summary.
+func TestClaimStatusShowsThePlan(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	c := claim("planned", `{"instanceRef": {"name": "main"}}`)
+	if err := kube.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), c) })
+	plan := pending.Steps(
+		&v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "planned-owner", Plan: *pending.Of(v1alpha1.PlanCreate, []string{`CREATE ROLE "planned_owner"`})},
+		&v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "planned-login", Plan: v1alpha1.Plan{
+			Action: v1alpha1.PlanUpdate, Statements: []string{`ALTER ROLE "planned" PASSWORD '<redacted>'`}, Omitted: 3, Summary: "Update: 4 statements",
+		}},
+	)
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tenant.Status{Database: "planned", Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Object["status"] = st
+	if err := kube.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got := c.DeepCopy()
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	back := tenant.Status{}
+	raw, _, _ := unstructured.NestedMap(got.Object, "status")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(plan, back.Plan); diff != "" {
+		t.Errorf("the claim's status.plan as stored (-written +read):\n%s", diff)
+	}
+
+	crds, err := tenantCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if !slices.ContainsFunc(crd.Spec.Versions[0].AdditionalPrinterColumns, func(c extv1.CustomResourceColumnDefinition) bool {
+			return c.Name == "PENDING" && c.JSONPath == ".status.plan.summary"
+		}) {
+			t.Errorf("%s has no PENDING column showing .status.plan.summary", crd.Name)
+		}
 	}
 }

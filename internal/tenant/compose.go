@@ -120,6 +120,9 @@ type Status struct {
 	// Extensions are those installed in the database: the claim can no
 	// longer remove them from spec.extensions.
 	Extensions []string `json:"extensions,omitempty"`
+	// Plan is what the provider would send next for the tenant: its
+	// binding's provisioning, then its login role.
+	Plan *v1alpha1.ProvisioningPlan `json:"plan,omitempty"`
 }
 
 // Composed is the result of a composition.

@@ -20,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 )
 
 // ConditionDatabaseBound is the condition the function sets on the
@@ -102,6 +103,8 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.ConditionFalse(rsp, ConditionDatabaseBound, reason).WithMessage(msg).TargetCompositeAndClaim()
 	}
 
+	c.Status.Plan = planOf(observed)
+
 	desired, err := request.GetDesiredComposedResources(req)
 	if err != nil {
 		response.Fatal(rsp, errors.Wrap(err, "cannot read the desired resources"))
@@ -163,6 +166,28 @@ func boundOf(o resource.ObservedComposed) (*v1alpha1.BoundDatabase, string, stri
 		return nil, reason, msg
 	}
 	return b.Status.Database, reason, msg
+}
+
+// planOf gathers what the tenant's observed resources have pending, in
+// the order the provider sends it: its binding's provisioning (the owner
+// role, then the database), then its login role.
+func planOf(observed map[resource.Name]resource.ObservedComposed) *v1alpha1.ProvisioningPlan {
+	var steps []*v1alpha1.ProvisioningStep
+	if o := observed[resource.Name(Binding)]; o.Resource != nil {
+		b := &v1alpha1.PostgreSQLBinding{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, b); err == nil && b.Status.Plan != nil {
+			for i := range b.Status.Plan.Steps {
+				steps = append(steps, &b.Status.Plan.Steps[i])
+			}
+		}
+	}
+	if o := observed[resource.Name(LoginRole)]; o.Resource != nil {
+		r := &v1alpha1.PostgreSQLRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, r); err == nil {
+			steps = append(steps, pending.Step(r, v1alpha1.PostgreSQLRoleKind))
+		}
+	}
+	return pending.Steps(steps...)
 }
 
 // vaultOf reads where the observed login role delivered its credentials

@@ -27,6 +27,22 @@ func observedBinding(status string) map[string]*fnv1.Resource {
 	  "spec": {"tenant": "orders", "databaseRef": {"name": "orders"}}, "status": ` + status + `}`)}}
 }
 
+// withLoginRole adds the tenant's login role, as Crossplane observed it,
+// with status.
+func withLoginRole(observed map[string]*fnv1.Resource, status string) map[string]*fnv1.Resource {
+	observed[LoginRole] = &fnv1.Resource{Resource: resource.MustStructJSON(`{
+	  "apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLRole",
+	  "metadata": {"name": "orders-login", "namespace": "shop", "uid": "r-1"},
+	  "spec": {"instanceRef": {"name": "main"}, "forProvider": {"name": "orders"}}, "status": ` + status + `}`)}
+	return observed
+}
+
+// provisioningPlan is a binding's plan: its owner role and database to
+// create.
+const provisioningPlan = `"plan": {"summary": "Create: 2 statements in 2 resources", "steps": [
+    {"kind": "PostgreSQLRole", "name": "orders-owner", "plan": {"action": "Create", "statements": ["CREATE ROLE \"orders_owner\" NOLOGIN"], "summary": "Create: 1 statement"}},
+    {"kind": "PostgreSQLDatabase", "name": "orders", "plan": {"action": "Create", "statements": ["CREATE DATABASE \"orders\" OWNER \"orders_owner\""], "summary": "Create: 1 statement"}}]}`
+
 const boundStatus = `{"phase": "Bound", "conditions": [{"type": "Ready", "status": "True", "reason": "Bound", "message": "bound", "lastTransitionTime": "2026-11-29T10:00:00Z"}],
   "database": {"name": "orders", "uid": "d-1", "instance": "main", "database": "orders", "owner": "orders_owner"}}`
 
@@ -103,6 +119,33 @@ func TestRunFunction(t *testing.T) {
 		"ExplicitBound": {
 			reason: "The explicit path delivers the same way, once Bound.", spec: `"databaseRef": {"name": "orders"}`,
 			observed: observedBinding(boundStatus),
+			composed: []string{Binding, LoginRole},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
+		},
+		"ProvisioningPlanOnTheClaim": {
+			reason: "What the binding's provisioning has pending shows on the claim, in order, before anything is bound.", spec: dynamic,
+			observed: observedBinding(`{"phase": "Pending", "conditions": [{"type": "Ready", "status": "False", "reason": "Provisioning", "message": "not yet", "lastTransitionTime": "2026-11-29T10:00:00Z"}], ` + provisioningPlan + `}`),
+			composed: []string{Binding},
+			status: map[string]any{"plan": map[string]any{"summary": "Create: 2 statements in 2 resources", "steps": []any{
+				map[string]any{"kind": "PostgreSQLRole", "name": "orders-owner", "plan": map[string]any{"action": "Create", "statements": []any{`CREATE ROLE "orders_owner" NOLOGIN`}, "summary": "Create: 1 statement"}},
+				map[string]any{"kind": "PostgreSQLDatabase", "name": "orders", "plan": map[string]any{"action": "Create", "statements": []any{`CREATE DATABASE "orders" OWNER "orders_owner"`}, "summary": "Create: 1 statement"}},
+			}}},
+			cond: fnv1.Status_STATUS_CONDITION_FALSE, condWhy: "Provisioning",
+		},
+		"LoginRolePlanOnTheClaim": {
+			reason: "Once bound, the login role's pending plan shows on the claim.", spec: dynamic,
+			observed: withLoginRole(observedBinding(boundStatus), `{"atProvider": {"plan": {"action": "Update", "statements": ["ALTER ROLE \"orders\" PASSWORD '<redacted>'"], "summary": "Update: 1 statement"}}}`),
+			composed: []string{Binding, LoginRole},
+			status: map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "plan": map[string]any{
+				"summary": "Update: 1 statement in 1 resource", "steps": []any{
+					map[string]any{"kind": "PostgreSQLRole", "name": "orders-login", "plan": map[string]any{"action": "Update", "statements": []any{`ALTER ROLE "orders" PASSWORD '<redacted>'`}, "summary": "Update: 1 statement"}},
+				}}},
+			cond: fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
+		},
+		"UpToDateLoginRoleNoPlan": {
+			reason: "A login role with nothing pending adds no plan.", spec: dynamic,
+			observed: withLoginRole(observedBinding(boundStatus), `{"atProvider": {"name": "orders"}}`),
 			composed: []string{Binding, LoginRole},
 			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
 			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
