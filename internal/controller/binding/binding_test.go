@@ -628,3 +628,55 @@ func TestProvisioningPlan(t *testing.T) {
 	deleteAndWait(ctx, t, b)
 	deleteAndWait(ctx, t, db)
 }
+
+// TestHeldDeletionPlan: an admin deletes a Bound database whose policies
+// drop it, ending its sessions (terminateConnectionsOnDelete). The drop is
+// held while its tenant is bound, and the database's plan shows the
+// drop that will go (WITH (FORCE)); once the tenant goes, exactly that is
+// sent, and the tenant's open session is ended by it.
+func TestHeldDeletionPlan(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	db := registered(ctx, t, "shop", "held_drop")
+	providertest.Update(ctx, t, env, db, func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+		d.Spec.ForProvider.TerminateConnectionsOnDelete = true
+	})
+	b := explicit("shop", "held-drop", db.Name)
+	env.Create(ctx, t, b)
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	session, err := env.Postgres.Connect(ctx, "held_drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = session.Close(context.WithoutCancel(ctx)) })
+
+	env.LogStatements(ctx, t)
+	if err := env.Kube.Delete(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	want := env.WaitPlan(ctx, t, db, v1alpha1.PlanDelete)
+	if diff := cmp.Diff([]string{`DROP DATABASE IF EXISTS "held_drop" WITH (FORCE)`}, want); diff != "" {
+		t.Errorf("the held drop's plan (-want +got):\n%s", diff)
+	}
+	if c := db.GetCondition(xpv2.TypeSynced); !strings.Contains(c.Message, "deletion held") {
+		t.Errorf("the database does not say its deletion is held: %q", c.Message)
+	}
+	// Held: a few observations later the database and its session are
+	// still there.
+	time.Sleep(3 * time.Second)
+	if err := session.Ping(ctx); err != nil {
+		t.Fatalf("the tenant's session was ended while the database was bound: %v", err)
+	}
+
+	from := env.ServerLogLen(t)
+	deleteAndWait(ctx, t, b)
+	env.Gone(ctx, t, db)
+	env.SentAsPlanned(t, from, "held_drop", want)
+	if n := pgCount(ctx, t, "SELECT count(*) FROM pg_database WHERE datname = 'held_drop'"); n != 0 {
+		t.Error("the database is still on the server")
+	}
+	if err := session.Ping(ctx); err == nil {
+		t.Error("the tenant's session survived the forced drop")
+	}
+}

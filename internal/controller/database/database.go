@@ -114,13 +114,14 @@ type external struct {
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
+	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.conn.Instance, mg)
 	if b := mg.Status.Binding; meta.WasDeleted(mg) && b.Phase == v1alpha1.PhaseBound && b.BoundTo != nil {
 		// The binder releases the database once its tenant is gone; until
-		// then nothing is dropped under the tenant's feet.
+		// then nothing is dropped under the tenant's feet. The observation
+		// above planned what goes once it is released.
 		return managed.ExternalObservation{}, errors.Errorf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted once that tenant is gone",
 			b.BoundTo.Tenant)
 	}
-	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.conn.Instance, mg)
 	if done {
 		return obs, err
 	}
