@@ -5,10 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -40,6 +43,18 @@ func TestPlanIsTheTruth(t *testing.T) {
 				r.Spec.ForProvider.CreateDB = ptr.To(true)
 			},
 			Says: []string{"CREATEDB", "CONNECTION LIMIT 4"},
+		},
+		"AlternatingRotation": {
+			// The rotation's next step: the login the Secret does not
+			// use gets a new password and takes over.
+			Existing: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.Login = ptr.To(true)
+				r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating, GracePeriod: &metav1.Duration{Duration: time.Hour}}
+			},
+			Change: func(r *v1alpha1.PostgreSQLRole) {
+				r.SetAnnotations(map[string]string{v1alpha1.AnnotationRotatePassword: "preview"})
+			},
+			Says: []string{`"rp_alternatingrotation_b"`, "PASSWORD '<redacted>'"},
 		},
 		"Membership": {
 			Existing: func(r *v1alpha1.PostgreSQLRole) {},
@@ -115,5 +130,55 @@ func TestReassignPlanIsTheTruth(t *testing.T) {
 	var owner string
 	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT tableowner FROM pg_tables WHERE tablename = 'rp_bequeathed'").Scan(&owner); err != nil || owner != "rp_heir2" {
 		t.Errorf("the table's owner is %q (%v), want the heir", owner, err)
+	}
+}
+
+// TestPreviewKeepsTheCredentials: a platform team previews a change to a
+// login role its applications use, with managementPolicies [Observe].
+// While it reads the plan, the applications' credentials stay in their
+// Secret, untouched, for an in-place role and an alternating one; widening
+// the policies again changes nothing the preview did not plan.
+func TestPreviewKeepsTheCredentials(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	for _, mode := range []v1alpha1.RotationMode{v1alpha1.RotationInPlace, v1alpha1.RotationAlternating} {
+		t.Run(string(mode), func(t *testing.T) {
+			name := "rp-keep-" + strings.ToLower(string(mode))
+			r := newRole(name, func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.Name = ptr.To(strings.ReplaceAll(name, "-", "_"))
+				r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: mode}
+			})
+			env.CreateForTest(ctx, t, r)
+			env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+			user := r.RoleName()
+			if mode == v1alpha1.RotationAlternating {
+				user += "_a"
+			}
+			before := waitSecretUser(ctx, t, r.Spec.WriteConnectionSecretToReference.Name, user)
+
+			base := r.DeepCopy()
+			r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+			r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](7)
+			if err := env.Kube.Patch(ctx, r, client.MergeFrom(base)); err != nil {
+				t.Fatal(err)
+			}
+			if plan := strings.Join(env.WaitPlan(ctx, t, r, v1alpha1.PlanUpdate), "\n"); !strings.Contains(plan, "CONNECTION LIMIT 7") {
+				t.Errorf("the preview's plan does not say what would change:\n%s", plan)
+			}
+			if m := r.GetCondition(xpv2.TypeReady).Message; !strings.Contains(m, "created by this resource: the credentials it delivered stay as they are") {
+				t.Errorf("the read-only condition does not say the credentials are kept: %q", m)
+			}
+			// A few observations read-only: the Secret is as it was.
+			time.Sleep(3 * time.Second)
+			s := &corev1.Secret{}
+			if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: r.Spec.WriteConnectionSecretToReference.Name}, s); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"username", "password"} {
+				if string(s.Data[k]) != string(before[k]) {
+					t.Errorf("the preview changed the Secret's %s (now %d bytes, was %d)", k, len(s.Data[k]), len(before[k]))
+				}
+			}
+		})
 	}
 }

@@ -392,12 +392,18 @@ func (kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) ([]
 // Observe-only resource never logs in as the role to check that password,
 // so the plan lists it even when the server may have it already. (A
 // managed role's plan comes from observeDrift, with that check.)
-func (kind) UpdateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) ([]string, error) {
+func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) ([]string, error) {
+	if alternating(mg) && got.Owner == string(mg.GetUID()) {
+		// A role of its own, observed read-only for a while: the plan is
+		// the rotation's next step too.
+		return k.e.previewAlternating(ctx, mg, got)
+	}
 	// The plan is what the spec would change: the marker is the admin's
 	// to write, by the hand-over docs/credentials.md describes.
 	g := scoped(mg, *got)
 	g.Owner = string(mg.GetUID())
 	if alternating(mg) {
+		// An import: its logins are not read.
 		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), g, string(mg.GetUID())), nil
 	}
 	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg), g, string(mg.GetUID()))
@@ -432,12 +438,17 @@ func (kind) DriftFields(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole)
 	return f
 }
 
-// Describe names an imported role, and says why it has no connection
-// Secret: an observe-only import publishes nothing, as the provider does
-// not know its password and must not hand out a half credential.
-func (kind) Describe(mg *v1alpha1.PostgreSQLRole) string {
+// Describe names a role observed read-only. An import's says why it has
+// no connection Secret: an observe-only import publishes nothing, as the
+// provider does not know its password and must not hand out a half
+// credential. A role of the provider's own, previewed read-only, keeps
+// what it delivered.
+func (kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
 	d := fmt.Sprintf("role %q", mg.RoleName())
-	if publishes(mg) {
+	switch {
+	case ours && publishes(mg):
+		d += " (created by this resource: the credentials it delivered stay as they are, and no password is set or rotated until the policies widen)"
+	case publishes(mg):
 		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
 			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
 			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",

@@ -483,6 +483,22 @@ func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: w.none(), ConnectionDetails: e.activeDetails(mg, l)}, nil
 }
 
+// previewAlternating is what widening the policies of an Alternating role
+// observed read-only would send: the same work observeAlternating plans,
+// except that a preview never logs in to check the active login's
+// password (it is taken to work), and records nothing in status.
+func (e *external) previewAlternating(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) ([]string, error) {
+	l, err := e.readLogins(ctx, mg)
+	if err != nil {
+		return nil, errors.Wrap(err, errObserve)
+	}
+	w, err := plan(mg, got, l, time.Now(), func(string) (bool, error) { return true, nil })
+	if err != nil {
+		return nil, errors.Wrap(err, errPassword)
+	}
+	return w.statements(mg, l, pending.Redacted), nil
+}
+
 // availability is the Ready condition of an Alternating role.
 func availability(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) xpv2.Condition {
 	if exp := got.ValidUntil; exp != nil && !exp.After(time.Now()) {

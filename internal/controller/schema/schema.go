@@ -260,7 +260,7 @@ func (kind) Record(mg *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) 
 }
 
 // Describe names the schema with its database in messages.
-func (kind) Describe(mg *v1alpha1.PostgreSQLSchema) string {
+func (kind) Describe(mg *v1alpha1.PostgreSQLSchema, _ bool) string {
 	return fmt.Sprintf("schema %q in database %q", mg.SchemaName(), mg.Status.AtProvider.Database)
 }
 

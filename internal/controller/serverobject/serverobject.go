@@ -68,9 +68,11 @@ type Kind[T resource.Managed, O any] interface {
 }
 
 // A Describer is a Kind that names its objects in messages more fully than
-// by noun and name (a schema with its database).
+// by noun and name (a schema with its database). ours says whether the
+// object carries mg's own marker (a resource of the provider's, observed
+// read-only for a while) rather than being an import.
 type Describer[T resource.Managed] interface {
-	Describe(mg T) string
+	Describe(mg T, ours bool) string
 }
 
 // A Drifter is a Kind whose changes made on the server, not through the
@@ -204,7 +206,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 	if management.ObserveOnly(mg) {
 		what := fmt.Sprintf("%s %q", k.Noun(), name)
 		if d, ok := k.(Describer[T]); ok {
-			what = d.Describe(mg)
+			what = d.Describe(mg, o.Marker == string(mg.GetUID()))
 		}
 		mg.SetConditions(v1alpha1.ObserveOnly(what))
 		// Changes made on the server are reported, never corrected.
