@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,37 @@ func waitClaimReady(ctx context.Context, t *testing.T, core *crossplane.Core, c 
 	if err != nil {
 		t.Fatalf("claim %s/%s not Ready: %v (conditions %v); core's log:\n%s", c.GetNamespace(), c.GetName(), err, conds, core.LogTail())
 	}
+}
+
+// noPlanOnceProvisioned: once a claim is Ready its composed resources have
+// nothing pending, so status.plan goes. The function stops returning it;
+// this checks that Crossplane drops it from the composite's status (applied
+// with the function's field manager) and so from the claim's, rather than
+// keeping the last plan it was given.
+func noPlanOnceProvisioned(ctx context.Context, t *testing.T, c *unstructured.Unstructured) {
+	t.Helper()
+	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(c), c)
+		_, found, _ := unstructured.NestedFieldNoCopy(c.Object, "status", "plan")
+		return err == nil && !found, err
+	})
+	if err != nil {
+		p, _, _ := unstructured.NestedFieldNoCopy(c.Object, "status", "plan")
+		t.Errorf("claim %s/%s is Ready but still shows a plan: %v (%v)", c.GetNamespace(), c.GetName(), p, err)
+	}
+}
+
+// plannedStatements lists the statements of every step of a claim's
+// status.plan.
+func plannedStatements(c *unstructured.Unstructured) []string {
+	steps, _, _ := unstructured.NestedSlice(c.Object, "status", "plan", "steps")
+	var out []string
+	for _, s := range steps {
+		m, _ := s.(map[string]any)
+		stmts, _, _ := unstructured.NestedStringSlice(m, "plan", "statements")
+		out = append(out, stmts...)
+	}
+	return out
 }
 
 // waitBound waits until the claim's DatabaseBound condition has status and
@@ -216,6 +248,7 @@ func TestTenantEndToEnd(t *testing.T) {
 	env.Create(ctx, t, orders)
 	waitClaimReady(ctx, t, core, orders)
 	t.Logf("claim Ready %s after start", time.Since(start).Round(time.Millisecond))
+	noPlanOnceProvisioned(ctx, t, orders)
 
 	secret, err := env.ConnectionSecret(ctx, "shop", "main-orders-postgresql")
 	if err != nil {
@@ -301,6 +334,40 @@ func TestTenantEndToEnd(t *testing.T) {
 		if err := env.Kube.Update(ctx, cur); err == nil || !strings.Contains(err.Error(), "cannot be removed") {
 			t.Errorf("removing an installed extension from the claim: %v, want a refusal", err)
 		}
+	})
+
+	t.Run("PendingWorkIsShownThenCleared", func(t *testing.T) {
+		// An extension the provider will not install in a database its
+		// tenant owns (an untrusted script in a schema the owner writes to)
+		// stays pending: the claim shows the statement it waits to send.
+		// Once the tenant drops the request the claim is Ready and its plan
+		// goes.
+		fdw := tenantClaim("shop", "fdw", `{"instanceRef": {"name": "main"}, "extensions": ["postgres_fdw"]}`)
+		env.Create(ctx, t, fdw)
+		t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), fdw) })
+		const want = `CREATE EXTENSION IF NOT EXISTS "postgres_fdw" SCHEMA "public"`
+		var plan any
+		err := providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(fdw), fdw)
+			plan, _, _ = unstructured.NestedFieldNoCopy(fdw.Object, "status", "plan")
+			return err == nil && slices.Contains(plannedStatements(fdw), want), err
+		})
+		if err != nil {
+			t.Fatalf("the claim does not show the pending %s: status.plan %v (%v); core's log:\n%s", want, plan, err, core.LogTail())
+		}
+		// As docs/plan.md shows it.
+		if summary, _, _ := unstructured.NestedString(fdw.Object, "status", "plan", "summary"); summary != "Update: 1 statement in 1 resource" {
+			t.Errorf("the plan's summary is %q, want %q", summary, "Update: 1 statement in 1 resource")
+		}
+		steps, _, _ := unstructured.NestedSlice(fdw.Object, "status", "plan", "steps")
+		if len(steps) != 1 || !slices.Equal([]any{steps[0].(map[string]any)["kind"], steps[0].(map[string]any)["name"]}, []any{"PostgreSQLDatabase", "fdw"}) {
+			t.Errorf("the plan's steps are %v, want one, of PostgreSQLDatabase fdw", steps)
+		}
+		providertest.Update(ctx, t, env, fdw, func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringSlice(u.Object, []string{}, "spec", "extensions")
+		})
+		waitClaimReady(ctx, t, core, fdw)
+		noPlanOnceProvisioned(ctx, t, fdw)
 	})
 
 	t.Run("FiveClaimsRaceForOneDatabase", func(t *testing.T) {
