@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -140,7 +141,12 @@ func run(ctx context.Context, o options, out io.Writer, ready func()) error {
 	}
 	stops = append(stops, func() { s.provider.Stop(syscall.SIGTERM, 35*time.Second) })
 
-	kube, err := client.New(s.cp.Config, client.Options{})
+	// The API server's warnings (a deprecated field, say) are printed as
+	// kubectl prints them; controller-runtime would log them through a
+	// logger nothing here sets, with a goroutine dump.
+	cfg := rest.CopyConfig(s.cp.Config)
+	cfg.WarningHandler = rest.NewWarningWriter(out, rest.WarningWriterOptions{Deduplicate: true})
+	kube, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return err
 	}
