@@ -360,7 +360,11 @@ func TestTenantEndToEnd(t *testing.T) {
 			t.Errorf("the plan's summary is %q, want %q", summary, "Update: 1 statement in 1 resource")
 		}
 		steps, _, _ := unstructured.NestedSlice(fdw.Object, "status", "plan", "steps")
-		if len(steps) != 1 || !slices.Equal([]any{steps[0].(map[string]any)["kind"], steps[0].(map[string]any)["name"]}, []any{"PostgreSQLDatabase", "fdw"}) {
+		var first map[string]any
+		if len(steps) > 0 {
+			first, _ = steps[0].(map[string]any)
+		}
+		if len(steps) != 1 || first["kind"] != "PostgreSQLDatabase" || first["name"] != "fdw" {
 			t.Errorf("the plan's steps are %v, want one, of PostgreSQLDatabase fdw", steps)
 		}
 		providertest.Update(ctx, t, env, fdw, func(u *unstructured.Unstructured) {
