@@ -144,7 +144,8 @@ func versions(ctx context.Context, t *testing.T, path string) int {
 	return n
 }
 
-// rotated waits until the role reports the rotation request handled. With
+// rotated waits until the role reports the rotation request handled, Synced
+// and Ready. With
 // InPlace rotation the new password reaches the path before the server
 // (so that a provider stopped in between finds it there), so a credential
 // read from the path logs in once the rotation has been handled, not as
@@ -153,10 +154,12 @@ func rotated(ctx context.Context, t *testing.T, r *v1alpha1.PostgreSQLRole, requ
 	t.Helper()
 	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
-		return err == nil && r.Status.AtProvider.PasswordRotation == request && r.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, err
+		return err == nil && r.Status.AtProvider.PasswordRotation == request &&
+			r.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue && r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
 	})
 	if err != nil {
-		t.Fatalf("the role did not handle rotation request %q: %v (status %q, Synced %+v)", request, err, r.Status.AtProvider.PasswordRotation, r.GetCondition(xpv2.TypeSynced))
+		t.Fatalf("the role did not handle rotation request %q and stay Ready: %v (status %q, Synced %+v, Ready %+v)",
+			request, err, r.Status.AtProvider.PasswordRotation, r.GetCondition(xpv2.TypeSynced), r.GetCondition(xpv2.TypeReady))
 	}
 }
 
