@@ -88,6 +88,9 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 	claim := tenantClaim("vshop", "ledger", `{"instanceRef": {"name": "main"}}`)
 	env.Create(ctx, t, claim)
 	waitClaimReady(ctx, t, core, claim)
+	// The OpenBao Composition's claims carry their plan as the Secret
+	// one's do, and drop it once provisioned.
+	noPlanOnceProvisioned(ctx, t, claim)
 	const path = "postgresql/main/vshop/ledger"
 	kv, err := vault.Client()
 	if err != nil {
