@@ -9,6 +9,7 @@ package conflict
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // A Message is a Conflict, in the parts every one has.
@@ -68,6 +69,12 @@ type Object struct {
 	// at all: one that is another resource's is never handed over from
 	// here, whoever asks. "" offers none.
 	Adopt string
+	// Created is when the resource's create of an object of this name
+	// succeeded (Crossplane's external-create-succeeded annotation), zero
+	// if it never did. An unmarked object of a resource that did create
+	// one lost its marker since: its comment was replaced (by its owner,
+	// who may, or an admin), or it was dropped and made again.
+	Created time.Time
 }
 
 // Foreign is the Conflict of an object the resource did not create.
@@ -88,6 +95,14 @@ func Foreign(o Object) Message {
 		m.Confirmed = fmt.Sprintf("the %s was made for a resource other than this one and outlived it (retained)", o.Noun)
 		m.Uncertain = "whose data it holds now and who may rely on it"
 		m.Next = fmt.Sprintf("It is not handed over from here: give this %s another name, or import the %s read-only (managementPolicies [\"Observe\"]); an admin who has established whose it is decides what becomes of it", o.Kind, o.Noun)
+	case !o.Created.IsZero():
+		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s created a %s of this name at %s, and since then its comment was replaced (by the %s's owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339), o.Noun)
+		m.Confirmed = fmt.Sprintf("this resource created a %s of this name; the one there now carries no ownership marker", o.Noun)
+		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place, and who relies on it", o.Noun)
+		m.Next = `The server's log names the session that changed it when log_statement is ddl or all. To manage it read-only meanwhile, set managementPolicies to ["Observe"]`
+		if o.Adopt != "" {
+			m.Next += ". If it is the one this resource created, an admin restores the marker: " + o.Adopt
+		}
 	default:
 		m.Found = fmt.Sprintf("exists but was not created by this %s (its comment carries no ownership marker)", o.Kind)
 		m.Confirmed = fmt.Sprintf("the %s exists and no resource of the provider claims it", o.Noun)

@@ -3,6 +3,7 @@ package conflict
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestForeign(t *testing.T) {
@@ -40,6 +41,33 @@ func TestForeign(t *testing.T) {
 			obj:    func(o Object) Object { return o },
 			want:   []string{"carries no ownership marker", "an admin can mark it", adopt},
 		},
+		"MarkerRemoved": {
+			reason: "An unmarked object of a resource that created one says its marker is gone, and offers the statement that restores it.",
+			obj: func(o Object) Object {
+				o.Created = time.Date(2026, 12, 5, 8, 0, 0, 0, time.FixedZone("CET", 3600))
+				return o
+			},
+			want:  []string{"ownership marker is gone", "created a database of this name at 2026-12-05T07:00:00Z", "by the database's owner or an admin", "restores the marker: " + adopt},
+			never: []string{"was not created by this", "interrupted"},
+		},
+		"MarkerRemovedWithoutAdoption": {
+			reason: "A kind that must not be taken over offers no statement, its marker removed or not.",
+			obj: func(o Object) Object {
+				o.Created, o.Adopt = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC), ""
+				return o
+			},
+			want:  []string{"ownership marker is gone", `managementPolicies to ["Observe"]`},
+			never: []string{"COMMENT ON", "restores"},
+		},
+		"AnotherResourcesMarkerOnOneItCreated": {
+			reason: "Another resource's marker on an object this resource created still hands nothing over.",
+			obj: func(o Object) Object {
+				o.Created, o.Marker, o.MarkedBy = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC), "victim-uid", "PostgreSQLDatabase victims/inventory"
+				return o
+			},
+			want:  []string{"PostgreSQLDatabase victims/inventory's", "never handed over"},
+			never: []string{"COMMENT ON", "claimant"},
+		},
 		"UnmarkedWithoutAdoption": {
 			reason: "A kind that must not be taken over (a role: its password would be replaced) offers no statement.",
 			obj: func(o Object) Object {
@@ -75,6 +103,7 @@ func TestMessageNeverSteersToAPasswordChange(t *testing.T) {
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole"}),
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u"}),
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u", MarkedBy: "PostgreSQLRole a/b"}),
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Created: time.Now()}),
 	} {
 		for _, never := range []string{"password", "Ready"} {
 			if s := m.String(); strings.Contains(s, never) {

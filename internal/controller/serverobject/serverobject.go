@@ -186,6 +186,7 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 			return nil, managed.ExternalObservation{}, true, err
 		}
 		f.Marker = o.Marker
+		f.Created = meta.GetExternalCreateSucceeded(mg)
 		msg := conflict.Foreign(f).String()
 		mg.SetConditions(v1alpha1.Conflict(msg))
 		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,6 +165,15 @@ func TestObserve(t *testing.T) {
 			reason: "An object without this resource's marker is a Conflict, and nothing is recorded.",
 			f:      fake{observed: exists("other-uid")},
 			want:   want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"MarkerRemoved": {
+			reason: "An unmarked object of a resource whose create succeeded is a Conflict that says its marker is gone.",
+			f:      fake{observed: exists("")},
+			mg: func(r *v1alpha1.PostgreSQLRole) {
+				meta.SetExternalCreateSucceeded(r, time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC))
+			},
+			want: want{Done: true, Err: "ownership marker is gone: this PostgreSQLRole created a role of this name at 2026-12-05T07:00:00Z",
+				ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"SomeoneElsesReleased": {
 			reason: "Deleting a resource that never owned the object lets go without touching it.",
