@@ -625,7 +625,11 @@ func firstPollsDone(ctx context.Context, t testing.TB, since float64) {
 			want++
 		}
 	}
-	deadline := time.Now().Add(40 * scalePoll)
+	start := time.Now()
+	deadline := start.Add(40 * scalePoll)
+	defer func() {
+		t.Logf("the restarted provider read its %.0f roles' Secrets in %s", want, time.Since(start).Round(100*time.Millisecond))
+	}()
 	for secretGets(ctx, t)-since < want {
 		if time.Now().After(deadline) {
 			t.Fatalf("%.0f Secrets read in %s since the restart; %.0f roles deliver one, each read once after a restart", secretGets(ctx, t)-since, 40*scalePoll, want)
