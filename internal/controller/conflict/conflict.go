@@ -96,7 +96,7 @@ func Foreign(o Object) Message {
 		m.Uncertain = "whose data it holds now and who may rely on it"
 		m.Next = fmt.Sprintf("It is not handed over from here: give this %s another name, or import the %s read-only (managementPolicies [\"Observe\"]); an admin who has established whose it is decides what becomes of it", o.Kind, o.Noun)
 	case !o.Created.IsZero():
-		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s created a %s of this name at %s, and since then its comment was replaced (by the %s's owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339), o.Noun)
+		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s created a %s of this name at %s, and since then its comment was replaced (by someone allowed to comment on it, such as its owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339))
 		m.Confirmed = fmt.Sprintf("this resource created a %s of this name; the one there now carries no ownership marker", o.Noun)
 		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place, and who relies on it", o.Noun)
 		m.Next = `The server's log names the session that changed it when log_statement is ddl or all. To manage it read-only meanwhile, set managementPolicies to ["Observe"]`

@@ -47,7 +47,7 @@ func TestForeign(t *testing.T) {
 				o.Created = time.Date(2026, 12, 5, 8, 0, 0, 0, time.FixedZone("CET", 3600))
 				return o
 			},
-			want:  []string{"ownership marker is gone", "created a database of this name at 2026-12-05T07:00:00Z", "by the database's owner or an admin", "restores the marker: " + adopt},
+			want:  []string{"ownership marker is gone", "created a database of this name at 2026-12-05T07:00:00Z", "by someone allowed to comment on it", "restores the marker: " + adopt},
 			never: []string{"was not created by this", "interrupted"},
 		},
 		"MarkerRemovedWithoutAdoption": {
