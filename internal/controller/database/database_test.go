@@ -108,13 +108,7 @@ func poke(ctx context.Context, t *testing.T, d *v1alpha1.PostgreSQLDatabase) {
 func TestDatabaseLifecycle(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
-	owner := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders-owner", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("orders_owner")},
-		},
-	}
+	owner := providertest.Role(ns, main.Name, "orders_owner")
 	if err := env.Kube.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
@@ -426,13 +420,9 @@ func TestManagedServiceAdmin(t *testing.T) {
 	pg := connect(ctx, t, "postgres")
 	in := env.ManagedServiceInstance(ctx, t, "managed-service", "svc_admin")
 	role := func(name string) *v1alpha1.PostgreSQLRole {
-		return &v1alpha1.PostgreSQLRole{
-			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},
-			Spec: v1alpha1.PostgreSQLRoleSpec{
-				InstanceRef: v1alpha1.InstanceReference{Name: in.Name},
-				ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name), Login: ptr.To(false)},
-			},
-		}
+		r := providertest.Role(ns, in.Name, name)
+		r.Spec.ForProvider.Login = ptr.To(false)
+		return r
 	}
 	first, second := role("svc_owner"), role("svc_heir")
 	env.Create(ctx, t, first, second)
@@ -509,13 +499,7 @@ func TestManagedServiceAdmin(t *testing.T) {
 func TestDatabaseUntrustedExtension(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
-	owner := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "ext-owner", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("ext_owner")},
-		},
-	}
+	owner := providertest.Role(ns, main.Name, "ext_owner")
 	untrusted := []v1alpha1.Extension{{Name: "pg_stat_statements"}}
 	tenants := newDatabase("exttenant", func(d *v1alpha1.PostgreSQLDatabase) {
 		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: owner.Name}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -57,13 +56,7 @@ func TestDatabaseDrift(t *testing.T) {
 func TestDatabaseMarkerRemovedByItsOwner(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
-	owner := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "marker-owner", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("marker_owner")},
-		},
-	}
+	owner := providertest.Role(ns, main.Name, "marker_owner")
 	d := newDatabase("marker-gone", func(d *v1alpha1.PostgreSQLDatabase) {
 		d.Spec.ForProvider.Name = ptr.To("marker_gone")
 		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: owner.Name}

@@ -23,13 +23,7 @@ import (
 func TestPlanIsTheTruth(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
-	heir := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "heir-p", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("heir_p")},
-		},
-	}
+	heir := providertest.Role(ns, main.Name, "heir_p")
 	env.CreateForTest(ctx, t, heir)
 	env.Ready(ctx, t, heir, corev1.ConditionTrue, xpv2.ReasonAvailable)
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -21,13 +20,7 @@ import (
 func TestPlanIsTheTruth(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
-	heir := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "heir-s", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("heir_s")},
-		},
-	}
+	heir := providertest.Role(ns, main.Name, "heir_s")
 	env.CreateForTest(ctx, t, heir)
 	env.Ready(ctx, t, heir, corev1.ConditionTrue, xpv2.ReasonAvailable)
 

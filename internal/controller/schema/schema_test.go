@@ -72,13 +72,7 @@ func schemaState(ctx context.Context, t *testing.T, db, name string) (owner, com
 func TestSchemaLifecycle(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
-	owner := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "inventory-owner", Namespace: ns},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: main.Name},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("inventory_owner")},
-		},
-	}
+	owner := providertest.Role(ns, main.Name, "inventory_owner")
 	db := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Name: "inventory", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLDatabaseSpec{
@@ -221,13 +215,9 @@ func TestSchemaWithManagedServiceAdmin(t *testing.T) {
 	ctx := context.Background()
 	in := env.ManagedServiceInstance(ctx, t, "managed-service", "schema_admin")
 	role := func(name string) *v1alpha1.PostgreSQLRole {
-		return &v1alpha1.PostgreSQLRole{
-			ObjectMeta: metav1.ObjectMeta{Name: strings.ReplaceAll(name, "_", "-"), Namespace: ns},
-			Spec: v1alpha1.PostgreSQLRoleSpec{
-				InstanceRef: v1alpha1.InstanceReference{Name: in.Name},
-				ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name), Login: ptr.To(false)},
-			},
-		}
+		r := providertest.Role(ns, in.Name, name)
+		r.Spec.ForProvider.Login = ptr.To(false)
+		return r
 	}
 	first, second := role("svc_schema_owner"), role("svc_schema_heir")
 	db := &v1alpha1.PostgreSQLDatabase{
