@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 )
 
 // A Message is a Conflict, in the parts every one has.
@@ -69,11 +71,12 @@ type Object struct {
 	// at all: one that is another resource's is never handed over from
 	// here, whoever asks. "" offers none.
 	Adopt string
-	// Created is when the resource's create of an object of this name
-	// succeeded (Crossplane's external-create-succeeded annotation), zero
-	// if it never did. An unmarked object of a resource that did create
-	// one lost its marker since: its comment was replaced (by its owner,
-	// who may, or an admin), or it was dropped and made again.
+	// Created is when the resource records that its create of an object
+	// of this name succeeded (Crossplane's external-create-succeeded
+	// annotation), zero if it records none. An unmarked object of a
+	// resource that did create one lost its marker since: its comment was
+	// replaced (by its owner, who may, or an admin), or it was dropped and
+	// made again.
 	Created time.Time
 }
 
@@ -96,12 +99,16 @@ func Foreign(o Object) Message {
 		m.Uncertain = "whose data it holds now and who may rely on it"
 		m.Next = fmt.Sprintf("It is not handed over from here: give this %s another name, or import the %s read-only (managementPolicies [\"Observe\"]); an admin who has established whose it is decides what becomes of it", o.Kind, o.Noun)
 	case !o.Created.IsZero():
-		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s created a %s of this name at %s, and since then its comment was replaced (by someone allowed to comment on it, such as its owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339))
-		m.Confirmed = fmt.Sprintf("this resource created a %s of this name; the one there now carries no ownership marker", o.Noun)
-		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place, and who relies on it", o.Noun)
+		// The record of the create is the resource's own annotation, which
+		// whoever may edit the resource can write: it is reported as a
+		// record, never as a fact, so that a forged one does not read as
+		// a reason to hand the object over.
+		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s records that it created a %s of this name at %s, and since then its comment was replaced (by someone allowed to comment on it, such as its owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339))
+		m.Confirmed = fmt.Sprintf("the %s exists and carries no ownership marker", o.Noun)
+		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place (the record of the create is the resource's %s annotation, which whoever may edit the resource can write), and who relies on it", o.Noun, meta.AnnotationKeyExternalCreateSucceeded)
 		m.Next = `The server's log names the session that changed it when log_statement is ddl or all. To manage it read-only meanwhile, set managementPolicies to ["Observe"]`
 		if o.Adopt != "" {
-			m.Next += ". If it is the one this resource created, an admin restores the marker: " + o.Adopt
+			m.Next += ". If the server's log shows it is the one this resource created, an admin restores the marker: " + o.Adopt
 		}
 	default:
 		m.Found = fmt.Sprintf("exists but was not created by this %s (its comment carries no ownership marker)", o.Kind)

@@ -47,8 +47,17 @@ func TestForeign(t *testing.T) {
 				o.Created = time.Date(2026, 12, 5, 8, 0, 0, 0, time.FixedZone("CET", 3600))
 				return o
 			},
-			want:  []string{"ownership marker is gone", "created a database of this name at 2026-12-05T07:00:00Z", "by someone allowed to comment on it", "restores the marker: " + adopt},
+			want:  []string{"ownership marker is gone", "records that it created a database of this name at 2026-12-05T07:00:00Z", "by someone allowed to comment on it", "restores the marker: " + adopt},
 			never: []string{"was not created by this", "interrupted"},
+		},
+		"CreateRecordIsNotConfirmation": {
+			reason: "Whoever may edit a resource can write its create record: the Conflict reports it as the resource's record, confirms only what the catalog shows, and asks for the server's log before the marker is restored.",
+			obj: func(o Object) Object {
+				o.Created = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+				return o
+			},
+			want:  []string{"Confirmed: the database exists and carries no ownership marker. Uncertain: whether it is the database this resource created", "crossplane.io/external-create-succeeded annotation, which whoever may edit the resource can write", "If the server's log shows it is the one this resource created"},
+			never: []string{"Confirmed: this resource created"},
 		},
 		"MarkerRemovedWithoutAdoption": {
 			reason: "A kind that must not be taken over offers no statement, its marker removed or not.",

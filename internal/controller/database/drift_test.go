@@ -69,7 +69,7 @@ func TestDatabaseMarkerRemovedByItsOwner(t *testing.T) {
 	env.SQL(ctx, t, "postgres", "SET ROLE marker_owner; COMMENT ON DATABASE marker_gone IS 'mine now'")
 	got := waitReady(ctx, t, d, corev1.ConditionFalse, v1alpha1.ReasonConflict)
 	msg := got.GetCondition(xpv2.TypeReady).Message
-	for _, want := range []string{"ownership marker is gone", "this PostgreSQLDatabase created a database of this name at ", "Nothing was changed"} {
+	for _, want := range []string{"ownership marker is gone", "this PostgreSQLDatabase records that it created a database of this name at ", "Nothing was changed"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the Conflict says %q, want it to say %q", msg, want)
 		}

@@ -172,7 +172,7 @@ func TestObserve(t *testing.T) {
 			mg: func(r *v1alpha1.PostgreSQLRole) {
 				meta.SetExternalCreateSucceeded(r, time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC))
 			},
-			want: want{Done: true, Err: "ownership marker is gone: this PostgreSQLRole created a role of this name at 2026-12-05T07:00:00Z",
+			want: want{Done: true, Err: "ownership marker is gone: this PostgreSQLRole records that it created a role of this name at 2026-12-05T07:00:00Z",
 				ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"SomeoneElsesReleased": {
