@@ -51,13 +51,7 @@ type vector struct {
 }
 
 func role(instance, name string, mutate func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole {
-	r := &v1alpha1.PostgreSQLRole{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ReplaceAll(name, "_", "-")},
-		Spec: v1alpha1.PostgreSQLRoleSpec{
-			InstanceRef: v1alpha1.InstanceReference{Name: instance},
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(name)},
-		},
-	}
+	r := providertest.Role(ns, instance, name)
 	mutate(r)
 	return r
 }

@@ -489,8 +489,7 @@ func TestOwnerCannotStallOthers(t *testing.T) {
 	trio := func(name string) time.Duration {
 		t.Helper()
 		pg := strings.ReplaceAll(name, "-", "_")
-		role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: name}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: in,
-			ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To(pg)}}}
+		role := providertest.Role("victims", in.Name, pg)
 		db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: name + "-db"}, Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in,
 			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To(pg + "_db"), OwnerRef: local(role.Name)}}}
 		grant := &v1alpha1.PostgreSQLGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "victims", Name: name + "-temp"}, Spec: v1alpha1.PostgreSQLGrantSpec{InstanceRef: in,
