@@ -19,12 +19,6 @@ var ErrDatabaseBusy = errors.New("database busy")
 // likely.
 const enterWait = 250 * time.Millisecond
 
-// tenantLockTimeout is lock_timeout in databases other than the
-// Instance's own: a lock held there (by its owner, perhaps on purpose)
-// fails a statement within two seconds, to be retried, rather than
-// holding a worker and the database's session for lockTimeout.
-const tenantLockTimeout = 2 * time.Second
-
 // admission bounds the reconciles at work in each database other than an
 // Instance's own, so that one database, whatever its owner does in it,
 // holds a bounded share of every controller's workers: its pool's

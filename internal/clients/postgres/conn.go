@@ -22,9 +22,17 @@ const ApplicationName = "provider-postgresql"
 
 // Server-side limits set on every provider session. A cancelled context
 // only closes the socket; these make the server give up too.
+//
+// lockTimeout is short everywhere the provider works, the maintenance
+// database included: what the provider locks there is shared with every
+// login (a database owner may hold its own pg_database row, a role its own
+// settings, in an open transaction), and a lock held on purpose must fail
+// a statement within a second, to be retried with back-off, rather than
+// hold one of the few sessions every namespace's work goes through. The
+// provider's own statements hold what they lock for milliseconds.
 const (
 	statementTimeout = 60 * time.Second
-	lockTimeout      = 10 * time.Second
+	lockTimeout      = time.Second
 	connectTimeout   = 10 * time.Second
 )
 

@@ -217,7 +217,7 @@ func TestConnectionSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := []any{app, stmt, lock, ssl}
-	want := []any{ApplicationName, "1min", "10s", true}
+	want := []any{ApplicationName, "1min", "1s", true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("session settings (-want +got):\n%s", diff)
 	}

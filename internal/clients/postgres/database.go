@@ -24,6 +24,16 @@ type DatabaseSettings struct {
 	RevokePublic bool
 }
 
+// DefaultTemplate is the template a database is copied from when none is
+// named. Not the server's own default, template1: PostgreSQL copies a
+// template only while no other session is connected to it, every login
+// may connect to template1 unless PUBLIC's CONNECT on it was revoked, and
+// one idle session there stopped every CREATE DATABASE on the server ("source
+// database "template1" is being accessed by other users"). template0
+// accepts no connections (datallowconn is false), holds what a fresh
+// template1 holds, and takes any encoding and locale.
+const DefaultTemplate = "template0"
+
 // DatabaseCreateOptions are the settings CREATE DATABASE takes once. Empty
 // fields are left to the server's defaults (those of the template).
 type DatabaseCreateOptions struct {

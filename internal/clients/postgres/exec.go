@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,58 +29,32 @@ type TxQuerier interface {
 // verifiers, so an error names the failing statement's position, never its
 // text.
 func Exec(ctx context.Context, db Beginner, stmts []string) error {
-	return ExecGuarded(ctx, db, nil, nil, stmts)
-}
-
-// roleLockClass is the first key of the advisory locks that serialize
-// what the provider does with a role name (RoleLockStatement).
-const roleLockClass = 0x70677270
-
-// RoleLockStatement takes, until the transaction ends, the lock on each
-// role name that the provider's CREATE ROLE of that name also takes. A
-// decision about a role (whose it is, what it may do) made under it holds
-// until the transaction commits: no role of that name can be created by
-// another of the provider's sessions between the check and the GRANT.
-// Names are locked in order, so two transactions never wait on each
-// other crosswise.
-func RoleLockStatement(names []string) string {
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
-	calls := make([]string, len(sorted))
-	for i, n := range sorted {
-		calls[i] = "pg_catalog.pg_advisory_xact_lock(" + strconv.Itoa(roleLockClass) + ", pg_catalog.hashtext(" + QuoteLiteral(n) + "))"
-	}
-	return "SELECT " + strings.Join(calls, ", ")
+	return ExecGuarded(ctx, db, nil, stmts)
 }
 
 // IsGuard reports whether stmt is one of the statements that only guard
-// a step (the role-name lock, the transaction-local setting that keeps a
-// CREATEROLE admin from granting itself the roles it creates): they
-// change nothing that lasts, and plans leave them out.
+// a step (the transaction-local setting that keeps a CREATEROLE admin from
+// granting itself the roles it creates): it changes nothing that lasts,
+// and plans leave it out.
 func IsGuard(stmt string) bool {
-	return stmt == NoSelfGrantSQL || strings.HasPrefix(stmt, "SELECT pg_catalog.pg_advisory_xact_lock("+strconv.Itoa(roleLockClass)+",")
+	return stmt == NoSelfGrantSQL
 }
 
 // afterGuard, when set (by tests), runs once between a guard and the
 // statements, and is then cleared.
 var afterGuard atomic.Pointer[func()]
 
-// ExecGuarded runs statements in one transaction that first locks the
-// role names roles (RoleLockStatement) and then runs guard, which reads
-// the catalog through the transaction and refuses by returning an error:
-// the guard's decision and the statements are one, as far as the roles'
-// existence and identity go. Without roles and guard it is Exec.
-func ExecGuarded(ctx context.Context, db Beginner, roles []string, guard func(TxQuerier) error, stmts []string) error {
+// ExecGuarded runs statements in one transaction that first runs guard,
+// which reads the catalog through the transaction and refuses by returning
+// an error. Run under the locks of the role names guard decides about
+// (Registry.LockRoleNames), the guard's decision and the statements are
+// one, as far as the roles' existence and identity go. Without guard it is
+// Exec.
+func ExecGuarded(ctx context.Context, db Beginner, guard func(TxQuerier) error, stmts []string) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if ms, ok := longerTimeout(ctx); ok {
 			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = "+ms); err != nil {
 				return xperrors.Wrap(describePgError(err), "cannot set the statement timeout")
-			}
-		}
-		if len(roles) > 0 {
-			if _, err := tx.Exec(ctx, RoleLockStatement(roles)); err != nil {
-				return xperrors.Wrap(describePgError(err), "cannot lock the role names")
 			}
 		}
 		if guard != nil {

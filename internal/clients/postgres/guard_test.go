@@ -16,14 +16,16 @@ import (
 // role: no one's), and the role is created, by another of the provider's
 // sessions, between the check and the GRANT. The GRANT must never make
 // the member a member of the other namespace's role: the creation waits
-// for the guarded transaction, whose GRANT then finds no role.
+// for the name's lock (Registry.LockRoleNames), held by the guarded
+// transaction, whose GRANT then finds no role.
 func TestGuardAndGrantAreOneDecision(t *testing.T) {
 	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 4, MaxConns: 8})
 	defer r.Close()
-	p, err := r.Pool(ctx, target("uid-guard", "postgres"))
+	tg := target("uid-guard", "postgres")
+	p, err := r.Pool(ctx, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +61,23 @@ func TestGuardAndGrantAreOneDecision(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				unlock, err := r.LockRoleNames(ctx, tg, []string{group})
+				if err != nil {
+					created = err
+					return
+				}
+				defer unlock()
 				created = Exec(ctx, p, CreateRoleStatements(group, DefaultRoleAttributes(), "", "theirs"))
 			}()
 			time.Sleep(100 * time.Millisecond)
 		}
 		afterGuard.Store(&hook)
-		grantErr := ExecGuarded(ctx, p, []string{group}, guard(group), []string{"GRANT " + QuoteIdentifier(group) + " TO guard_member"})
+		unlock, err := r.LockRoleNames(ctx, tg, []string{group})
+		if err != nil {
+			t.Fatal(err)
+		}
+		grantErr := ExecGuarded(ctx, p, guard(group), []string{"GRANT " + QuoteIdentifier(group) + " TO guard_member"})
+		unlock()
 		wg.Wait()
 		if created != nil {
 			t.Fatalf("round %d: the other namespace's role was not created: %v", round, created)
@@ -79,5 +92,8 @@ func TestGuardAndGrantAreOneDecision(t *testing.T) {
 		if grantErr == nil {
 			t.Fatalf("round %d: the GRANT of a role that did not exist at the check succeeded", round)
 		}
+	}
+	if n := r.roles.heldRoleNames(); n != 0 {
+		t.Errorf("%d role names are still locked or waited for after every round: the registry keeps locks nobody holds", n)
 	}
 }

@@ -131,6 +131,7 @@ type Registry struct {
 	opts  RegistryOptions
 	slots *slotQueue
 	admit admission
+	roles roleLocks
 
 	mu    sync.Mutex
 	pools map[poolKey]*pooled
@@ -191,7 +192,7 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	if err := applyEndpoint(&cfg.ConnConfig.Config, t.Endpoint, t.Credentials); err != nil {
 		return nil, err
 	}
-	pinSession(&cfg.ConnConfig.Config, t.inTenantDatabase())
+	pinSession(&cfg.ConnConfig.Config)
 	cfg.MaxConns = r.opts.maxConns(t)
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = r.opts.IdleTimeout
@@ -245,7 +246,8 @@ func (r *Registry) dialer(key poolKey) pgconn.DialFunc {
 // cannot: its sessions stay logged in after the password changes on the
 // server, and the failure would only show at the next new connection, up
 // to an hour later and for everything at once. It returns
-// ErrPasswordRejected when the server refuses the password.
+// ErrPasswordRejected when the server refuses the password, and nil when
+// it accepts it but refuses the database (no CONNECT privilege).
 func (r *Registry) Authenticate(ctx context.Context, t Target) error {
 	cfg, err := ConnConfig(t.Endpoint, t.Credentials)
 	if err != nil {
@@ -253,9 +255,15 @@ func (r *Registry) Authenticate(ctx context.Context, t Target) error {
 	}
 	// It only logs in and out: the pins keep a database's settings from
 	// failing the login (local_preload_libraries), no reset is needed.
-	pinSession(&cfg.Config, false)
+	pinSession(&cfg.Config)
 	cfg.DialFunc = r.dialer(keyOf(t))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if IsCode(err, CodeInsufficientPrivilege) {
+		// The server checks CONNECT on the database only once the
+		// password was accepted: a role that may not connect to t's
+		// database (PUBLIC's CONNECT revoked there) still proved it.
+		return nil
+	}
 	if err != nil {
 		if IsCode(err, CodeInvalidPassword) {
 			return errors.Errorf("%w: %w", ErrPasswordRejected, err)

@@ -178,9 +178,7 @@ func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) [
 	if len(opts) > 0 {
 		create += " WITH " + strings.Join(opts, " ")
 	}
-	// The name's lock first: a decision another session makes about this
-	// name (ExecGuarded) holds until it commits.
-	stmts := []string{RoleLockStatement([]string{name}), NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
+	stmts := []string{NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
 	// Memberships before settings: a role setting (SET role) names a
 	// role the new one must already be a member of.
 	for _, g := range a.MemberOf {

@@ -23,7 +23,6 @@ func TestCreateRoleStatements(t *testing.T) {
 			name:   "app",
 			attrs:  DefaultRoleAttributes(),
 			want: []string{
-				`SELECT pg_catalog.pg_advisory_xact_lock(1885827696, pg_catalog.hashtext('app'))`,
 				NoSelfGrantSQL,
 				`CREATE ROLE "app"`,
 				`COMMENT ON ROLE "app" IS '[provider-postgresql uid=u-1]'`,
@@ -39,7 +38,6 @@ func TestCreateRoleStatements(t *testing.T) {
 			},
 			verifier: "SCRAM-SHA-256$4096:c2FsdA==$a:b",
 			want: []string{
-				`SELECT pg_catalog.pg_advisory_xact_lock(1885827696, pg_catalog.hashtext('App-User'))`,
 				NoSelfGrantSQL,
 				`CREATE ROLE "App-User" WITH LOGIN NOINHERIT CREATEDB CONNECTION LIMIT 5 VALID UNTIL '2030-01-02T03:04:05Z' PASSWORD 'SCRAM-SHA-256$4096:c2FsdA==$a:b'`,
 				`COMMENT ON ROLE "App-User" IS 'orders app` + "\n" + `[provider-postgresql uid=u-1]'`,

@@ -79,12 +79,7 @@ func sessionParams() map[string]string {
 	}
 }
 
-// pinSession sets c up as an admin session: the startup pins, and, for a
-// session in a database other than the Instance's own (one a tenant may
-// own), a shorter lock_timeout (tenantLockTimeout).
-func pinSession(c *pgconn.Config, tenantDatabase bool) {
+// pinSession sets c up as an admin session: the startup pins.
+func pinSession(c *pgconn.Config) {
 	c.RuntimeParams = sessionParams()
-	if tenantDatabase {
-		c.RuntimeParams["lock_timeout"] = strconv.FormatInt(tenantLockTimeout.Milliseconds(), 10)
-	}
 }

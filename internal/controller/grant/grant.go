@@ -523,14 +523,19 @@ func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.Postg
 	}
 	if len(o.stmts) > 0 {
 		// The boundary's check again, read in the transaction that
-		// grants, under the lock of the group's name: the role it found
-		// is the role granted (postgres.ExecGuarded).
+		// grants, under the provider's lock of the group's name: the role
+		// it found is the role granted (postgres.ExecGuarded).
 		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-		err := postgres.ExecGuarded(ctx, o.pool, []string{ap.MemberOf}, func(q postgres.TxQuerier) error {
+		unlock, err := e.conn.LockRoleNames(ctx, []string{ap.MemberOf})
+		if err != nil {
+			return errors.Wrap(err, privilege.ErrApply)
+		}
+		err = postgres.ExecGuarded(ctx, o.pool, func(q postgres.TxQuerier) error {
 			c := privilege.Checker(e.kube, e.conn)
 			c.Q = q
 			return c.Check(ctx, mg, boundary.Named{}, group)
 		}, o.stmts)
+		unlock()
 		if err != nil {
 			return errors.Wrap(err, privilege.ErrApply)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/admission"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
@@ -348,8 +349,8 @@ func TestLockTargetAppearingLater(t *testing.T) {
 // the target while it carried the Lock; if it wrote that copy's
 // annotations back after its create, the target would refuse every delete
 // in the name of a Lock that no longer exists, and no tenant could ever
-// delete it. A lock on pg_authid holds the create on the server, so the
-// release falls into that window every time.
+// delete it. The provider's own lock on the role's name, held by the test,
+// holds the create, so the release falls into that window every time.
 func TestReleasedLockStaysReleased(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -366,37 +367,33 @@ func TestReleasedLockStaysReleased(t *testing.T) {
 	// means something.
 	waitDeleteDenied(ctx, t, r, message(l.Name))
 
-	holder := env.Connect(ctx, t, "postgres")
-	tx, err := holder.Begin(ctx)
+	server := postgres.Target{Endpoint: postgres.Endpoint{Hostaddr: env.Postgres.Hostaddr, Port: env.Postgres.Port}}
+	release, err := env.Pools.LockRoleNames(ctx, server, []string{"inflight"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	// CREATE ROLE needs ROW EXCLUSIVE on pg_authid; reads (and logins) pass.
-	if _, err := tx.Exec(ctx, "LOCK TABLE pg_catalog.pg_authid IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	defer release()
 	unpause := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+meta.AnnotationKeyReconciliationPaused+`":null}}}`))
 	if err := env.Kube.Patch(ctx, r.DeepCopy(), unpause); err != nil {
 		t.Fatal(err)
 	}
-	watcher := env.Connect(ctx, t, "postgres")
-	err = providertest.Wait(ctx, 8*time.Second, func(ctx context.Context) (bool, error) {
-		var n int
-		err := watcher.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%CREATE ROLE%inflight%'").Scan(&n)
-		return n > 0, err
+	// crossplane-runtime records a create as pending just before it calls
+	// Create, which then waits for the name.
+	err = providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		got := &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			return false, err
+		}
+		return got.GetAnnotations()[meta.AnnotationKeyExternalCreatePending] != "", nil
 	})
 	if err != nil {
-		t.Fatalf("the role's create never waited on the server: %v", err)
+		t.Fatalf("the role's create never started: %v", err)
 	}
-	// The create waits (the sessions' lock_timeout is 10 s): release now.
 	if err := env.Kube.Delete(ctx, l); err != nil {
 		t.Fatal(err)
 	}
 	env.Gone(ctx, t, l)
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	if got := annotation(ctx, t, r.DeepCopy()); got != "" {
 		t.Errorf("the target carries %s %q after its only Lock was deleted", v1alpha1.AnnotationLocked, got)

@@ -72,6 +72,17 @@ func (c *Connection) Database(ctx context.Context, name string) (postgres.DB, er
 	return p, errors.Wrap(err, errPool)
 }
 
+// LockRoleNames takes the provider's locks on role names on the Instance's
+// server (postgres.Registry.LockRoleNames) and returns the function that
+// lets them go. A Connection without a registry (NewConnection) has no
+// other reconcile to order against.
+func (c *Connection) LockRoleNames(ctx context.Context, names []string) (func(), error) {
+	if c.pools == nil {
+		return func() {}, nil
+	}
+	return c.pools.LockRoleNames(ctx, c.Target, names)
+}
+
 // Release ends the reconcile's turns in the databases it entered.
 func (c *Connection) Release() {
 	for name, leave := range c.entered {

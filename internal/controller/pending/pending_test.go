@@ -80,9 +80,9 @@ func TestOf(t *testing.T) {
 				Summary: "Update: 2 statements"},
 		},
 		"Guards": {
-			reason: "The lock and the transaction-local setting that guard a step change nothing that lasts: a plan of them alone is none.",
+			reason: "The transaction-local setting that guards a step changes nothing that lasts: a plan of it alone is none.",
 			action: v1alpha1.PlanCreate,
-			stmts:  []string{postgres.RoleLockStatement([]string{"app"}), postgres.NoSelfGrantSQL},
+			stmts:  []string{postgres.NoSelfGrantSQL},
 			want:   nil,
 		},
 		"Cut": {

@@ -80,7 +80,7 @@ func (d *DB) Answer(answers ...Answer) {
 
 // Committed returns the statements that took effect, in order: those of
 // committed transactions and those run outside one that did not fail.
-// Statements the provider runs for itself (SET LOCAL, advisory locks) are
+// Statements the provider runs for itself (SET LOCAL, statement timeouts) are
 // left out; All has them.
 func (d *DB) Committed() []string {
 	d.mu.Lock()
@@ -109,9 +109,9 @@ func (d *DB) Queries() []string {
 }
 
 // plumbing is a statement that frames the work rather than doing it: a
-// statement timeout for a long deadline, an advisory lock.
+// statement timeout for a long deadline.
 func plumbing(sql string) bool {
-	for _, p := range []string{"SET LOCAL ", "SET statement_timeout ", "RESET statement_timeout", "SELECT pg_catalog.pg_advisory_xact_lock("} {
+	for _, p := range []string{"SET LOCAL ", "SET statement_timeout ", "RESET statement_timeout"} {
 		if strings.HasPrefix(sql, p) {
 			return true
 		}
