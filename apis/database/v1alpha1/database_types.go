@@ -74,7 +74,13 @@ type PostgreSQLDatabaseParameters struct {
 	// +optional
 	OwnerRef *LocalReference `json:"ownerRef,omitempty"`
 
-	// Template to copy (TEMPLATE). Set at creation only.
+	// Template to copy (TEMPLATE). Set at creation only. Absent, the
+	// database is copied from template0, not from the server's default
+	// template1: PostgreSQL copies a template only while no other session
+	// is connected to it, and every login may connect to template1 unless
+	// PUBLIC's CONNECT on it is revoked, so one idle session there would
+	// stop the copy. Name template1 (or a template the Instance's
+	// policy.allowTemplates lists) to copy what a platform added to it.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Template *string `json:"template,omitempty"`

@@ -4,6 +4,7 @@
 package database
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -346,7 +347,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	// closes to PUBLIC and installs extensions in, as its owner would.
 	err = e.actingAs(cctx, []postgres.RoleNeed{{Role: owner, Set: true, Inherit: true}}, func() error {
 		if err := postgres.ExecEach(cctx, e.conn.Pool, stmts); err != nil {
-			return errors.Wrap(err, errCreate)
+			return errors.Wrap(templateInUse(err, createOptions(mg).Template), errCreate)
 		}
 		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
 	})
@@ -354,6 +355,18 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		pending.Sent(mg, &mg.Status.AtProvider.Plan)
 	}
 	return managed.ExternalCreation{}, err
+}
+
+// templateInUse explains a CREATE DATABASE refused because another session
+// is connected to its template: PostgreSQL copies a template only while
+// nobody else is in it.
+func templateInUse(err error, template string) error {
+	if !postgres.IsCode(err, postgres.CodeObjectInUse) {
+		return err
+	}
+	return errors.Wrapf(err, "another session is connected to template %q, which PostgreSQL copies only while nobody else is in it; "+
+		"any login may connect to a template whose CONNECT PUBLIC holds (template1's does unless revoked: spec.sharedDatabases.revokePublicConnect of the PostgreSQLInstance). "+
+		"Leave spec.forProvider.template unset to copy %s, which accepts no connections", template, postgres.DefaultTemplate)
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalUpdate, error) {
@@ -599,7 +612,7 @@ func createOptions(mg *v1alpha1.PostgreSQLDatabase) postgres.DatabaseCreateOptio
 		return *v
 	}
 	o := postgres.DatabaseCreateOptions{
-		Template: str(p.Template), Encoding: str(p.Encoding), LCCollate: str(p.LCCollate), LCCtype: str(p.LCCtype),
+		Template: cmp.Or(str(p.Template), postgres.DefaultTemplate), Encoding: str(p.Encoding), LCCollate: str(p.LCCollate), LCCtype: str(p.LCCtype),
 		ICULocale: str(p.ICULocale), Tablespace: str(p.Tablespace),
 	}
 	if p.LocaleProvider != nil {

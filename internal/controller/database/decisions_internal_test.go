@@ -15,6 +15,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
@@ -104,7 +105,7 @@ func newExternal(db *fakedb.DB) *external {
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.
-func noOwner(context.Context, string) (string, error) { return "", nil }
+func noOwner(context.Context, string) (conflict.Owner, error) { return conflict.Owner{}, nil }
 
 func TestObserveDecisions(t *testing.T) {
 	cases := map[string]struct {
@@ -216,7 +217,7 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			mg:      newDatabase(),
 			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, fakedb.ActsAsAnyRole(170000)},
 			op:      create,
-			want:    []string{`CREATE DATABASE "orders" WITH OWNER "alice"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`},
+			want:    []string{`CREATE DATABASE "orders" WITH OWNER "alice" TEMPLATE "template0"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`},
 		},
 		"CreateByAManagedAdminActsAsTheOwnerAndGivesItBack": {
 			mg:      newDatabase(),
@@ -224,7 +225,7 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			op:      create,
 			want: []string{
 				`GRANT "alice" TO CURRENT_USER`,
-				`CREATE DATABASE "orders" WITH OWNER "alice"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`,
+				`CREATE DATABASE "orders" WITH OWNER "alice" TEMPLATE "template0"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`,
 				`REVOKE "alice" FROM CURRENT_USER`,
 			},
 		},
