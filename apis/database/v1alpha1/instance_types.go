@@ -240,6 +240,12 @@ type PostgreSQLInstanceSpec struct {
 	// +optional
 	Policy InstancePolicy `json:"policy,omitempty"`
 
+	// SharedDatabases is what the provider does to the databases every
+	// login may connect to on a stock PostgreSQL: template1 and the
+	// maintenance database (spec.endpoint.database).
+	// +optional
+	SharedDatabases SharedDatabases `json:"sharedDatabases,omitempty"`
+
 	// CredentialVault is the OpenBao (or Vault) KV v2 engine that roles on
 	// this Instance may deliver their credentials to instead of a Secret
 	// (spec.writeConnectionDetailsToVault of a PostgreSQLRole). Set by the
@@ -247,6 +253,61 @@ type PostgreSQLInstanceSpec struct {
 	// +optional
 	CredentialVault *CredentialVault `json:"credentialVault,omitempty"`
 }
+
+// SharedDatabases is what the provider does to the databases PUBLIC may
+// connect to.
+type SharedDatabases struct {
+	// RevokePublicConnect revokes CONNECT on template1 and on the
+	// maintenance database from PUBLIC, and grants it to the admin role
+	// first, so that a login the provider creates can connect to its own
+	// databases only. Off by default because it changes server-wide state
+	// that other clients may rely on (a monitoring agent or an application
+	// that connects to the maintenance database); the provider works
+	// without it, since nothing it needs there is something a login can
+	// hold (docs/security.md, "The shared server"). Turning it off again
+	// leaves the grants as they are. Needs an admin that owns those
+	// databases or is a superuser; otherwise the Instance's
+	// SharedDatabasesRestricted condition says so and names the statements
+	// for a database administrator.
+	// +optional
+	RevokePublicConnect bool `json:"revokePublicConnect,omitempty"`
+}
+
+// TypeSharedDatabasesRestricted is an Instance's condition saying whether
+// PUBLIC's CONNECT on template1 and the maintenance database is revoked as
+// spec.sharedDatabases.revokePublicConnect asks.
+const TypeSharedDatabasesRestricted xpv2.ConditionType = "SharedDatabasesRestricted"
+
+// Reasons of the SharedDatabasesRestricted condition.
+const (
+	// ReasonPublicConnectRevoked: PUBLIC holds no CONNECT on either.
+	ReasonPublicConnectRevoked xpv2.ConditionReason = "PublicConnectRevoked"
+	// ReasonPublicConnectKept: revokePublicConnect is off; every login may
+	// connect to them.
+	ReasonPublicConnectKept xpv2.ConditionReason = "PublicConnectKept"
+	// ReasonCannotRevoke: the admin may not change those databases'
+	// privileges; the message names the statements to run.
+	ReasonCannotRevoke xpv2.ConditionReason = "CannotRevoke"
+)
+
+// TypeAdminSlotsReserved is an Instance's condition saying whether the
+// server keeps connection slots that only the admin (among the logins the
+// provider creates) may take once every other slot is in use.
+const TypeAdminSlotsReserved xpv2.ConditionType = "AdminSlotsReserved"
+
+// Reasons of the AdminSlotsReserved condition.
+const (
+	// ReasonSuperuserReserved: the admin is a superuser and
+	// superuser_reserved_connections is above zero.
+	ReasonSuperuserReserved xpv2.ConditionReason = "SuperuserReserved"
+	// ReasonReservedConnections: the admin is a member of
+	// pg_use_reserved_connections and reserved_connections is above zero
+	// (PostgreSQL 16+).
+	ReasonReservedConnections xpv2.ConditionReason = "ReservedConnections"
+	// ReasonNoReservedSlots: no slot is kept for the admin; the message
+	// says what a platform can do.
+	ReasonNoReservedSlots xpv2.ConditionReason = "NoReservedSlots"
+)
 
 // PolicyRoleAttribute is a role attribute an Instance's policy may allow.
 // +kubebuilder:validation:Enum=CreateRole;Replication;BypassRLS
@@ -302,6 +363,26 @@ type InstancePolicy struct {
 	// +optional
 	AllowMembershipOf []string `json:"allowMembershipOf,omitempty"`
 
+	// DefaultConnectionLimit is the CONNECTION LIMIT of a role on this
+	// Instance whose spec.forProvider.connectionLimit is absent; -1 is no
+	// limit. Absent, a quarter of the server's max_connections
+	// (status.connections.max), at least 1: a login without a limit of its
+	// own may take every connection slot a shared server has, and with a
+	// managed-service admin, which has no superuser-reserved slots, leave
+	// the provider unable to work for any other namespace. A change applies
+	// to the roles that name no limit at their next poll.
+	// +kubebuilder:validation:Minimum=-1
+	// +optional
+	DefaultConnectionLimit *int32 `json:"defaultConnectionLimit,omitempty"`
+
+	// MaxConnectionLimit is the largest CONNECTION LIMIT a role on this
+	// Instance may ask for (spec.forProvider.connectionLimit); asking for
+	// more, or for -1 (no limit), is refused with reason PolicyRefused and
+	// nothing is sent. Absent, any limit may be asked for.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxConnectionLimit *int32 `json:"maxConnectionLimit,omitempty"`
+
 	// AllowDatabases lists databases in which resources of any namespace on
 	// this Instance may act (PostgreSQLGrants, PostgreSQLSchemas,
 	// PostgreSQLDefaultPrivileges) although no PostgreSQLDatabase of that
@@ -335,6 +416,21 @@ type AvailableExtension struct {
 	DefaultVersion string `json:"defaultVersion,omitempty"`
 }
 
+// InstanceConnections is how a server's connection slots are shared.
+type InstanceConnections struct {
+	// Max is the server's max_connections.
+	Max int32 `json:"max"`
+	// ReservedForAdmin is how many slots the admin may take after every
+	// other login's are in use: superuser_reserved_connections for a
+	// superuser admin, reserved_connections (PostgreSQL 16+) for a member
+	// of pg_use_reserved_connections, else 0.
+	ReservedForAdmin int32 `json:"reservedForAdmin"`
+	// DefaultRoleConnectionLimit is the CONNECTION LIMIT a role on this
+	// Instance gets when its spec names none (spec.policy.defaultConnectionLimit,
+	// else a quarter of max).
+	DefaultRoleConnectionLimit int32 `json:"defaultRoleConnectionLimit"`
+}
+
 // A PostgreSQLInstanceStatus is what the provider observed of the server.
 type PostgreSQLInstanceStatus struct {
 	xpv2.ManagedResourceStatus `json:",inline"`
@@ -358,6 +454,10 @@ type PostgreSQLInstanceStatus struct {
 	// AdminPrivileges says what the admin role may do.
 	// +optional
 	AdminPrivileges *AdminPrivileges `json:"adminPrivileges,omitempty"`
+
+	// Connections says how the server's connection slots are shared.
+	// +optional
+	Connections *InstanceConnections `json:"connections,omitempty"`
 
 	// AvailableExtensions lists the extensions the server can install.
 	// +optional
@@ -396,4 +496,22 @@ type PostgreSQLInstanceList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []PostgreSQLInstance `json:"items"`
+}
+
+// DefaultConnectionLimit is the CONNECTION LIMIT of a role on in whose spec
+// names none: spec.policy.defaultConnectionLimit, else a quarter of the
+// server's max_connections (at least 1), else, before the server was
+// observed, -1; never more than spec.policy.maxConnectionLimit.
+func (in *PostgreSQLInstance) DefaultConnectionLimit() int32 {
+	limit := int32(-1)
+	switch p, c := in.Spec.Policy, in.Status.Connections; {
+	case p.DefaultConnectionLimit != nil:
+		limit = *p.DefaultConnectionLimit
+	case c != nil && c.Max > 0:
+		limit = max(1, c.Max/4)
+	}
+	if m := in.Spec.Policy.MaxConnectionLimit; m != nil && (limit == -1 || limit > *m) {
+		limit = *m
+	}
+	return limit
 }

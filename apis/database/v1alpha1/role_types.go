@@ -61,8 +61,12 @@ type PostgreSQLRoleParameters struct {
 	// +optional
 	BypassRLS *bool `json:"bypassRls,omitempty"`
 
-	// ConnectionLimit caps the role's concurrent sessions; -1 is no limit.
-	// +kubebuilder:default=-1
+	// ConnectionLimit caps the role's concurrent sessions (CONNECTION
+	// LIMIT); -1 is no limit. Absent, the Instance's
+	// spec.policy.defaultConnectionLimit, else a quarter of the server's
+	// max_connections (status.connections.defaultRoleConnectionLimit of
+	// the Instance). The Instance's spec.policy.maxConnectionLimit, when
+	// set, refuses more (and -1).
 	// +kubebuilder:validation:Minimum=-1
 	// +optional
 	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`

@@ -25,6 +25,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/index"
 )
 
@@ -50,6 +51,9 @@ const (
 	// RuleOtherNamespace: memberships only of roles, and grants only in
 	// databases, managed from the resource's own namespace.
 	RuleOtherNamespace = "OtherNamespace"
+	// RuleConnectionLimit: no role may take more of the server's
+	// connection slots than the Instance's policy.maxConnectionLimit.
+	RuleConnectionLimit = "ConnectionLimit"
 )
 
 // A Namespace is what is managed from one namespace: which UIDs are those
@@ -121,6 +125,22 @@ func (p Policy) RoleAttributes(asked map[v1alpha1.PolicyRoleAttribute]string) *R
 			Allow: p.allowIn("allowRoleAttributes", string(a))}
 	}
 	return nil
+}
+
+// ConnectionLimit refuses a connection limit (-1: none) above the policy's
+// maxConnectionLimit.
+func (p Policy) ConnectionLimit(field string, limit int32) *Refusal {
+	m := p.MaxConnectionLimit
+	if m == nil || limit != -1 && limit <= *m {
+		return nil
+	}
+	asked := fmt.Sprintf("a limit of %d", limit)
+	if limit == -1 {
+		asked = "no limit (-1)"
+	}
+	return &Refusal{Field: field, Rule: RuleConnectionLimit,
+		Why:   fmt.Sprintf("%s is more than the %d sessions a role may hold on PostgreSQLInstance %s: logins share the server's connection slots with every other namespace's", asked, *m, p.Instance),
+		Allow: fmt.Sprintf("a platform admin may raise spec.policy.maxConnectionLimit of PostgreSQLInstance %s", p.Instance)}
 }
 
 // Template refuses a template other than template0, template1 or one the
@@ -409,34 +429,35 @@ func members(kube client.Reader, ns, kinds string, newList func() client.ObjectL
 	}
 }
 
-// A Lookup returns the resource whose UID is uid, as "Kind
-// namespace/name", or "" when none is: whose an ownership marker on the
-// server says an object is.
-type Lookup func(ctx context.Context, uid string) (string, error)
+// A Lookup returns the resource whose UID is uid, zero when none is:
+// whose an ownership marker on the server says an object is.
+type Lookup func(ctx context.Context, uid string) (conflict.Owner, error)
 
 // Whose returns the Lookup of a kind, listed as newList lists it, its
 // UIDs indexed (IndexUID).
 func Whose(kube client.Reader, kind string, newList func() client.ObjectList) Lookup {
-	return func(ctx context.Context, uid string) (string, error) { return whose(ctx, kube, kind, newList, uid) }
+	return func(ctx context.Context, uid string) (conflict.Owner, error) {
+		return whose(ctx, kube, kind, newList, uid)
+	}
 }
 
-func whose(ctx context.Context, kube client.Reader, kind string, newList func() client.ObjectList, uid string) (string, error) {
+func whose(ctx context.Context, kube client.Reader, kind string, newList func() client.ObjectList, uid string) (conflict.Owner, error) {
 	if uid == "" {
-		return "", nil
+		return conflict.Owner{}, nil
 	}
 	l := newList()
 	if err := activation.List(ctx, kube, l, client.MatchingFields{UIDIndex: uid}); err != nil {
-		return "", errors.Wrapf(err, "cannot look up the %s that UID %s is", kind, uid)
+		return conflict.Owner{}, errors.Wrapf(err, "cannot look up the %s that UID %s is", kind, uid)
 	}
 	items, err := meta.ExtractList(l)
 	if err != nil || len(items) == 0 {
-		return "", errors.Wrapf(err, "cannot read the list of %ss", kind)
+		return conflict.Owner{}, errors.Wrapf(err, "cannot read the list of %ss", kind)
 	}
 	o, ok := items[0].(client.Object)
 	if !ok {
-		return "", nil
+		return conflict.Owner{}, nil
 	}
-	return kind + " " + o.GetNamespace() + "/" + o.GetName(), nil
+	return conflict.Owner{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}, nil
 }
 
 // Field is the path of a spec.forProvider field set either by name or by

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -140,6 +141,7 @@ func TestRoleAttributesTemplatesAndCatalogs(t *testing.T) {
 	allowing := Policy{Instance: "main", InstancePolicy: v1alpha1.InstancePolicy{
 		AllowRoleAttributes: []v1alpha1.PolicyRoleAttribute{v1alpha1.PolicyReplication}, AllowTemplates: []string{"golden"},
 	}}
+	capped := Policy{Instance: "main", InstancePolicy: v1alpha1.InstancePolicy{MaxConnectionLimit: ptr.To[int32](10)}}
 	cases := map[string]struct {
 		reason string
 		got    *Refusal
@@ -157,6 +159,10 @@ func TestRoleAttributesTemplatesAndCatalogs(t *testing.T) {
 		"PgCatalog":          {reason: "pg_catalog is refused.", got: SystemSchema("s", "pg_catalog"), want: &refusal{"s", RuleSystemCatalog}},
 		"InformationSchema":  {reason: "information_schema is refused.", got: SystemSchema("s", "information_schema"), want: &refusal{"s", RuleSystemCatalog}},
 		"Toast":              {reason: "pg_toast is refused.", got: SystemSchema("s", "pg_toast"), want: &refusal{"s", RuleSystemCatalog}},
+		"AnyLimitWithoutCap": {reason: "Without maxConnectionLimit any limit, none included, may be asked for.", got: p.ConnectionLimit("c", -1)},
+		"LimitUnderCap":      {reason: "A limit up to the cap passes.", got: capped.ConnectionLimit("c", 10)},
+		"LimitOverCap":       {reason: "A limit above the cap is refused.", got: capped.ConnectionLimit("c", 11), want: &refusal{"c", RuleConnectionLimit}},
+		"NoLimitUnderCap":    {reason: "No limit at all (-1) is above any cap.", got: capped.ConnectionLimit("c", -1), want: &refusal{"c", RuleConnectionLimit}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -40,17 +41,28 @@ func (e *events) WithAnnotations(...string) event.Recorder { return e }
 const system = "7301234567890123456"
 
 // server answers ObserveServer's query: server_version, its number, the
-// system identifier, the admin's SUPERUSER, CREATEDB and CREATEROLE, and
-// the available extensions' names and default versions.
+// system identifier, the admin's SUPERUSER, CREATEDB and CREATEROLE, the
+// available extensions' names and default versions, max_connections
+// (100), superuser_reserved_connections (3), reserved_connections (none),
+// whether the admin may use them, and the shared databases PUBLIC may
+// connect to (both, as on a stock server).
 func server(superuser, createdb, createrole bool) fakedb.Answer {
+	return serverWith(superuser, createdb, createrole, 0, false, []string{"postgres", "template1"})
+}
+
+// serverWith is server with reserved_connections, the admin's membership
+// of pg_use_reserved_connections and the databases PUBLIC may connect to.
+func serverWith(superuser, createdb, createrole bool, reserved int32, useReserved bool, public []string) fakedb.Answer {
 	return fakedb.Answer{Match: "FROM pg_catalog.pg_available_extensions", Rows: [][]any{{
 		"17.10 (Debian 17.10-1)", 170010, system, superuser, createdb, createrole, []string{"pgcrypto", "postgres_fdw"}, []string{"1.3", ""},
+		int32(100), int32(3), reserved, useReserved, public,
 	}}}
 }
 
 func TestObserveDecisions(t *testing.T) {
 	cases := map[string]struct {
 		before     v1alpha1.PostgreSQLInstanceStatus
+		spec       v1alpha1.PostgreSQLInstanceSpec
 		login      error
 		answers    []fakedb.Answer
 		want       managed.ExternalObservation
@@ -59,34 +71,92 @@ func TestObserveDecisions(t *testing.T) {
 		wantPhase  v1alpha1.InstancePhase
 		wantAdmin  *v1alpha1.AdminPrivileges
 		wantEvents int
+		// wantSlots and wantShared are the reasons of AdminSlotsReserved
+		// and SharedDatabasesRestricted, when the server answered;
+		// wantConnections the status.connections recorded.
+		wantSlots, wantShared xpv2.ConditionReason
+		wantConnections       *v1alpha1.InstanceConnections
 	}{
 		"ASuperuserIsReady": {
-			answers:    []fakedb.Answer{server(true, true, true)},
-			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: xpv2.ReasonAvailable,
-			wantPhase:  v1alpha1.InstancePhaseReady,
-			wantAdmin:  &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			answers:         []fakedb.Answer{server(true, true, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonSuperuserReserved,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 3, DefaultRoleConnectionLimit: 25},
 		},
 		"AManagedServiceAdminIsReady": {
-			answers:    []fakedb.Answer{server(false, true, true)},
-			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: xpv2.ReasonAvailable,
-			wantPhase:  v1alpha1.InstancePhaseReady,
-			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+			answers:         []fakedb.Answer{server(false, true, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonNoReservedSlots,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, DefaultRoleConnectionLimit: 25},
+		},
+		"AManagedAdminMayUseTheReservedSlots": {
+			answers:         []fakedb.Answer{serverWith(false, true, true, 5, true, nil)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonReservedConnections,
+			wantShared:      v1alpha1.ReasonPublicConnectRevoked,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 5, DefaultRoleConnectionLimit: 25},
+		},
+		"SlotsReservedForOthersAreNotTheAdmins": {
+			answers:         []fakedb.Answer{serverWith(false, true, true, 5, false, nil)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonNoReservedSlots,
+			wantShared:      v1alpha1.ReasonPublicConnectRevoked,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, DefaultRoleConnectionLimit: 25},
+		},
+		"APolicyDefaultConnectionLimitIsRecorded": {
+			spec:            v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{DefaultConnectionLimit: ptr.To[int32](7)}},
+			answers:         []fakedb.Answer{server(true, true, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonSuperuserReserved,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 3, DefaultRoleConnectionLimit: 7},
+		},
+		"RevokingPublicConnectIsAnUpdate": {
+			spec:            v1alpha1.PostgreSQLInstanceSpec{SharedDatabases: v1alpha1.SharedDatabases{RevokePublicConnect: true}},
+			answers:         []fakedb.Answer{server(true, true, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonSuperuserReserved,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 3, DefaultRoleConnectionLimit: 25},
 		},
 		"AnAdminWithoutCreateRoleIsNotEnough": {
-			answers:    []fakedb.Answer{server(false, true, false)},
-			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: v1alpha1.ReasonInsufficientPrivileges,
-			wantPhase:  v1alpha1.InstancePhaseValidating,
-			wantAdmin:  &v1alpha1.AdminPrivileges{CreateDB: true},
+			answers:         []fakedb.Answer{server(false, true, false)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      v1alpha1.ReasonInsufficientPrivileges,
+			wantPhase:       v1alpha1.InstancePhaseValidating,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateDB: true},
+			wantSlots:       v1alpha1.ReasonNoReservedSlots,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, DefaultRoleConnectionLimit: 25},
 		},
 		"AnAdminWithoutCreateDBIsNotEnough": {
-			answers:    []fakedb.Answer{server(false, false, true)},
-			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: v1alpha1.ReasonInsufficientPrivileges,
-			wantPhase:  v1alpha1.InstancePhaseValidating,
-			wantAdmin:  &v1alpha1.AdminPrivileges{CreateRole: true},
+			answers:         []fakedb.Answer{server(false, false, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      v1alpha1.ReasonInsufficientPrivileges,
+			wantPhase:       v1alpha1.InstancePhaseValidating,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateRole: true},
+			wantSlots:       v1alpha1.ReasonNoReservedSlots,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, DefaultRoleConnectionLimit: 25},
 		},
 		"ARejectedPasswordSaysToFixTheSecret": {
 			login:      errors.Wrap(postgres.ErrPasswordRejected, "login as admin"),
@@ -95,18 +165,22 @@ func TestObserveDecisions(t *testing.T) {
 			wantPhase:  v1alpha1.InstancePhaseValidating,
 		},
 		"AnotherServerIsReportedAndRecorded": {
-			before:     v1alpha1.PostgreSQLInstanceStatus{SystemIdentifier: "6999999999999999999", Phase: v1alpha1.InstancePhaseReady},
-			answers:    []fakedb.Answer{server(true, true, true)},
-			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
-			wantReason: xpv2.ReasonAvailable,
-			wantPhase:  v1alpha1.InstancePhaseReady,
-			wantAdmin:  &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
-			wantEvents: 1,
+			before:          v1alpha1.PostgreSQLInstanceStatus{SystemIdentifier: "6999999999999999999", Phase: v1alpha1.InstancePhaseReady},
+			answers:         []fakedb.Answer{server(true, true, true)},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
+			wantEvents:      1,
+			wantSlots:       v1alpha1.ReasonSuperuserReserved,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 3, DefaultRoleConnectionLimit: 25},
 		},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			mg := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}, Status: c.before}
+			mg := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}, Spec: c.spec, Status: c.before}
+			mg.Spec.Endpoint.Database = "postgres"
 			rec := &events{}
 			e := &external{pools: login{err: c.login}, pool: fakedb.New(c.answers...), record: rec}
 			got, err := e.Observe(context.Background(), mg)
@@ -130,6 +204,15 @@ func TestObserveDecisions(t *testing.T) {
 			}
 			if c.answers != nil && (mg.Status.PostgreSQLVersion != "17.10" || mg.Status.SystemIdentifier != system || len(mg.Status.AvailableExtensions) != 2) {
 				t.Errorf("server facts not recorded: version %q, system %q, extensions %v", mg.Status.PostgreSQLVersion, mg.Status.SystemIdentifier, mg.Status.AvailableExtensions)
+			}
+			if got := mg.GetCondition(v1alpha1.TypeAdminSlotsReserved).Reason; got != c.wantSlots {
+				t.Errorf("AdminSlotsReserved reason %q, want %q", got, c.wantSlots)
+			}
+			if got := mg.GetCondition(v1alpha1.TypeSharedDatabasesRestricted).Reason; got != c.wantShared {
+				t.Errorf("SharedDatabasesRestricted reason %q, want %q", got, c.wantShared)
+			}
+			if diff := cmp.Diff(c.wantConnections, mg.Status.Connections); diff != "" {
+				t.Errorf("status.connections (-want +got):\n%s", diff)
 			}
 			if len(rec.got) != c.wantEvents {
 				t.Errorf("%d events, want %d: %v", len(rec.got), c.wantEvents, rec.got)

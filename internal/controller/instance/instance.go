@@ -183,7 +183,7 @@ type sessions interface {
 type external struct {
 	kube   client.Reader
 	pools  sessions
-	pool   postgres.Querier
+	pool   postgres.DB
 	target postgres.Target
 	record event.Recorder
 }
@@ -246,6 +246,8 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 	for i, x := range info.Extensions {
 		mg.Status.AvailableExtensions[i] = v1alpha1.AvailableExtension{Name: x.Name, DefaultVersion: x.DefaultVersion}
 	}
+	recordConnections(mg, info)
+	upToDate := sharedDatabases(mg, info)
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if !info.Sufficient() {
@@ -256,7 +258,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		mg.Status.Phase = v1alpha1.InstancePhaseReady
 		mg.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
 }
 
 // validationFailed records that the Instance could not be validated. The
@@ -267,7 +269,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 func validationFailed(mg *v1alpha1.PostgreSQLInstance, reason xpv2.ConditionReason, msg string) {
 	if mg.Status.ObservedGeneration != mg.GetGeneration() {
 		mg.Status.PostgreSQLVersion, mg.Status.SystemIdentifier = "", ""
-		mg.Status.AdminPrivileges, mg.Status.AvailableExtensions = nil, nil
+		mg.Status.AdminPrivileges, mg.Status.AvailableExtensions, mg.Status.Connections = nil, nil, nil
 	}
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 	mg.Status.Phase = v1alpha1.InstancePhaseValidating
@@ -280,8 +282,12 @@ func (e *external) Create(context.Context, *v1alpha1.PostgreSQLInstance) (manage
 	return managed.ExternalCreation{}, errors.New(errCreate)
 }
 
-func (e *external) Update(context.Context, *v1alpha1.PostgreSQLInstance) (managed.ExternalUpdate, error) {
-	// Nothing of an Instance is written to the server.
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalUpdate, error) {
+	// What an Instance writes to its server is the one server-wide change
+	// a platform may ask for: PUBLIC's CONNECT on the shared databases.
+	if mg.Spec.SharedDatabases.RevokePublicConnect {
+		return managed.ExternalUpdate{}, e.restrictSharedDatabases(ctx, mg)
+	}
 	return managed.ExternalUpdate{}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
@@ -86,7 +87,7 @@ func newExternal(db *fakedb.DB) *external {
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.
-func noOwner(context.Context, string) (string, error) { return "", nil }
+func noOwner(context.Context, string) (conflict.Owner, error) { return conflict.Owner{}, nil }
 
 func TestObserveDecisions(t *testing.T) {
 	cases := map[string]struct {

@@ -31,13 +31,13 @@ func TestPlan(t *testing.T) {
 	// base is the role itself as the provider leaves it: NOLOGIN once a
 	// login is handed out.
 	base := func(mg *v1alpha1.PostgreSQLRole, login bool) *postgres.ObservedRole {
-		a := desired(mg)
+		a := desired(mg, nil)
 		a.Login = login
 		return &postgres.ObservedRole{RoleAttributes: a, Owner: uid}
 	}
 	// asLogin is login role n as the provider makes it: LOGIN or not.
 	asLogin := func(mg *v1alpha1.PostgreSQLRole, on bool) *postgres.ObservedRole {
-		return &postgres.ObservedRole{RoleAttributes: postgres.LoginAttributes("app", desired(mg), on), Owner: uid}
+		return &postgres.ObservedRole{RoleAttributes: postgres.LoginAttributes("app", desired(mg, nil), on), Owner: uid}
 	}
 	type want struct {
 		work    work
@@ -193,7 +193,7 @@ func TestPlan(t *testing.T) {
 			mg := tc.mg()
 			got := base(mg, tc.baseLog)
 			if tc.mg().Spec.ForProvider.ValidUntil != nil {
-				got.ValidUntil = desired(mg).ValidUntil
+				got.ValidUntil = desired(mg, nil).ValidUntil
 			}
 			roles := tc.logins(mg)
 			if roles == nil {
@@ -205,7 +205,7 @@ func TestPlan(t *testing.T) {
 				l.password = "secret"
 			}
 			var checked []string
-			w, err := plan(mg, got, l, t0, func(login string) (bool, error) {
+			w, err := plan(mg, nil, got, l, t0, func(login string) (bool, error) {
 				checked = append(checked, login)
 				return tc.works, nil
 			})
@@ -228,13 +228,13 @@ func TestPlanCheckFails(t *testing.T) {
 	mg := &v1alpha1.PostgreSQLRole{}
 	mg.Spec.ForProvider.Name = ptrTo("app")
 	mg.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating}
-	a := postgres.LoginAttributes("app", desired(mg), true)
+	a := postgres.LoginAttributes("app", desired(mg, nil), true)
 	l := &logins{base: "app", names: loginNames("app"), user: "app_a", password: "secret", roles: map[string]postgres.ObservedLogin{
 		"app_a": {Name: "app_a", Role: &postgres.ObservedRole{RoleAttributes: a}},
 	}}
-	got := &postgres.ObservedRole{RoleAttributes: desired(mg)}
+	got := &postgres.ObservedRole{RoleAttributes: desired(mg, nil)}
 	unreachable := errors.New("server unreachable")
-	if _, err := plan(mg, got, l, t0, func(string) (bool, error) { return false, unreachable }); !errors.Is(err, unreachable) {
+	if _, err := plan(mg, nil, got, l, t0, func(string) (bool, error) { return false, unreachable }); !errors.Is(err, unreachable) {
 		t.Errorf("plan error = %v, want %v", err, unreachable)
 	}
 }

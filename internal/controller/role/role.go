@@ -376,15 +376,15 @@ func (kind) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Statu
 // CreateStatements are create's: CREATE ROLE with the password the role
 // gets, redacted (an Alternating role's logins follow in the next
 // reconcile).
-func (kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) ([]string, error) {
+func (k kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) ([]string, error) {
 	if alternating(mg) {
-		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), "", string(mg.GetUID())), nil
+		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), "", string(mg.GetUID())), nil
 	}
 	verifier := ""
 	if setsPassword(mg) {
 		verifier = pending.Redacted
 	}
-	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg), verifier, string(mg.GetUID())), nil
+	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), verifier, string(mg.GetUID())), nil
 }
 
 // UpdateStatements are what taking over a role observed read-only would
@@ -404,9 +404,9 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 	g.Owner = string(mg.GetUID())
 	if alternating(mg) {
 		// An import: its logins are not read.
-		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), g, string(mg.GetUID())), nil
+		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), g, string(mg.GetUID())), nil
 	}
-	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg), g, string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, string(mg.GetUID()))
 	if setsPassword(mg) {
 		stmts = append(stmts, postgres.SetPasswordStatement(mg.RoleName(), pending.Redacted))
 	}
@@ -465,7 +465,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 		return e.observeAlternating(ctx, mg, got)
 	}
 	name := mg.RoleName()
-	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), string(mg.GetUID()))
 	if len(stmts) > 0 {
 		// Checked before any change, against the catalog as it is now.
 		if err := e.checkBoundary(ctx, mg); err != nil {
@@ -526,7 +526,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if alternating(mg) {
 		// The role holds privileges and ownership and does not log in;
 		// the next reconcile makes its first login.
-		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, nil, time.Now()), "", string(mg.GetUID()))
+		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, e.conn.Instance, nil, time.Now()), "", string(mg.GetUID()))
 		if err := e.guarded(ctx, mg, stmts); err != nil {
 			return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 		}
@@ -544,7 +544,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 			return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
 		}
 	}
-	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg), verifier, string(mg.GetUID()))
+	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg, e.conn.Instance), verifier, string(mg.GetUID()))
 	if err := e.guarded(ctx, mg, stmts); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
@@ -564,7 +564,7 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New(errRoleGone)), errObserve)
 	}
-	stmts := postgres.UpdateRoleStatements(name, desired(mg), scoped(mg, *got), string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), string(mg.GetUID()))
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)
@@ -744,15 +744,19 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 }
 
 // guarded runs stmts for mg in one transaction with the boundary check
-// read through it, under the locks of the role names it becomes a member
-// of: no role of those names can be created by another of the provider's
-// sessions between the check and the GRANTs (postgres.ExecGuarded). Its
-// own name is locked with them, in one ordered statement, so that the
-// lock CREATE ROLE takes later is one the transaction holds already and
-// two creations can never wait on each other crosswise.
+// read through it, under the provider's locks of the role names it becomes
+// a member of: no role of those names can be created by another of the
+// provider's reconciles between the check and the GRANTs
+// (postgres.ExecGuarded). Its own name is locked with them, in one ordered
+// step, so that two creations can never wait on each other crosswise.
 func (e *external) guarded(ctx context.Context, mg *v1alpha1.PostgreSQLRole, stmts []string) error {
 	names := append([]string{mg.RoleName()}, mg.Spec.ForProvider.MemberOf...)
-	return postgres.ExecGuarded(ctx, e.conn.Pool, names, func(q postgres.TxQuerier) error {
+	unlock, err := e.conn.LockRoleNames(ctx, names)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return postgres.ExecGuarded(ctx, e.conn.Pool, func(q postgres.TxQuerier) error {
 		return e.checkBoundaryOn(ctx, mg, q)
 	}, stmts)
 }
@@ -772,6 +776,11 @@ func (e *external) checkBoundaryOn(ctx context.Context, mg *v1alpha1.PostgreSQLR
 	}
 	if r := p.RoleAttributes(asked); r != nil {
 		return boundary.Refuse(mg, r)
+	}
+	if fp.ConnectionLimit != nil {
+		if r := p.ConnectionLimit("spec.forProvider.connectionLimit", *fp.ConnectionLimit); r != nil {
+			return boundary.Refuse(mg, r)
+		}
 	}
 	var roles []boundary.Named
 	for i, m := range fp.MemberOf {
@@ -970,9 +979,12 @@ func applied(mg *v1alpha1.PostgreSQLRole) {
 	mg.Status.AtProvider.AppliedMemberOf = slices.Sorted(slices.Values(mg.Spec.ForProvider.MemberOf))
 }
 
-// desired returns the attributes the spec asks for, with CREATE ROLE's
-// defaults where it is silent.
-func desired(mg *v1alpha1.PostgreSQLRole) postgres.RoleAttributes {
+// desired returns the attributes the spec asks for on Instance in, with
+// CREATE ROLE's defaults where it is silent, but for the connection limit:
+// the Instance's default (PostgreSQLInstance.DefaultConnectionLimit), so
+// that no login the provider creates may take every connection slot of a
+// shared server. A nil in (a table test) gives CREATE ROLE's -1.
+func desired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance) postgres.RoleAttributes {
 	p := mg.Spec.ForProvider
 	a := postgres.DefaultRoleAttributes()
 	setBool := func(dst *bool, v *bool) {
@@ -986,8 +998,11 @@ func desired(mg *v1alpha1.PostgreSQLRole) postgres.RoleAttributes {
 	setBool(&a.CreateRole, p.CreateRole)
 	setBool(&a.Replication, p.Replication)
 	setBool(&a.BypassRLS, p.BypassRLS)
-	if p.ConnectionLimit != nil {
+	switch {
+	case p.ConnectionLimit != nil:
 		a.ConnectionLimit = *p.ConnectionLimit
+	case in != nil:
+		a.ConnectionLimit = in.DefaultConnectionLimit()
 	}
 	if p.ValidUntil != nil {
 		t := p.ValidUntil.UTC()

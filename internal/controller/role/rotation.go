@@ -301,17 +301,17 @@ func (w work) none() bool {
 
 // statements are what updateAlternating sends for w, in its order, with
 // the passwords it would generate shown as verifier.
-func (w work) statements(mg *v1alpha1.PostgreSQLRole, l *logins, verifier string) []string {
+func (w work) statements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, l *logins, verifier string) []string {
 	stmts := slices.Clone(w.base)
 	if w.repair {
 		a := l.active()
-		stmts = append(stmts, loginStatements(mg, a, verifier, l.roles[a].Role)...)
+		stmts = append(stmts, loginStatements(mg, in, a, verifier, l.roles[a].Role)...)
 	}
 	if w.rotate != "" {
-		stmts = append(stmts, loginStatements(mg, w.target, verifier, l.roles[w.target].Role)...)
+		stmts = append(stmts, loginStatements(mg, in, w.target, verifier, l.roles[w.target].Role)...)
 	}
 	for _, n := range w.retire {
-		stmts = append(stmts, retireStatements(mg, n, l)...)
+		stmts = append(stmts, retireStatements(mg, in, n, l)...)
 	}
 	if w.endSessions != "" {
 		stmts = append(stmts, postgres.EndSessionsStatement(w.endSessions))
@@ -321,21 +321,21 @@ func (w work) statements(mg *v1alpha1.PostgreSQLRole, l *logins, verifier string
 
 // loginStatements give login n of mg its attributes and the password
 // verifier; got is n as observed, nil when it does not exist.
-func loginStatements(mg *v1alpha1.PostgreSQLRole, n, verifier string, got *postgres.ObservedRole) []string {
-	return postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), true), verifier, got, string(mg.GetUID()))
+func loginStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, n, verifier string, got *postgres.ObservedRole) []string {
+	return postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), true), verifier, got, string(mg.GetUID()))
 }
 
 // retireStatements take new logins from login n of mg.
-func retireStatements(mg *v1alpha1.PostgreSQLRole, n string, l *logins) []string {
-	return postgres.UpdateRoleStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg), false), *l.roles[n].Role, string(mg.GetUID()))
+func retireStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, n string, l *logins) []string {
+	return postgres.UpdateRoleStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), false), *l.roles[n].Role, string(mg.GetUID()))
 }
 
 // baseDesired are the role's own attributes in Alternating mode: it logs
 // in only until the first login is handed out, if it did before (its own
 // Secret's clients, or an adopted role's), and during its grace period
 // afterwards.
-func baseDesired(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) postgres.RoleAttributes {
-	a := desired(mg)
+func baseDesired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, l *logins, now time.Time) postgres.RoleAttributes {
+	a := desired(mg, in)
 	c := credential(mg)
 	a.Login = (l != nil && l.active() == "" && l.baseLogsIn()) || inGrace(c, mg.RoleName(), now)
 	return a
@@ -351,7 +351,7 @@ func (l *logins) baseLogsIn() bool {
 // the password check it may need: a login with the Secret's password, or
 // the stored verifier when the admin may read it.
 func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time) (work, error) {
-	return plan(mg, got, l, now, func(login string) (bool, error) {
+	return plan(mg, e.conn.Instance, got, l, now, func(login string) (bool, error) {
 		return e.passwordWorks(ctx, mg, login, l.roles[login].Role, l.password)
 	})
 }
@@ -372,9 +372,9 @@ func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 // its grace period is retired (NOLOGIN); the previous login's sessions
 // end once endSessionsAfter has passed; a login changed or dropped by
 // hand is repaired.
-func plan(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
+func plan(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
-	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, l, now), scoped(mg, *got), string(mg.GetUID()))
+	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), string(mg.GetUID()))
 	c := credential(mg)
 	active := l.active()
 	// Past validUntil the server refuses every login, the right password
@@ -382,7 +382,7 @@ func plan(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, no
 	// rotation would hand out a login that cannot log in either.
 	expired := got.ValidUntil != nil && !got.ValidUntil.After(now)
 	var err error
-	if w.repair, err = repairNeeded(mg, l, expired, works); err != nil {
+	if w.repair, err = repairNeeded(mg, in, l, expired, works); err != nil {
 		return work{}, err
 	}
 	target := ""
@@ -407,7 +407,7 @@ func plan(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole, l *logins, no
 
 // repairNeeded: the login the Secret holds is missing, or its attributes
 // or (unless expired) its password are not what spec and Secret say.
-func repairNeeded(mg *v1alpha1.PostgreSQLRole, l *logins, expired bool, works func(login string) (bool, error)) (bool, error) {
+func repairNeeded(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, l *logins, expired bool, works func(login string) (bool, error)) (bool, error) {
 	active := l.active()
 	if active == "" {
 		return false, nil
@@ -416,7 +416,7 @@ func repairNeeded(mg *v1alpha1.PostgreSQLRole, l *logins, expired bool, works fu
 	if o.Role == nil {
 		return true, nil
 	}
-	want := postgres.LoginAttributes(l.base, desired(mg), true)
+	want := postgres.LoginAttributes(l.base, desired(mg, in), true)
 	if len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0 {
 		return true, nil
 	}
@@ -478,7 +478,7 @@ func (e *external) observeAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 		}
 	}
 	mg.SetConditions(availability(mg, got))
-	pending.Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, w.statements(mg, l, pending.Redacted))
+	pending.Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, w.statements(mg, e.conn.Instance, l, pending.Redacted))
 	serverobject.Drifted[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](kind{e}, mg, got, w.none())
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: w.none(), ConnectionDetails: e.activeDetails(mg, l)}, nil
 }
@@ -492,11 +492,11 @@ func (e *external) previewAlternating(ctx context.Context, mg *v1alpha1.PostgreS
 	if err != nil {
 		return nil, errors.Wrap(err, errObserve)
 	}
-	w, err := plan(mg, got, l, time.Now(), func(string) (bool, error) { return true, nil })
+	w, err := plan(mg, e.conn.Instance, got, l, time.Now(), func(string) (bool, error) { return true, nil })
 	if err != nil {
 		return nil, errors.Wrap(err, errPassword)
 	}
-	return w.statements(mg, l, pending.Redacted), nil
+	return w.statements(mg, e.conn.Instance, l, pending.Redacted), nil
 }
 
 // availability is the Ready condition of an Alternating role.
@@ -557,7 +557,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 		}
 	}
 	for _, n := range w.retire {
-		if err := postgres.Exec(ctx, e.conn.Pool, retireStatements(mg, n, l)); err != nil {
+		if err := postgres.Exec(ctx, e.conn.Pool, retireStatements(mg, e.conn.Instance, n, l)); err != nil {
 			return managed.ExternalUpdate{}, errors.Wrapf(err, "cannot retire login %q", n)
 		}
 		e.events.Event(mg, event.Normal(reasonRetired, fmt.Sprintf("login %q takes no new logins (NOLOGIN); %d session(s) of it go on", n, l.roles[n].Sessions)))
@@ -585,7 +585,7 @@ func (e *external) setLogin(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n,
 	if err != nil {
 		return errors.Wrap(err, errPassword)
 	}
-	if err := postgres.Exec(ctx, e.conn.Pool, loginStatements(mg, n, verifier, got)); err != nil {
+	if err := postgres.Exec(ctx, e.conn.Pool, loginStatements(mg, e.conn.Instance, n, verifier, got)); err != nil {
 		return errors.Wrapf(err, "cannot set login %q", n)
 	}
 	e.verified.set(mg.GetUID(), pw)
