@@ -61,9 +61,12 @@ type Object struct {
 	Kind string
 	// Marker is the UID the object's ownership marker names, "" for none.
 	Marker string
-	// MarkedBy is the resource that UID is, as "PostgreSQLDatabase
-	// victims/inventory", "" when none exists now.
-	MarkedBy string
+	// MarkedBy is the resource that UID is, zero when none exists now.
+	MarkedBy Owner
+	// Namespace is the namespace of the resource that found it. An object
+	// another namespace's resource made is said to be so, and no more: a
+	// namespace learns nothing of another's resources from a Conflict.
+	Namespace string
 	// Check is a psql command that shows it.
 	Check string
 	// Adopt is the statement an admin runs to mark the object as the
@@ -80,6 +83,19 @@ type Object struct {
 	Created time.Time
 }
 
+// An Owner is the resource an ownership marker names.
+type Owner struct {
+	Kind, Namespace, Name string
+}
+
+// String is "PostgreSQLDatabase victims/inventory", "" for none.
+func (o Owner) String() string {
+	if o.Kind == "" {
+		return ""
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
 // Foreign is the Conflict of an object the resource did not create.
 func Foreign(o Object) Message {
 	m := Message{
@@ -88,7 +104,12 @@ func Foreign(o Object) Message {
 		Check:  o.Check,
 	}
 	switch {
-	case o.Marker != "" && o.MarkedBy != "":
+	case o.MarkedBy.Kind != "" && o.MarkedBy.Namespace != o.Namespace:
+		m.Found = fmt.Sprintf("exists and is managed from another namespace (its ownership marker names a %s there)", o.MarkedBy.Kind)
+		m.Confirmed = fmt.Sprintf("another namespace's resource manages this %s", o.Noun)
+		m.Uncertain = "nothing that would let this resource act on it or read it: nothing of it is recorded here"
+		m.Next = fmt.Sprintf("An object that is another namespace's is never handed over nor observed from here, read-only imports included: give this %s another name", o.Kind)
+	case o.Marker != "" && o.MarkedBy.Kind != "":
 		m.Found = fmt.Sprintf("exists and is %s's: its ownership marker names that resource (UID %s)", o.MarkedBy, o.Marker)
 		m.Confirmed = fmt.Sprintf("another resource manages this %s", o.Noun)
 		m.Uncertain = "nothing that would let this resource act on it"

@@ -19,13 +19,22 @@ func TestForeign(t *testing.T) {
 		never  []string
 	}{
 		"AnotherResources": {
-			reason: "An object marked by another resource says whose it is and is never handed over, whoever asks.",
+			reason: "An object marked by another resource of the same namespace says whose it is and is never handed over, whoever asks.",
 			obj: func(o Object) Object {
-				o.Marker, o.MarkedBy = "victim-uid", "PostgreSQLDatabase victims/inventory"
+				o.Marker, o.MarkedBy, o.Namespace = "victim-uid", victims, "victims"
 				return o
 			},
-			want:  []string{"PostgreSQLDatabase victims/inventory's", "UID victim-uid", "never handed over"},
+			want:  []string{"PostgreSQLDatabase victims/stock's", "UID victim-uid", "never handed over"},
 			never: []string{"COMMENT ON", "claimant", "mark it"},
+		},
+		"AnotherNamespaces": {
+			reason: "An object another namespace's resource made says so and no more: which resource, its UID and how to look at it are that namespace's.",
+			obj: func(o Object) Object {
+				o.Marker, o.MarkedBy, o.Namespace = "victim-uid", victims, "shop"
+				return o
+			},
+			want:  []string{"managed from another namespace", "a PostgreSQLDatabase there", "never handed over nor observed from here, read-only imports included"},
+			never: []string{"victims", "stock", "victim-uid", "COMMENT ON", "mark it"},
 		},
 		"AGoneResources": {
 			reason: "An object marked by a resource that no longer exists (retained) is not handed over from here either.",
@@ -71,10 +80,10 @@ func TestForeign(t *testing.T) {
 		"AnotherResourcesMarkerOnOneItCreated": {
 			reason: "Another resource's marker on an object this resource created still hands nothing over.",
 			obj: func(o Object) Object {
-				o.Created, o.Marker, o.MarkedBy = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC), "victim-uid", "PostgreSQLDatabase victims/inventory"
+				o.Created, o.Marker, o.MarkedBy, o.Namespace = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC), "victim-uid", victims, "victims"
 				return o
 			},
-			want:  []string{"PostgreSQLDatabase victims/inventory's", "never handed over"},
+			want:  []string{"PostgreSQLDatabase victims/stock's", "never handed over"},
 			never: []string{"COMMENT ON", "claimant"},
 		},
 		"UnmarkedWithoutAdoption": {
@@ -107,11 +116,15 @@ func TestForeign(t *testing.T) {
 	}
 }
 
+// victims is the resource another namespace's objects are marked by.
+var victims = Owner{Kind: "PostgreSQLDatabase", Namespace: "victims", Name: "stock"}
+
 func TestMessageNeverSteersToAPasswordChange(t *testing.T) {
 	for _, m := range []Message{
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole"}),
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u"}),
-		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u", MarkedBy: "PostgreSQLRole a/b"}),
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u", MarkedBy: Owner{"PostgreSQLRole", "a", "b"}, Namespace: "a"}),
+		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Marker: "u", MarkedBy: Owner{"PostgreSQLRole", "a", "b"}, Namespace: "c"}),
 		Foreign(Object{Noun: "role", Name: "app", Kind: "PostgreSQLRole", Created: time.Now()}),
 	} {
 		for _, never := range []string{"password", "Ready"} {

@@ -16,6 +16,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
+	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
@@ -78,11 +79,11 @@ func newExternal(db *fakedb.DB) *external {
 
 // whose stands in for the look-up of a marker's resource: "another-uid"
 // is a schema of namespace other.
-func whose(_ context.Context, uid string) (string, error) {
+func whose(_ context.Context, uid string) (conflict.Owner, error) {
 	if uid == "another-uid" {
-		return "PostgreSQLSchema other/sales", nil
+		return conflict.Owner{Kind: "PostgreSQLSchema", Namespace: "other", Name: "sales"}, nil
 	}
-	return "", nil
+	return conflict.Owner{}, nil
 }
 
 func TestObserveDecisions(t *testing.T) {
@@ -142,7 +143,7 @@ func TestObserveDecisions(t *testing.T) {
 		"AnotherResourcesMarkIsAConflict": {
 			mg:         newSchema(),
 			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("", "another-uid"))},
-			wantErr:    "exists and is PostgreSQLSchema other/sales's",
+			wantErr:    "exists and is managed from another namespace",
 			wantReason: v1alpha1.ReasonConflict,
 			wantBound:  true,
 		},

@@ -177,19 +177,28 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 	}
 	switch oninstance.OwnershipOf(mg, o.Marker) {
 	case oninstance.Owned:
+		if o.Marker == "" || o.Marker == string(mg.GetUID()) {
+			break
+		}
+		// An import of an object another resource made: never one made
+		// from another namespace, whose owner, settings and comment are
+		// that namespace's to see.
+		f, err := foreign(ctx, k, mg, o)
+		if err != nil {
+			return nil, managed.ExternalObservation{}, true, err
+		}
+		if f.MarkedBy.Kind != "" && f.MarkedBy.Namespace != mg.GetNamespace() {
+			return conflicted[T, O](mg, f)
+		}
 	case oninstance.Release:
 		// Never created by mg: letting go touches nothing on the server.
 		return nil, managed.ExternalObservation{}, true, nil
 	case oninstance.Foreign:
-		f, err := k.Foreign(ctx, mg, o.Object, o.Marker)
+		f, err := foreign(ctx, k, mg, o)
 		if err != nil {
 			return nil, managed.ExternalObservation{}, true, err
 		}
-		f.Marker = o.Marker
-		f.Created = meta.GetExternalCreateSucceeded(mg)
-		msg := conflict.Foreign(f).String()
-		mg.SetConditions(v1alpha1.Conflict(msg))
-		return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
+		return conflicted[T, O](mg, f)
 	}
 	k.Record(mg, o.Object)
 	if meta.WasDeleted(mg) {
@@ -219,4 +228,19 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		return nil, managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, true, err
 	}
 	return o.Object, managed.ExternalObservation{}, false, nil
+}
+
+// foreign describes o, which mg did not create, for its Conflict.
+func foreign[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T, o Observed[O]) (conflict.Object, error) {
+	f, err := k.Foreign(ctx, mg, o.Object, o.Marker)
+	f.Marker, f.Namespace = o.Marker, mg.GetNamespace()
+	f.Created = meta.GetExternalCreateSucceeded(mg)
+	return f, err
+}
+
+// conflicted sets mg's Conflict about f, and returns it as the error.
+func conflicted[T resource.Managed, O any](mg T, f conflict.Object) (*O, managed.ExternalObservation, bool, error) {
+	msg := conflict.Foreign(f).String()
+	mg.SetConditions(v1alpha1.Conflict(msg))
+	return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 }

@@ -31,6 +31,8 @@ type fake struct {
 	refuse   error
 	checked  *bool
 	recorded *bool
+	// markedBy is the resource Foreign says the marker names.
+	markedBy conflict.Owner
 }
 
 func (fake) Noun() string                            { return "role" }
@@ -47,8 +49,8 @@ func (f fake) CheckCreate(context.Context, *v1alpha1.PostgreSQLRole) error {
 	*f.checked = true
 	return f.refuse
 }
-func (fake) Foreign(context.Context, *v1alpha1.PostgreSQLRole, *object, string) (conflict.Object, error) {
-	return conflict.Object{Noun: "role", Name: "someone else's role", Kind: "PostgreSQLRole"}, nil
+func (f fake) Foreign(context.Context, *v1alpha1.PostgreSQLRole, *object, string) (conflict.Object, error) {
+	return conflict.Object{Noun: "role", Name: "someone else's role", Kind: "PostgreSQLRole", MarkedBy: f.markedBy}, nil
 }
 func (f fake) Record(*v1alpha1.PostgreSQLRole, *object) { *f.recorded = true }
 
@@ -190,6 +192,27 @@ func TestObserve(t *testing.T) {
 		"Import": {
 			reason: "An observe-only import is recorded and never changed, and says so.",
 			f:      fake{observed: exists("")},
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"ImportOfAnotherNamespaces": {
+			reason: "An observe-only import of an object another namespace's resource made is a Conflict, and nothing of it is recorded.",
+			f:      fake{observed: exists("other-uid"), markedBy: conflict.Owner{Kind: "PostgreSQLRole", Namespace: "victims", Name: "app"}},
+			mg:     observeOnly,
+			want: want{Done: true, Err: "managed from another namespace", ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict,
+				BoundTo: instanceUID, BoundToSys: server},
+		},
+		"ImportOfThisNamespacesOther": {
+			reason: "An observe-only import of an object another resource of the same namespace made is an import.",
+			f:      fake{observed: exists("other-uid"), markedBy: conflict.Owner{Kind: "PostgreSQLRole", Namespace: "shop", Name: "app-owner"}},
+			mg:     observeOnly,
+			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"ImportOfAGoneResources": {
+			reason: "An observe-only import of an object whose resource is gone (retained) is an import: no namespace manages it now.",
+			f:      fake{observed: exists("gone-uid")},
 			mg:     observeOnly,
 			want: want{Done: true, Obs: managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				Reason: v1alpha1.ReasonObserveOnly, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
