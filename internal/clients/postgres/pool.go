@@ -128,10 +128,11 @@ type pooled struct {
 // any pool is given back. So one busy database can always make progress,
 // and no more sessions are closed than the queue needs.
 type Registry struct {
-	opts  RegistryOptions
-	slots *slotQueue
-	admit admission
-	roles roleLocks
+	opts    RegistryOptions
+	slots   *slotQueue
+	admit   admission
+	roles   roleLocks
+	markers markers
 
 	mu    sync.Mutex
 	pools map[poolKey]*pooled

@@ -63,6 +63,9 @@ type Namespace struct {
 	Name      string
 	Roles     Members
 	Databases Members
+	// OthersRoles reports whether uid is that of a PostgreSQLRole of
+	// another namespace; nil for none.
+	OthersRoles Members
 }
 
 // Members reports whether uid is that of a resource of one kind in a
@@ -250,6 +253,42 @@ func (p Policy) Memberships(ctx context.Context, cat Catalog, ns Namespace, role
 	return nil, nil
 }
 
+// OthersRoles refuses roles another namespace's PostgreSQLRole manages,
+// whatever the policy allows others: what an observation of them would
+// find (their memberships, say) is that namespace's. Roles no resource
+// manages, and allowMembershipOf's, pass: a read-only import of a
+// membership in the DBA's roles is how an existing server is adopted.
+func (p Policy) OthersRoles(ctx context.Context, cat Catalog, ns Namespace, roles []Named) (*Refusal, error) {
+	var ask []string
+	for _, r := range roles {
+		if !slices.Contains(p.AllowMembershipOf, r.Name) {
+			ask = append(ask, r.Name)
+		}
+	}
+	if len(ask) == 0 || ns.OthersRoles == nil {
+		return nil, nil
+	}
+	facts, err := cat.Roles(ctx, ask)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the roles' ownership markers")
+	}
+	for _, r := range roles {
+		f, ok := facts[r.Name]
+		if !ok || f.Marker == "" {
+			continue
+		}
+		theirs, err := ns.OthersRoles(ctx, f.Marker)
+		if err != nil {
+			return nil, err
+		}
+		if theirs {
+			return &Refusal{Field: r.Field, Rule: RuleOtherNamespace,
+				Why: fmt.Sprintf("role %q is managed from another namespace: nothing of it is read or changed from namespace %s, read-only imports included", r.Name, ns.Name)}, nil
+		}
+	}
+	return nil, nil
+}
+
 // Database refuses acting in a database not managed from ns (granting in
 // it, creating schemas in it, changing its default privileges), unless the
 // policy allows that database. A database that does not exist is no one's
@@ -363,24 +402,9 @@ func (c ServerCatalog) SettingContexts(ctx context.Context, names []string) (map
 	return out, rows.Err()
 }
 
-const databaseMarkerSQL = `SELECT coalesce(pg_catalog.shobj_description(oid, 'pg_database'), '') FROM pg_catalog.pg_database WHERE datname = $1`
-
 // DatabaseMarker implements Catalog.
 func (c ServerCatalog) DatabaseMarker(ctx context.Context, name string) (string, bool, error) {
-	rows, err := c.Q.Query(ctx, databaseMarkerSQL, name)
-	if err != nil {
-		return "", false, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return "", false, rows.Err()
-	}
-	var comment string
-	if err := rows.Scan(&comment); err != nil {
-		return "", false, err
-	}
-	_, marker := postgres.ParseMarker(comment)
-	return marker, true, rows.Err()
+	return postgres.ObserveDatabaseMarker(ctx, c.Q, name)
 }
 
 // UIDIndex is the cache's field index of PostgreSQLRoles and
@@ -400,14 +424,18 @@ func IndexUID(informers cache.Informers, obj client.Object) error {
 // for each made a wave of thousands of resources cost CPU with the square
 // of their number (docs/performance.md).
 func NamespaceOf(kube client.Reader, ns string) Namespace {
+	roles := func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} }
 	return Namespace{
-		Name:      ns,
-		Roles:     members(kube, ns, "PostgreSQLRoles", func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} }),
-		Databases: members(kube, ns, "PostgreSQLDatabases", func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }),
+		Name:        ns,
+		Roles:       members(kube, ns, "PostgreSQLRoles", roles, true),
+		Databases:   members(kube, ns, "PostgreSQLDatabases", func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }, true),
+		OthersRoles: members(kube, ns, "PostgreSQLRoles", roles, false),
 	}
 }
 
-func members(kube client.Reader, ns, kinds string, newList func() client.ObjectList) Members {
+// members is the Members of a kind in namespace ns (in, true) or in any
+// other namespace (in, false).
+func members(kube client.Reader, ns, kinds string, newList func() client.ObjectList, in bool) Members {
 	return func(ctx context.Context, uid string) (bool, error) {
 		if uid == "" {
 			return false, nil
@@ -420,7 +448,7 @@ func members(kube client.Reader, ns, kinds string, newList func() client.ObjectL
 		}
 		found := false
 		err := meta.EachListItem(l, func(o runtime.Object) error {
-			if m, ok := o.(metav1.Object); ok && m.GetNamespace() == ns {
+			if m, ok := o.(metav1.Object); ok && (m.GetNamespace() == ns) == in {
 				found = true
 			}
 			return nil
@@ -475,6 +503,12 @@ type Resource interface {
 	SetConditions(...xpv2.Condition)
 }
 
+// IsRefusal reports whether err is (or wraps) a Refusal.
+func IsRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
+}
+
 // Result is the error of a check: its refusal, set on mg's Ready
 // condition, or the error that kept it from deciding; nil when allowed.
 func Result(mg Resource, r *Refusal, err error) error {
@@ -495,6 +529,13 @@ type Checker struct {
 	// Q reads the server's catalog (pg_roles, pg_database are shared by
 	// every database of the server).
 	Q postgres.RowsQuerier
+}
+
+// CheckNotOthers refuses reading roles another namespace manages
+// (Policy.OthersRoles).
+func (c Checker) CheckNotOthers(ctx context.Context, mg Resource, roles ...Named) error {
+	r, err := PolicyOf(c.Instance).OthersRoles(ctx, ServerCatalog{Q: c.Q}, NamespaceOf(c.Kube, mg.GetNamespace()), roles)
+	return Result(mg, r, err)
 }
 
 // Check refuses acting in database (when its Name is set) unless it is

@@ -201,3 +201,33 @@ func TestDatabase(t *testing.T) {
 		})
 	}
 }
+
+func TestOthersRoles(t *testing.T) {
+	withOthers := shop
+	withOthers.OthersRoles = uids("uid-ledger-owner")
+	cases := map[string]struct {
+		reason string
+		policy v1alpha1.InstancePolicy
+		roles  []Named
+		want   *refusal
+	}{
+		"OwnRole":         {reason: "A role managed from the namespace is its own to read.", roles: []Named{{"g", "orders_owner"}}},
+		"AnotherTenants":  {reason: "A role another namespace manages is refused, read-only or not.", roles: []Named{{"g", "ledger_owner"}}, want: &refusal{"g", RuleOtherNamespace}},
+		"Unmanaged":       {reason: "A role no resource manages (the DBA's) may be read: adopting an existing server starts there.", roles: []Named{{"g", "dba_readers"}}},
+		"Predefined":      {reason: "A predefined role carries no marker: reading its members is not another namespace's business.", roles: []Named{{"g", "pg_monitor"}}},
+		"SharedByPolicy":  {reason: "A role the policy shares with every namespace may be read.", policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"ledger_owner"}}, roles: []Named{{"g", "ledger_owner"}}},
+		"MissingRole":     {reason: "A role that does not exist is no one's.", roles: []Named{{"g", "nobody"}}},
+		"SecondIsRefused": {reason: "Every role named is checked.", roles: []Named{{"a", "orders_owner"}, {"b", "ledger_owner"}}, want: &refusal{"b", RuleOtherNamespace}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Policy{InstancePolicy: tc.policy, Instance: "main"}.OthersRoles(context.Background(), catalog, withOthers, tc.roles)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -18,9 +18,10 @@ import (
 )
 
 // TestNamingAnotherTenantsObjects: a namespace names another tenant's
-// database and role. Each is refused with a Conflict that says whose the
-// object is and offers no statement that would hand it over: an admin who
-// ran one would give the claimant the other tenant's data, or its login.
+// database and role. Each is refused with a Conflict that says the object
+// is another namespace's, and no more (not which namespace, resource or
+// UID), and offers no statement that would hand it over: an admin who ran
+// one would give the claimant the other tenant's data, or its login.
 func TestNamingAnotherTenantsObjects(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -39,8 +40,8 @@ func TestNamingAnotherTenantsObjects(t *testing.T) {
 		obj   providertest.Conditioned
 		whose string
 	}{
-		{obj: database("main", "inventory", v1alpha1.PostgreSQLDatabaseParameters{}), whose: "PostgreSQLDatabase victims/inventory's"},
-		{obj: role("main", "inventory_owner", func(*v1alpha1.PostgreSQLRole) {}), whose: "PostgreSQLRole victims/inventory-owner's"},
+		{obj: database("main", "inventory", v1alpha1.PostgreSQLDatabaseParameters{}), whose: "managed from another namespace (its ownership marker names a PostgreSQLDatabase there)"},
+		{obj: role("main", "inventory_owner", func(*v1alpha1.PostgreSQLRole) {}), whose: "managed from another namespace (its ownership marker names a PostgreSQLRole there)"},
 	} {
 		t.Run(c.obj.GetName(), func(t *testing.T) {
 			env.Create(ctx, t, c.obj)
@@ -60,6 +61,11 @@ func TestNamingAnotherTenantsObjects(t *testing.T) {
 			for _, never := range []string{"COMMENT ON", string(c.obj.GetUID())} {
 				if strings.Contains(msg, never) {
 					t.Errorf("the Conflict %q offers a hand-over (%q)", msg, never)
+				}
+			}
+			for _, never := range []string{"victims", string(theirRole.GetUID()), string(theirDB.GetUID())} {
+				if strings.Contains(msg, never) {
+					t.Errorf("the Conflict %q tells of the other namespace (%q)", msg, never)
 				}
 			}
 		})

@@ -9,6 +9,8 @@ import (
 	"cmp"
 	"time"
 
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
@@ -131,9 +134,10 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 }
 
 // Reconciler wraps a managed reconciler the way every controller of the
-// provider runs it (reconciler.Wrap).
-func Reconciler(name string, c Config, r reconcile.Reconciler) reconcile.Reconciler {
-	return reconciler.Wrap(name, c.GlobalRateLimiter, c.waitRequeue(), r)
+// provider runs it (reconciler.Wrap). The global reconcile rate is kept by
+// its work queue (ForManaged).
+func Reconciler(c Config, r reconcile.Reconciler) reconcile.Reconciler {
+	return reconciler.Wrap(c.waitRequeue(), r)
 }
 
 // maxWaitRequeue bounds how long a waiting resource sleeps when nothing
@@ -151,10 +155,33 @@ func (c Config) waitRequeue() time.Duration {
 	return maxWaitRequeue
 }
 
-// ForControllerRuntime is crossplane-runtime's controller options with a
-// work queue that shuts down cleanly (queue.New).
+// ForControllerRuntime is crossplane-runtime's controller options with the
+// provider's work queue (queue.Fair), which shares the workers fairly
+// between namespaces.
 func (c Config) ForControllerRuntime() ctrlcontroller.Options {
+	return c.withQueue(nil)
+}
+
+// ForManaged is ForControllerRuntime for a managed reconciler: its queue
+// also keeps the global reconcile rate (--max-reconcile-rate), which every
+// managed controller shares.
+func (c Config) ForManaged() ctrlcontroller.Options {
+	return c.withQueue(pace(c.GlobalRateLimiter))
+}
+
+func (c Config) withQueue(pace *rate.Limiter) ctrlcontroller.Options {
 	o := c.Options.ForControllerRuntime()
-	o.NewQueue = queue.New
+	o.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+		return queue.New(name, rl, pace)
+	}
 	return o
+}
+
+// pace is the token bucket behind crossplane-runtime's global rate
+// limiter (ratelimiter.NewGlobal), nil when there is none.
+func pace(l ratelimiter.RateLimiter) *rate.Limiter {
+	if b, ok := l.(*ratelimiter.BucketRateLimiter); ok {
+		return b.Limiter
+	}
+	return nil
 }

@@ -161,11 +161,13 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	var err error
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.target = postgres.DefaultPrivilegesTarget{Owner: ap.Owner, Schema: ap.Schema, Kind: defaultKinds[p.ObjectType]}
-	if o.pool, err = e.conn.Database(ctx, ap.Database); err != nil {
-		return managed.ExternalObservation{}, err
+	var got *postgres.ObservedDefaultPrivileges
+	var system string
+	o.pool, err = e.conn.Enter(ctx, mg, boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: ap.Database})
+	if err == nil {
+		got, system, err = postgres.ObserveDefaultPrivileges(ctx, o.pool, ap.Role, o.target)
 	}
-	got, system, err := postgres.ObserveDefaultPrivileges(ctx, o.pool, ap.Role, o.target)
-	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+	if privilege.Unreachable(mg, err) {
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {

@@ -191,13 +191,15 @@ func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGran
 		Objects: union(p.Objects, ap.AppliedObjects),
 	}
 	// Database privileges can be granted from any database; the others
-	// only from the target's own.
+	// only from the target's own. Either way the namespace must be one
+	// that may use the database before anything of it is read.
+	db := boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: ap.Database}
 	if o.target.Kind == postgres.KindDatabase {
 		o.pool = e.conn.Pool
-		return nil
+		return e.conn.MayUse(ctx, mg, db)
 	}
 	var err error
-	o.pool, err = e.conn.Database(ctx, ap.Database)
+	o.pool, err = e.conn.Enter(ctx, mg, db)
 	return err
 }
 
@@ -236,11 +238,13 @@ func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.Post
 	if err := checkSystemSchema(mg); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if err := e.prepare(ctx, mg, o); err != nil {
-		return managed.ExternalObservation{}, err
+	var got *postgres.ObservedGrant
+	var system string
+	err := e.prepare(ctx, mg, o)
+	if err == nil {
+		got, system, err = postgres.ObserveGrant(ctx, o.pool, ap.Role, o.target)
 	}
-	got, system, err := postgres.ObserveGrant(ctx, o.pool, ap.Role, o.target)
-	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+	if privilege.Unreachable(mg, err) {
 		return privilege.Absent(ctx, mg, e.conn, fmt.Sprintf("database %q", ap.Database))
 	}
 	if err != nil {
@@ -449,6 +453,14 @@ func (e *grantExternal) asOwners(ctx context.Context, o *grantObservation, stmts
 func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.pool = e.conn.Pool
+	if !meta.WasDeleted(mg) {
+		// Whose members another namespace's role has is that namespace's
+		// to read, whatever this grant's policies.
+		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
+		if err := privilege.Checker(e.kube, e.conn).CheckNotOthers(ctx, mg, group); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+	}
 	got, system, err := postgres.ObserveMembership(ctx, o.pool, ap.Role, ap.MemberOf)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, privilege.ErrObserve)

@@ -74,7 +74,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	inNamespace := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetNamespace() == c.Namespace }))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(c.ForControllerRuntime()).
+		WithOptions(c.ForManaged()).
 		For(&v1alpha1.PostgreSQLInstance{}, reconciler.OwnChanges()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindSecret)), inNamespace, builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf(kube, v1alpha1.CABundleKindConfigMap)), inNamespace, builder.OnlyMetadata)
@@ -86,7 +86,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 			Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance), Predicates: []predicate.Predicate{userLeft()},
 		})
 	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(c, r), watches...)
 }
 
 // usersOf maps a Secret or ConfigMap to the Instances that read it.

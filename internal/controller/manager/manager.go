@@ -56,10 +56,10 @@ func Options(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.
 		Client:    ClientOptions(),
 		NewClient: reconciler.NewClient,
 		// The provider's controllers bring their own queue
-		// (Config.ForControllerRuntime: the priority queue behind
-		// closingQueue). A controller set up without it (crossplane-
-		// runtime's CRD gate) gets client-go's plain work queue instead
-		// of the bare priority queue, which can deadlock at shutdown.
+		// (Config.ForControllerRuntime: queue.Fair). A controller set up
+		// without it (crossplane-runtime's CRD gate) gets client-go's
+		// plain work queue instead of controller-runtime's priority
+		// queue, which can deadlock at shutdown.
 		Controller: crconfig.Controller{UsePriorityQueue: ptr.To(false)},
 	}
 }

@@ -8,6 +8,8 @@ package oninstance
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
@@ -33,6 +36,8 @@ type Connection struct {
 	Target   postgres.Target
 	Pool     postgres.DB
 	pools    *postgres.Registry
+	// kube reads what a namespace manages (boundary.NamespaceOf).
+	kube client.Reader
 	// entered are the databases this reconcile was admitted to
 	// (postgres.Registry.Enter), let go by Release.
 	entered map[string]func()
@@ -48,11 +53,77 @@ func NewConnection(in *v1alpha1.PostgreSQLInstance, admin postgres.DB, open func
 	return &Connection{Instance: in, Pool: admin, open: open}
 }
 
+// MayUse refuses, before the provider reads or changes anything in
+// database db for mg, a database mg's namespace may not use: one no
+// PostgreSQLDatabase of the namespace manages, unless the Instance's
+// policy allows it (boundary.Policy.Database). The refusal is set on mg's
+// Ready condition and returned. Read-only imports are no exception: what
+// the provider reads in a database ends up in the status, events and plan
+// of the resource that asked, in its namespace.
+//
+// A database that does not exist is refused as absent (a server error of
+// SQLSTATE 3D000, which the kinds already wait on): no session enters it,
+// so one created a moment later by someone else is looked at afresh.
+func (c *Connection) MayUse(ctx context.Context, mg boundary.Resource, db boundary.Named) error {
+	p := boundary.PolicyOf(c.Instance)
+	if slices.Contains(p.AllowDatabases, db.Name) {
+		return nil
+	}
+	marker, exists, err := c.databaseMarker(ctx, db.Name)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the ownership marker of database %q", db.Name)
+	}
+	if !exists {
+		return &postgres.Error{Code: postgres.CodeInvalidCatalogName, Message: fmt.Sprintf("database %q does not exist", db.Name)}
+	}
+	ns := boundary.Namespace{Name: mg.GetNamespace(), Databases: func(context.Context, string) (bool, error) { return false, nil }}
+	if c.kube != nil {
+		ns = boundary.NamespaceOf(c.kube, mg.GetNamespace())
+	}
+	r, err := p.Database(ctx, knownMarker{marker}, ns, db.Field, db.Name)
+	return boundary.Result(mg, r, err)
+}
+
+// Enter is MayUse, then Database.
+func (c *Connection) Enter(ctx context.Context, mg boundary.Resource, db boundary.Named) (postgres.DB, error) {
+	if err := c.MayUse(ctx, mg, db); err != nil {
+		return nil, err
+	}
+	return c.Database(ctx, db.Name)
+}
+
+// databaseMarker reads a database's marker, through the registry's short
+// memory when there is one: every object of a database asks at once.
+func (c *Connection) databaseMarker(ctx context.Context, name string) (string, bool, error) {
+	if c.pools == nil {
+		return postgres.ObserveDatabaseMarker(ctx, c.Pool, name)
+	}
+	return c.pools.DatabaseMarker(ctx, c.Target, c.Pool, name)
+}
+
+// knownMarker is a boundary.Catalog that knows one existing database's
+// marker, read already.
+type knownMarker struct{ marker string }
+
+func (k knownMarker) DatabaseMarker(context.Context, string) (string, bool, error) {
+	return k.marker, true, nil
+}
+
+func (knownMarker) Roles(context.Context, []string) (map[string]boundary.RoleFacts, error) {
+	return nil, errors.New("no role is known here")
+}
+
+func (knownMarker) SettingContexts(context.Context, []string) (map[string]string, error) {
+	return nil, errors.New("no setting is known here")
+}
+
 // Database returns the shared pool for another database of the same
 // server, as the same admin, once the reconcile is admitted to work in it
 // (postgres.Registry.Enter): one database holds a bounded share of the
 // controllers' workers, whatever its owner does in it. The turn lasts
-// until Release, at the end of the reconcile.
+// until Release, at the end of the reconcile. It checks nothing of the
+// namespace's: Enter does; only a kind that has checked by other means
+// (a database entering itself, its marker just read) calls it directly.
 func (c *Connection) Database(ctx context.Context, name string) (postgres.DB, error) {
 	if c.open != nil {
 		return c.open(name), nil
@@ -136,7 +207,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	if err != nil {
 		return nil, errors.Wrap(err, errPool)
 	}
-	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools}, nil
+	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools, kube: c.Kube}, nil
 }
 
 // ConnectorFor returns the connector of a kind living on an Instance: it

@@ -81,7 +81,7 @@ func Setup[T interface {
 	r := managed.NewReconciler(rm, resource.ManagedKind(k.GroupVersionKind), o...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(c.ForControllerRuntime()).
+		WithOptions(c.ForManaged()).
 		For(k.New(), reconciler.OwnChanges(k.Also...))
 	if k.Watch != nil {
 		b = k.Watch(b)
@@ -98,5 +98,5 @@ func Setup[T interface {
 			return err
 		}
 	}
-	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(name, c, r), watches...)
+	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(c, r), watches...)
 }

@@ -49,6 +49,16 @@ func Unsupported(mg resource.Managed, version int, unsupported []string, on stri
 	return errors.New(msg)
 }
 
+// Unreachable reports whether err, from entering a grant's database
+// (oninstance.Connection.Enter), means there is nothing there for mg: the
+// database does not exist, or mg is being deleted and its namespace may no
+// longer use the database (its PostgreSQLDatabase gone, the database
+// retained), whose privileges are then no longer the namespace's to
+// revoke.
+func Unreachable(mg resource.Managed, err error) bool {
+	return postgres.IsCode(err, postgres.CodeInvalidCatalogName) || meta.WasDeleted(mg) && boundary.IsRefusal(err)
+}
+
 // Absent handles a grantee or target that does not exist: nothing is left
 // to revoke for a resource being deleted; otherwise it waits.
 func Absent(ctx context.Context, mg resource.Managed, conn *oninstance.Connection, what string) (managed.ExternalObservation, error) {

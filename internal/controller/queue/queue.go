@@ -1,133 +1,373 @@
-// Package queue is the work queue of every controller of the provider:
-// controller-runtime's priority queue, behind a wrapper that shuts down
-// cleanly (closingQueue).
+// Package queue is the work queue of every controller of the provider: a
+// priority queue that shares its workers fairly between namespaces, and
+// paces what it hands out under the provider's global reconcile rate.
 package queue
 
 import (
-	"fmt"
+	"container/heap"
+	"context"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// queueDrainTimeout bounds how long a shutting-down queue waits for the
-// workers blocked on it before it closes anyway.
-const queueDrainTimeout = 10 * time.Second
-
-// New is controller-runtime's priority queue, the one it uses by
-// default, behind closingQueue.
-func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	return newClosingQueue(priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rl }), queueDrainTimeout)
-}
-
-// closingQueue works around a deadlock of controller-runtime's priority
-// queue at shutdown (kubernetes-sigs/controller-runtime#3538, fixed in
-// v0.25, which also moves every Kubernetes library to 0.37: an upgrade of
-// its own): a worker waiting for an item returns when the
-// queue closes without taking back its place among the waiters, and the
-// queue's dispatcher may then block for good handing an item to nobody,
-// holding the lock every worker needs to finish its item. The controller
-// never stops; a provider being stopped hung until its grace period ran
-// out (a restart in the test suite failed on it, "failed waiting for all
-// runnables to end").
+// Fair is a controller's work queue. Like controller-runtime's priority
+// queue, which it replaces, it holds each object at most once, hands out
+// higher priorities first (a change before a poll, a poll before the
+// start-up list), never hands out an object that a worker is still
+// working on, and delays an object by what it is asked to or by its
+// back-off.
 //
-// So the inner queue is closed only once no worker waits on it: ShutDown
-// first turns new waits away, wakes each worker still waiting with an item
-// of its own (which no reconciler ever sees), and waits for them to leave,
-// at most drain, before it closes the inner queue. Remove with
-// controller-runtime v0.25.
-type closingQueue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
+// Unlike it, items of one priority are not handed out first come, first
+// served, but in turn between namespaces (start-time fair queuing): an
+// item that becomes ready is tagged one after the last item of its
+// namespace, or after the last item handed out when its namespace has
+// none waiting, and the smallest tag goes first. A namespace that applies
+// 2,000 objects at once, or whose 300 objects fail and retry, so holds one
+// turn in each round; another namespace's one new object waits for one
+// item of each busy namespace, not for all of them.
+//
+// The provider's global reconcile rate is kept here too (pace): a worker
+// that takes an item waits for the rate's next token. crossplane-runtime's
+// rate-limited reconciler, which this replaces, reserved a token for
+// every reconcile it turned away, so that a wave of one namespace's
+// objects booked the next seconds of tokens ahead of everyone else.
+type Fair struct {
+	rl   workqueue.TypedRateLimiter[reconcile.Request]
+	pace *rate.Limiter
 
-	drain time.Duration
-	once  sync.Once
 	mu    sync.Mutex
-	left  *sync.Cond
-	// closing: ShutDown has begun; inside: workers waiting in the inner
-	// queue; gaveUp: ShutDown stopped waiting for them after drain.
-	closing, gaveUp bool
-	inside          int
+	ready *sync.Cond
+	// items are the queued objects, ready, waiting or parked.
+	items   map[reconcile.Request]*entry
+	byTurn  readyHeap
+	byTime  waitHeap
+	working map[reconcile.Request]bool
+	// handed is the tag of the last item handed out; last, each
+	// namespace's last tag.
+	handed uint64
+	last   map[string]uint64
+	seq    uint64
+	closed bool
+
+	wake     chan struct{}
+	stopped  chan struct{}
+	paceCtx  context.Context
+	stopPace context.CancelFunc
+	depth    depthGauge
 }
 
-func newClosingQueue(q priorityqueue.PriorityQueue[reconcile.Request], drain time.Duration) *closingQueue {
-	c := &closingQueue{PriorityQueue: q, drain: drain}
-	c.left = sync.NewCond(&c.mu)
-	return c
+var _ priorityqueue.PriorityQueue[reconcile.Request] = &Fair{}
+
+// An entry is a queued object.
+type entry struct {
+	req      reconcile.Request
+	priority int
+	// readyAt is when a waiting entry becomes ready; zero once it is.
+	readyAt time.Time
+	// parked: ready, but a worker is still working on the object.
+	parked bool
+	// tag is the entry's turn, seq the order it became ready in, which
+	// settles equal turns first come, first served.
+	tag, seq uint64
+	// turn and wait are the entry's places in byTurn and byTime, -1 when
+	// it is in neither.
+	turn, wait int
 }
 
-// GetWithPriority implements priorityqueue.PriorityQueue.
-func (q *closingQueue) GetWithPriority() (reconcile.Request, int, bool) {
+// New returns the fair queue of controller name: rl decides the back-off
+// of the items added rate-limited, pace (nil: none) the rate at which
+// items are handed out, shared by every controller.
+func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request], pace *rate.Limiter) *Fair {
+	if rl == nil {
+		rl = workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q := &Fair{
+		rl: rl, pace: pace,
+		items: map[reconcile.Request]*entry{}, working: map[reconcile.Request]bool{}, last: map[string]uint64{},
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
+		paceCtx: ctx, stopPace: cancel, depth: depthOf(name),
+	}
+	q.ready = sync.NewCond(&q.mu)
+	go q.release()
+	return q
+}
+
+// AddWithOpts implements priorityqueue.PriorityQueue: an object already
+// queued keeps the higher priority and the earlier time of the two.
+func (q *Fair) AddWithOpts(o priorityqueue.AddOpts, reqs ...reconcile.Request) {
 	q.mu.Lock()
-	if q.closing {
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	now := time.Now()
+	priority := 0
+	if o.Priority != nil {
+		priority = *o.Priority
+	}
+	for _, req := range reqs {
+		after := o.After
+		if o.RateLimited {
+			if backoff := q.rl.When(req); after == 0 || backoff < after {
+				after = backoff
+			}
+		}
+		e, ok := q.items[req]
+		if !ok {
+			e = &entry{req: req, priority: priority, turn: -1, wait: -1}
+			q.items[req] = e
+			q.depth.Inc()
+			if after > 0 {
+				q.await(e, now.Add(after))
+			} else {
+				q.makeReady(e)
+			}
+			continue
+		}
+		if priority > e.priority {
+			e.priority = priority
+			if e.turn >= 0 {
+				heap.Fix(&q.byTurn, e.turn)
+			}
+		}
+		switch {
+		case e.wait < 0:
+			// Ready or parked already: nothing is sooner.
+		case after <= 0:
+			heap.Remove(&q.byTime, e.wait)
+			q.makeReady(e)
+		case now.Add(after).Before(e.readyAt):
+			e.readyAt = now.Add(after)
+			heap.Fix(&q.byTime, e.wait)
+			q.poke()
+		}
+	}
+}
+
+// await puts e among the waiting until at.
+func (q *Fair) await(e *entry, at time.Time) {
+	e.readyAt = at
+	heap.Push(&q.byTime, e)
+	q.poke()
+}
+
+// makeReady gives e its turn, or parks it while a worker has its object.
+func (q *Fair) makeReady(e *entry) {
+	e.readyAt = time.Time{}
+	if q.working[e.req] {
+		e.parked = true
+		return
+	}
+	e.parked = false
+	ns := e.req.Namespace
+	e.tag = max(q.handed, q.last[ns]) + 1
+	q.last[ns] = e.tag
+	q.seq++
+	e.seq = q.seq
+	heap.Push(&q.byTurn, e)
+	q.ready.Signal()
+}
+
+// poke wakes release to look at the waiting again.
+func (q *Fair) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release makes the waiting entries ready as their time comes.
+func (q *Fair) release() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		q.mu.Lock()
+		now := time.Now()
+		for q.byTime.Len() > 0 && !q.byTime[0].readyAt.After(now) {
+			q.makeReady(heap.Pop(&q.byTime).(*entry))
+		}
+		next := time.Hour
+		if q.byTime.Len() > 0 {
+			next = q.byTime[0].readyAt.Sub(now)
+		}
+		q.mu.Unlock()
+		timer.Reset(next)
+		select {
+		case <-q.stopped:
+			return
+		case <-q.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// GetWithPriority implements priorityqueue.PriorityQueue: the next turn,
+// once the global rate allows it.
+func (q *Fair) GetWithPriority() (reconcile.Request, int, bool) {
+	q.mu.Lock()
+	for q.byTurn.Len() == 0 && !q.closed {
+		q.ready.Wait()
+	}
+	if q.closed {
 		q.mu.Unlock()
 		return reconcile.Request{}, 0, true
 	}
-	q.inside++
+	e := heap.Pop(&q.byTurn).(*entry)
+	delete(q.items, e.req)
+	q.depth.Dec()
+	q.working[e.req] = true
+	q.handed = max(q.handed, e.tag)
+	q.forgetIdleNamespaces()
 	q.mu.Unlock()
-	item, priority, shutdown := q.PriorityQueue.GetWithPriority()
-	q.mu.Lock()
-	q.inside--
-	closing := q.closing
-	q.left.Broadcast()
-	q.mu.Unlock()
-	if closing {
-		// An item taken while closing (a wake-up item, or a real one) is
-		// not worked on: the controller is stopping.
-		return reconcile.Request{}, 0, true
+	if q.pace != nil {
+		if err := q.pace.Wait(q.paceCtx); err != nil {
+			// Shut down while waiting: the controller stops.
+			return e.req, e.priority, true
+		}
 	}
-	return item, priority, shutdown
+	return e.req, e.priority, false
+}
+
+// forgetIdleNamespaces drops the last tags that no longer matter (at or
+// before the last handed out: such a namespace's next item is tagged from
+// that anyway), once they are many, so that the map holds the namespaces
+// with work waiting, not every namespace ever seen.
+func (q *Fair) forgetIdleNamespaces() {
+	if len(q.last) < 256 || len(q.last) < 2*len(q.items) {
+		return
+	}
+	for ns, tag := range q.last {
+		if tag <= q.handed {
+			delete(q.last, ns)
+		}
+	}
+}
+
+// Done implements workqueue.Interface: an object added while it was
+// worked on gets its turn now.
+func (q *Fair) Done(req reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.working, req)
+	if e, ok := q.items[req]; ok && e.parked {
+		q.makeReady(e)
+	}
+}
+
+// Add implements workqueue.Interface.
+func (q *Fair) Add(req reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, req) }
+
+// AddAfter implements workqueue.DelayingInterface.
+func (q *Fair) AddAfter(req reconcile.Request, d time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: d}, req)
+}
+
+// AddRateLimited implements workqueue.RateLimitingInterface.
+func (q *Fair) AddRateLimited(req reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, req)
 }
 
 // Get implements workqueue.Interface.
-func (q *closingQueue) Get() (reconcile.Request, bool) {
-	item, _, shutdown := q.GetWithPriority()
-	return item, shutdown
+func (q *Fair) Get() (reconcile.Request, bool) {
+	req, _, shutdown := q.GetWithPriority()
+	return req, shutdown
 }
 
-// ShutDown implements workqueue.Interface.
-func (q *closingQueue) ShutDown() {
-	q.once.Do(func() {
-		q.mu.Lock()
-		q.closing = true
-		waiting := q.inside
-		q.mu.Unlock()
-		for i := range waiting {
-			// Not a name any object can have: no reconciler sees it.
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: fmt.Sprintf("\x00wake-%d", i)}})
-		}
-		left := make(chan struct{})
-		go func() {
-			defer close(left)
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			for q.inside > 0 && !q.gaveUp {
-				q.left.Wait()
-			}
-		}()
-		select {
-		case <-left:
-		case <-time.After(q.drain):
-			q.mu.Lock()
-			q.gaveUp = true
-			q.left.Broadcast()
-			q.mu.Unlock()
-			<-left
-		}
-		q.PriorityQueue.ShutDown()
-	})
-}
+// Forget implements workqueue.RateLimitingInterface.
+func (q *Fair) Forget(req reconcile.Request) { q.rl.Forget(req) }
 
-// ShuttingDown implements workqueue.Interface.
-func (q *closingQueue) ShuttingDown() bool {
+// NumRequeues implements workqueue.RateLimitingInterface.
+func (q *Fair) NumRequeues(req reconcile.Request) int { return q.rl.NumRequeues(req) }
+
+// Len implements workqueue.Interface: the items ready to be handed out.
+func (q *Fair) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.closing || q.PriorityQueue.ShuttingDown()
+	return q.byTurn.Len()
 }
 
-// ShutDownWithDrain implements workqueue.Interface; like the priority
-// queue, it does not drain.
-func (q *closingQueue) ShutDownWithDrain() { q.ShutDown() }
+// ShutDown implements workqueue.Interface: every worker waiting for an
+// item, or for the rate, returns at once.
+func (q *Fair) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	close(q.stopped)
+	q.stopPace()
+	q.ready.Broadcast()
+}
+
+// ShutDownWithDrain implements workqueue.Interface; like controller-runtime's
+// priority queue, it does not drain.
+func (q *Fair) ShutDownWithDrain() { q.ShutDown() }
+
+// ShuttingDown implements workqueue.Interface.
+func (q *Fair) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
+// readyHeap orders the ready entries: higher priority first, then the
+// smaller tag, then the one ready first.
+type readyHeap []*entry
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	if h[i].priority != h[j].priority {
+		return h[i].priority > h[j].priority
+	}
+	if h[i].tag != h[j].tag {
+		return h[i].tag < h[j].tag
+	}
+	return h[i].seq < h[j].seq
+}
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].turn, h[j].turn = i, j
+}
+func (h *readyHeap) Push(x any) {
+	e := x.(*entry) //nolint:forcetypeassert // Only entries are pushed.
+	e.turn = len(*h)
+	*h = append(*h, e)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.turn = -1
+	return e
+}
+
+// waitHeap orders the waiting entries by when they become ready.
+type waitHeap []*entry
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
+func (h waitHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].wait, h[j].wait = i, j
+}
+func (h *waitHeap) Push(x any) {
+	e := x.(*entry) //nolint:forcetypeassert // Only entries are pushed.
+	e.wait = len(*h)
+	*h = append(*h, e)
+}
+func (h *waitHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.wait = -1
+	return e
+}

@@ -3,45 +3,204 @@ package queue
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// TestQueueShutsDown: workers that take items, work on them and mark them
-// done while others keep adding, as a controller's do, all return once the
-// queue is shut down, round after round. controller-runtime's priority
-// queue alone, in place of closingQueue here, deadlocks in the first
-// rounds (kubernetes-sigs/controller-runtime#3538). No worker ever gets
-// one of the wake-up items.
-func TestQueueShutsDown(t *testing.T) {
-	const rounds, workers = 100, 20
-	for round := range rounds {
-		inner := priorityqueue.New[reconcile.Request](fmt.Sprintf("round-%d", round))
-		q := newClosingQueue(inner, 10*time.Second)
+func req(ns, name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+}
+
+func newQueue(t *testing.T, pace *rate.Limiter) *Fair {
+	t.Helper()
+	q := New("test", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second), pace)
+	t.Cleanup(q.ShutDown)
+	return q
+}
+
+// drain takes n items, marking each done, and returns them in order.
+func drain(t *testing.T, q *Fair, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		got := make(chan reconcile.Request, 1)
+		go func() { r, _ := q.Get(); got <- r }()
+		select {
+		case r := <-got:
+			out = append(out, r.Namespace+"/"+r.Name)
+			q.Done(r)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no item after %v", out)
+		}
+	}
+	return out
+}
+
+func TestTurns(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		add    func(q *Fair)
+		want   []string
+	}{
+		"OneNamespaceIsFirstComeFirstServed": {
+			reason: "Alone, a namespace's items go in the order they came.",
+			add: func(q *Fair) {
+				q.Add(req("a", "1"))
+				q.Add(req("a", "2"))
+				q.Add(req("a", "3"))
+			},
+			want: []string{"a/1", "a/2", "a/3"},
+		},
+		"ANewcomerWaitsOneTurn": {
+			reason: "A namespace's one item, added after another namespace's wave, goes after the wave's first, not after all of it.",
+			add: func(q *Fair) {
+				for i := range 5 {
+					q.Add(req("noisy", fmt.Sprint(i)))
+				}
+				q.Add(req("quiet", "claim"))
+			},
+			want: []string{"noisy/0", "quiet/claim", "noisy/1", "noisy/2", "noisy/3", "noisy/4"},
+		},
+		"NamespacesTakeTurns": {
+			reason: "Two busy namespaces alternate, whoever came first.",
+			add: func(q *Fair) {
+				for i := range 3 {
+					q.Add(req("a", fmt.Sprint(i)))
+				}
+				for i := range 3 {
+					q.Add(req("b", fmt.Sprint(i)))
+				}
+			},
+			want: []string{"a/0", "b/0", "a/1", "b/1", "a/2", "b/2"},
+		},
+		"PriorityBeforeTurn": {
+			reason: "A higher priority (a change) goes before a lower one (a poll), whichever namespace's turn it is.",
+			add: func(q *Fair) {
+				q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, req("a", "poll"))
+				q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, req("b", "poll"))
+				q.Add(req("b", "change"))
+			},
+			want: []string{"b/change", "a/poll", "b/poll"},
+		},
+		"OnceEach": {
+			reason: "An object added twice is queued once, at the higher priority.",
+			add: func(q *Fair) {
+				q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(-100)}, req("a", "x"))
+				q.Add(req("b", "y"))
+				q.Add(req("a", "x"))
+			},
+			want: []string{"a/x", "b/y"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := newQueue(t, nil)
+			tc.add(q)
+			if diff := cmp.Diff(tc.want, drain(t, q, len(tc.want))); diff != "" {
+				t.Errorf("%s\norder (-want +got):\n%s", tc.reason, diff)
+			}
+			if n := q.Len(); n != 0 {
+				t.Errorf("%d items left", n)
+			}
+		})
+	}
+}
+
+// TestNotWhileWorkedOn: an object added while a worker has it is handed
+// out only once that worker is done with it, and then once.
+func TestNotWhileWorkedOn(t *testing.T) {
+	q := newQueue(t, nil)
+	q.Add(req("a", "x"))
+	x, _ := q.Get()
+	q.Add(req("a", "x"))
+	q.Add(req("a", "x"))
+	q.Add(req("a", "y"))
+	if got := drain(t, q, 1); got[0] != "a/y" {
+		t.Fatalf("handed out %v while a/x was worked on", got)
+	}
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d items ready while a/x is worked on, want 0", n)
+	}
+	q.Done(x)
+	if diff := cmp.Diff([]string{"a/x"}, drain(t, q, 1)); diff != "" {
+		t.Errorf("after Done (-want +got):\n%s", diff)
+	}
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d items left, want 0: the object was queued more than once", n)
+	}
+}
+
+// TestWaits: an object added after a delay, or rate-limited, is handed
+// out once its time comes, not before; an earlier add wins.
+func TestWaits(t *testing.T) {
+	q := newQueue(t, nil)
+	start := time.Now()
+	q.AddAfter(req("a", "later"), 300*time.Millisecond)
+	q.AddAfter(req("a", "sooner"), time.Hour)
+	q.AddAfter(req("a", "sooner"), 100*time.Millisecond)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d items ready at once, want 0", n)
+	}
+	got := drain(t, q, 2)
+	if diff := cmp.Diff([]string{"a/sooner", "a/later"}, got); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Errorf("both handed out after %s, before the later one's 300 ms", took)
+	}
+	r := req("a", "failing")
+	for range 3 {
+		q.AddRateLimited(r)
+		drain(t, q, 1)
+	}
+	if n := q.NumRequeues(r); n != 3 {
+		t.Errorf("NumRequeues = %d after three rate-limited adds, want 3", n)
+	}
+	q.Forget(r)
+	if n := q.NumRequeues(r); n != 0 {
+		t.Errorf("NumRequeues = %d after Forget, want 0", n)
+	}
+}
+
+// TestPaced: items are handed out no faster than the shared rate.
+func TestPaced(t *testing.T) {
+	q := newQueue(t, rate.NewLimiter(20, 1))
+	for i := range 6 {
+		q.Add(req("a", fmt.Sprint(i)))
+	}
+	start := time.Now()
+	drain(t, q, 6)
+	// The first token is there at once, the other five 50 ms apart.
+	if took := time.Since(start); took < 240*time.Millisecond {
+		t.Errorf("6 items handed out in %s at 20 per second, want at least 250 ms", took)
+	}
+}
+
+// TestShutDown: workers waiting for an item, or for the rate, return at
+// once when the queue shuts down, round after round while others add and
+// take.
+func TestShutDown(t *testing.T) {
+	for round := range 50 {
+		q := New(fmt.Sprintf("round-%d", round), nil, rate.NewLimiter(1, 1))
 		var wg sync.WaitGroup
-		woken := make(chan string, workers)
-		for range workers {
+		for range 10 {
 			wg.Go(func() {
 				for {
-					key := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(rand.Int())}}
-					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(3))}, key)
-					item, _, shutdown := q.GetWithPriority()
+					q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(rand.IntN(3))}, req(fmt.Sprint(rand.IntN(3)), fmt.Sprint(rand.Int())))
+					r, shutdown := q.Get()
 					if shutdown {
 						return
 					}
-					if strings.HasPrefix(item.Name, "\x00") {
-						woken <- item.Name
-					}
-					q.Done(item)
+					q.Done(r)
 				}
 			})
 		}
@@ -51,12 +210,8 @@ func TestQueueShutsDown(t *testing.T) {
 		go func() { wg.Wait(); close(stopped) }()
 		select {
 		case <-stopped:
-		case <-time.After(15 * time.Second):
-			t.Fatalf("round %d: workers still blocked 15 s after the queue was shut down", round)
-		}
-		close(woken)
-		for name := range woken {
-			t.Errorf("round %d: a worker was handed the wake-up item %q", round, name)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: workers still blocked 5 s after the queue was shut down", round)
 		}
 		if !q.ShuttingDown() {
 			t.Errorf("round %d: the queue does not say it is shutting down", round)
@@ -64,68 +219,28 @@ func TestQueueShutsDown(t *testing.T) {
 	}
 }
 
-// TestNewIsAClosingPriorityQueue: New gives the closing queue, in which
-// controller-runtime still sees a priority queue (it checks for one and
-// would otherwise drop priorities).
-func TestNewIsAClosingPriorityQueue(t *testing.T) {
-	q := New("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	if _, ok := q.(*closingQueue); !ok {
-		t.Errorf("New returns %T, want *closingQueue", q)
-	}
+// TestIsAPriorityQueue: controller-runtime takes the queue for a priority
+// queue (it checks, and would otherwise drop priorities).
+func TestIsAPriorityQueue(t *testing.T) {
+	var q workqueue.TypedRateLimitingInterface[reconcile.Request] = newQueue(t, nil)
 	if _, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); !ok {
-		t.Errorf("New returns %T, which controller-runtime does not take for a priority queue", q)
+		t.Errorf("%T is not a priorityqueue.PriorityQueue", q)
 	}
 }
 
-// stuckQueue hands out nothing, whatever is added, until it is shut down:
-// a queue whose workers the wake-up items do not reach.
-type stuckQueue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
-	done chan struct{}
-}
-
-func (s *stuckQueue) Add(reconcile.Request) {}
-func (s *stuckQueue) GetWithPriority() (reconcile.Request, int, bool) {
-	<-s.done
-	return reconcile.Request{}, 0, true
-}
-func (s *stuckQueue) ShutDown() { close(s.done) }
-
-// TestQueueGivesUpWaiting: when the workers waiting on the queue do not
-// leave, ShutDown closes the inner queue after drain anyway, and they
-// return.
-func TestQueueGivesUpWaiting(t *testing.T) {
-	const drain = 200 * time.Millisecond
-	q := newClosingQueue(&stuckQueue{done: make(chan struct{})}, drain)
-	returned := make(chan bool)
-	go func() { _, _, shutdown := q.GetWithPriority(); returned <- shutdown }()
-	for {
-		q.mu.Lock()
-		inside := q.inside
-		q.mu.Unlock()
-		if inside == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+// TestForgetsIdleNamespaces: the tags of namespaces with nothing queued
+// are dropped once there are many, so that the queue does not grow with
+// every namespace ever seen.
+func TestForgetsIdleNamespaces(t *testing.T) {
+	q := newQueue(t, nil)
+	for i := range 1000 {
+		q.Add(req(fmt.Sprint("ns-", i), "x"))
+		drain(t, q, 1)
 	}
-	start := time.Now()
-	shut := make(chan struct{})
-	go func() { q.ShutDown(); close(shut) }()
-	select {
-	case <-shut:
-	case <-time.After(5 * time.Second):
-		t.Fatal("ShutDown still waits 5 s after its drain of 200 ms")
-	}
-	if took := time.Since(start); took < drain {
-		t.Errorf("ShutDown returned after %s, before its drain of %s", took, drain)
-	}
-	select {
-	case shutdown := <-returned:
-		if !shutdown {
-			t.Error("the waiting worker was not told the queue shut down")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting worker did not return after ShutDown")
+	q.mu.Lock()
+	n := len(q.last)
+	q.mu.Unlock()
+	if n > 256 {
+		t.Errorf("%d namespaces' tags kept with nothing queued, want at most 256", n)
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
@@ -113,7 +112,7 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 // does, with f in place of the managed reconciler.
 func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.Result, error)) reconcile.Result {
 	t.Helper()
-	r := Wrap("conflicts", ratelimiter.NewGlobal(100), time.Minute, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
+	r := Wrap(time.Minute, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
 	res, err := r.Reconcile(ctx, reconcile.Request{})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)

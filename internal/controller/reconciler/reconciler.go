@@ -26,7 +26,6 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
 	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
@@ -142,12 +141,13 @@ func withoutCreateRecords(annotations map[string]string) map[string]string {
 }
 
 // Wrap wraps a managed reconciler the way every controller of the
-// provider runs it: under the global rate limit, with API conflicts
-// requeued silently, and its requeues adjusted by requeues (below); after
-// is how long a reconcile that waits for another object sleeps when
-// nothing wakes it.
-func Wrap(name string, limiter ratelimiter.RateLimiter, after time.Duration, r reconcile.Reconciler) reconcile.Reconciler {
-	return ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(requeues{r: r, after: after}), limiter)
+// provider runs it: with API conflicts requeued silently, and its requeues
+// adjusted by requeues (below); after is how long a reconcile that waits
+// for another object sleeps when nothing wakes it. The global rate limit
+// is the work queue's (queue.Fair), not crossplane-runtime's rate-limited
+// reconciler, which booked a token for every reconcile it turned away.
+func Wrap(after time.Duration, r reconcile.Reconciler) reconcile.Reconciler {
+	return errors.WithSilentRequeueOnConflict(requeues{r: r, after: after})
 }
 
 // requeues runs the managed reconciler, once more at once when a create

@@ -208,11 +208,17 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serve
 		// Deleted before it ever found its database: nothing to drop.
 		return none, serverobject.ErrGone
 	}
-	if k.e.pool, err = k.e.conn.Database(ctx, db); err != nil {
-		return none, err
+	// A schema being deleted in a database its namespace may no longer
+	// use (its PostgreSQLDatabase gone, the database retained) lets go
+	// without touching it: what is there is no longer the namespace's.
+	p := mg.Spec.ForProvider
+	k.e.pool, err = k.e.conn.Enter(ctx, mg, boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: db})
+	var got *postgres.ObservedSchema
+	var system string
+	if err == nil {
+		got, system, err = postgres.ObserveSchema(ctx, k.e.pool, mg.SchemaName())
 	}
-	got, system, err := postgres.ObserveSchema(ctx, k.e.pool, mg.SchemaName())
-	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) {
+	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) || boundary.IsRefusal(err) && meta.WasDeleted(mg) {
 		if meta.WasDeleted(mg) {
 			return none, serverobject.ErrGone
 		}
