@@ -6,7 +6,6 @@
 package tenant
 
 import (
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -199,8 +198,10 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDe
 				Name: ptr.To(login), Login: ptr.To(true), MemberOf: []string{d.Owner},
 				// Sessions act as the owner role, so what the tenant
 				// creates belongs to the retained owner, not to this role.
+				// No comment: every login on the server reads role
+				// comments (\du+), and a tenant learns nothing of
+				// another from the shared catalogs.
 				ConfigurationParameters: []v1alpha1.ConfigurationParameter{{Name: "role", Value: d.Owner}},
-				Comment:                 ptr.To(fmt.Sprintf("login of PostgreSQLTenant %s/%s", s.ClaimNamespace, s.ClaimName)),
 			},
 		},
 	}

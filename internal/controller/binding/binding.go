@@ -299,7 +299,6 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
 				Name:     ptr.To(p.Database),
 				OwnerRef: &v1alpha1.LocalReference{Name: ownerRoleObject(name)},
-				Comment:  ptr.To(fmt.Sprintf("database of PostgreSQLTenant %s/%s", b.GetNamespace(), b.Spec.Tenant)),
 				// Only the tenant's roles connect, not every role on the
 				// server.
 				RevokePublicPrivileges: true,
@@ -336,6 +335,11 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 				"An admin removes or renames it", db.GetNamespace(), name, db.GetName()))
 			return nil, &c, nil
 		}
+		if c := got.Spec.ForProvider.Comment; c != nil && strings.HasPrefix(*c, ownerCommentPrefix) {
+			patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			got.Spec.ForProvider.Comment = nil
+			return nil, nil, errors.Wrap(r.kube.Patch(ctx, got, patch), "cannot take the tenant's name off the owner role's comment")
+		}
 		return got, nil, nil
 	}
 	if !kerrors.IsNotFound(err) {
@@ -354,7 +358,6 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 			InstanceRef:        p.InstanceRef,
 			ForProvider: v1alpha1.PostgreSQLRoleParameters{
 				Name: ptr.To(OwnerRoleName(p.Database)), Login: ptr.To(false),
-				Comment: ptr.To(fmt.Sprintf("owner of the tenant database %s (PostgreSQLTenant %s/%s)", p.Database, b.GetNamespace(), b.Spec.Tenant)),
 			},
 		},
 	}
@@ -387,13 +390,28 @@ func (r *reconciler) syncExtensions(ctx context.Context, b *v1alpha1.PostgreSQLB
 			kept = append(kept, v1alpha1.Extension{Name: n})
 		}
 	}
-	if slices.EqualFunc(kept, db.Spec.ForProvider.Extensions, func(a, b v1alpha1.Extension) bool { return a.Name == b.Name }) {
+	named := db.Spec.ForProvider.Comment != nil && strings.HasPrefix(*db.Spec.ForProvider.Comment, tenantCommentPrefix)
+	if !named && slices.EqualFunc(kept, db.Spec.ForProvider.Extensions, func(a, b v1alpha1.Extension) bool { return a.Name == b.Name }) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(db.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	db.Spec.ForProvider.Extensions = kept
-	return errors.Wrap(r.kube.Patch(ctx, db, patch), "cannot bring the provisioned database's extensions in line with its binding")
+	if named {
+		db.Spec.ForProvider.Comment = nil
+	}
+	return errors.Wrap(r.kube.Patch(ctx, db, patch), "cannot bring the provisioned database in line with its binding")
 }
+
+// tenantCommentPrefix and ownerCommentPrefix began the comments earlier
+// versions gave a provisioned database ("database of PostgreSQLTenant
+// <namespace>/<claim>") and its owner role ("owner of the tenant database
+// <name> (PostgreSQLTenant <namespace>/<claim>)"), which every login on
+// the server reads (\l+, \du+). They are taken off: a tenant learns
+// nothing of another from the shared catalogs.
+const (
+	tenantCommentPrefix = "database of PostgreSQLTenant "
+	ownerCommentPrefix  = "owner of the tenant database "
+)
 
 // installed names the extensions db reports installed, of those it lists.
 func installed(db *v1alpha1.PostgreSQLDatabase) []string {
