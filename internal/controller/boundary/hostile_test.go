@@ -25,12 +25,15 @@ import (
 
 const ns = "hostile"
 
+// poll is the suite's poll interval.
+const poll = 2 * time.Second
+
 var env *providertest.Env
 
 // suite is the package's environment, started by the first test that
 // declares it needs it.
 var suite = providertest.Suite(providertest.Options{
-	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns, "victims"},
+	PollInterval: poll, Instance: "main", Namespaces: []string{ns, "victims"},
 	Postgres: pgserver.Options{
 		LogStatement: "all",
 		// Servers asking for weak password methods (admin_test.go).
