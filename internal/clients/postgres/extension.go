@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -60,38 +61,59 @@ type ExtensionFacts struct {
 	FixedSchema string
 	// Schema is the schema the script runs in.
 	Schema string
-	// Writers are the roles other than superusers and the admin that may
-	// create objects in Schema: its owner and those granted CREATE
-	// ("PUBLIC" for everyone).
-	Writers []string
+	// Writable are the schemas the script resolves names in (Schema, and
+	// the schemas of the installed extensions it requires, which CREATE
+	// EXTENSION puts on its search_path too) in which roles other than
+	// superusers and the admin may create objects.
+	Writable []SchemaWriters
+	// Requires are the extensions the version requires.
+	Requires []string
+}
+
+// SchemaWriters are the roles other than superusers and the admin that may
+// create objects in a schema: its owner and those granted CREATE ("PUBLIC"
+// for everyone).
+type SchemaWriters struct {
+	Schema string
+	// Roles, comma-separated.
+	Roles string
 }
 
 // extensionFactsSQL reads, for each extension ($1) at a version ($2, ""
 // for the default) going to a schema ($3, "" for the control file's or
 // DefaultExtensionSchema), whether that version is trusted, the schema its
-// control file fixes, and who besides superusers and the admin may create
-// objects in the schema its script would run in (pg_database_owner stands
-// for the database's owner, which may be either). The control files are
-// read from the server's disk, so it runs only before a change.
+// control file fixes, the schema its script runs in, and, for that schema
+// and the schemas of the installed extensions the version requires (its
+// script's search_path holds them all), who besides superusers and the
+// admin may create objects there (pg_database_owner stands for the
+// database's owner, which may be either); and what the version requires.
+// The control files are read from the server's disk, so it runs only
+// before a change.
 const extensionFactsSQL = `WITH me AS (
   SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper OR r.rolname = CURRENT_USER
   UNION ALL
   SELECT pg_catalog.to_regrole('pg_database_owner')::pg_catalog.oid FROM pg_catalog.pg_database d
    WHERE d.datname = pg_catalog.current_database() AND d.datdba IN (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolsuper OR r.rolname = CURRENT_USER))
-SELECT w.name, COALESCE(v.trusted, false), COALESCE(v.schema::pg_catalog.text, ''), s.name,
-       COALESCE(ARRAY(SELECT DISTINCT x.r FROM (
-           SELECT o.rolname::pg_catalog.text AS r FROM pg_catalog.pg_roles o
-            WHERE o.oid = n.nspowner AND o.oid NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL)
-           UNION ALL
-           SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE g.rolname::pg_catalog.text END
-             FROM pg_catalog.aclexplode(n.nspacl) AS a LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
-            WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR a.grantee NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL))) AS x
-         ORDER BY 1), '{}')
+SELECT w.name, COALESCE(v.trusted, false), COALESCE(v.schema::pg_catalog.text, ''), s.name, ws.schemas, ws.roles,
+       COALESCE(v.requires::pg_catalog.text[], '{}')
   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]), pg_catalog.unnest($2::pg_catalog.text[]), pg_catalog.unnest($3::pg_catalog.text[])) AS w(name, version, schema)
   LEFT JOIN pg_catalog.pg_available_extensions d ON d.name = w.name
   LEFT JOIN pg_catalog.pg_available_extension_versions v ON v.name = w.name AND v.version = COALESCE(NULLIF(w.version, ''), d.default_version)
   CROSS JOIN LATERAL (SELECT COALESCE(NULLIF(w.schema, ''), v.schema::pg_catalog.text, '` + DefaultExtensionSchema + `') AS name) AS s
-  LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = s.name`
+  CROSS JOIN LATERAL (
+    SELECT COALESCE(pg_catalog.array_agg(x.nsp ORDER BY x.nsp), '{}') AS schemas, COALESCE(pg_catalog.array_agg(x.roles ORDER BY x.nsp), '{}') AS roles
+      FROM (SELECT p.nspname::pg_catalog.text AS nsp, pg_catalog.string_agg(DISTINCT y.r, ', ' ORDER BY y.r) AS roles
+              FROM pg_catalog.pg_namespace p
+              CROSS JOIN LATERAL (
+                SELECT o.rolname::pg_catalog.text AS r FROM pg_catalog.pg_roles o
+                 WHERE o.oid = p.nspowner AND o.oid NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL)
+                UNION ALL
+                SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE g.rolname::pg_catalog.text END
+                  FROM pg_catalog.aclexplode(p.nspacl) AS a LEFT JOIN pg_catalog.pg_roles g ON g.oid = a.grantee
+                 WHERE a.privilege_type = 'CREATE' AND (a.grantee = 0 OR a.grantee NOT IN (SELECT oid FROM me WHERE oid IS NOT NULL))) AS y
+             WHERE p.nspname = s.name
+                OR p.oid IN (SELECT e.extnamespace FROM pg_catalog.pg_extension e WHERE e.extname = ANY(v.requires))
+             GROUP BY p.nspname) AS x) AS ws`
 
 // ObserveExtensionFacts reads the facts of the extensions to be installed
 // or updated (PendingExtensions) in the database q is connected to: the
@@ -114,8 +136,12 @@ func ObserveExtensionFacts(ctx context.Context, q RowsQuerier, pending []Extensi
 	for rows.Next() {
 		var name string
 		var f ExtensionFacts
-		if err := rows.Scan(&name, &f.Trusted, &f.FixedSchema, &f.Schema, &f.Writers); err != nil {
+		var schemas, roles []string
+		if err := rows.Scan(&name, &f.Trusted, &f.FixedSchema, &f.Schema, &schemas, &roles, &f.Requires); err != nil {
 			return nil, xperrors.Wrap(err, "cannot read what the server says of the extensions")
+		}
+		for i := range min(len(schemas), len(roles)) {
+			f.Writable = append(f.Writable, SchemaWriters{Schema: schemas[i], Roles: roles[i]})
 		}
 		out[name] = f
 	}
@@ -138,10 +164,12 @@ func PendingExtensions(want []ExtensionSpec, got map[string]InstalledExtension) 
 
 // UnsafeExtensions says which of the pending extensions the admin must not
 // install or update, and why: one whose script runs with the admin's
-// superuser power (not trusted) in a schema where someone else may create
-// objects. Such a script resolves names in its schema, so objects a
-// database owner placed there first would run as the admin (PostgreSQL's
-// documentation: "Security Considerations for Extensions"). A trusted
+// superuser power (not trusted) with a schema where someone else may
+// create objects on its search_path: its own, or that of an extension it
+// requires (installed, or created in the same step). Such a script
+// resolves names there, so objects a database owner placed first would
+// run as the admin (PostgreSQL's documentation: "Security Considerations
+// for Extensions"). A trusted
 // extension is one PostgreSQL lets the database owner install itself, so
 // the admin installing it hands the owner nothing it could not take.
 // Moving an extension (SET SCHEMA) runs no script. It returns "" when all
@@ -154,15 +182,36 @@ func UnsafeExtensions(pending []ExtensionSpec, got map[string]InstalledExtension
 			continue // Only a move.
 		}
 		f := facts[p.Name]
-		if f.Trusted || len(f.Writers) == 0 {
+		writable := f.Writable
+		// A required extension created in the same step puts the
+		// schema it goes to on the script's search_path too.
+		for _, r := range f.Requires {
+			if _, installed := got[r]; installed || !slices.ContainsFunc(pending, func(e ExtensionSpec) bool { return e.Name == r }) {
+				continue
+			}
+			for _, w := range facts[r].Writable {
+				if w.Schema == facts[r].Schema && !slices.Contains(writable, w) {
+					writable = append(writable, w)
+				}
+			}
+		}
+		if f.Trusted || len(writable) == 0 {
 			continue
 		}
-		refused = append(refused, fmt.Sprintf("%q (role(s) %s may create objects in schema %q)", p.Name, strings.Join(f.Writers, ", "), f.Schema))
+		var where []string
+		for _, w := range writable {
+			what := fmt.Sprintf("role(s) %s may create objects in schema %q", w.Roles, w.Schema)
+			if w.Schema != f.Schema {
+				what += " (of an extension it requires)"
+			}
+			where = append(where, what)
+		}
+		refused = append(refused, fmt.Sprintf("%q (%s)", p.Name, strings.Join(where, "; ")))
 	}
 	if len(refused) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("extension(s) %s are not trusted: their scripts run with the admin's superuser privileges and resolve names in a schema others can write to, "+
+	return fmt.Sprintf("extension(s) %s are not trusted: their scripts run with the admin's superuser privileges and resolve names in schemas others can write to, "+
 		"where objects they placed first would run as the admin. Nothing was installed. Name a schema only the admin can create objects in "+
 		"(spec.forProvider.extensions[].schema), or install them by hand after checking the schema", strings.Join(refused, ", "))
 }

@@ -26,7 +26,7 @@ func TestUnsafeExtensions(t *testing.T) {
 		"TrustedAnywhere": {
 			reason:  "A trusted extension is one the database owner may install itself: nothing is handed over.",
 			pending: []ExtensionSpec{{Name: "citext"}},
-			facts:   map[string]ExtensionFacts{"citext": {Trusted: true, Schema: "public", Writers: []string{"pg_database_owner"}}},
+			facts:   map[string]ExtensionFacts{"citext": {Trusted: true, Schema: "public", Writable: []SchemaWriters{{"public", "pg_database_owner"}}}},
 		},
 		"UntrustedInAdminSchema": {
 			reason:  "No one but superusers and the admin may create objects where the script runs.",
@@ -36,19 +36,34 @@ func TestUnsafeExtensions(t *testing.T) {
 		"UntrustedInOwnersSchema": {
 			reason:  "The owner could place objects the superuser script resolves.",
 			pending: []ExtensionSpec{{Name: "postgres_fdw"}},
-			facts:   map[string]ExtensionFacts{"postgres_fdw": {Schema: "public", Writers: []string{"pg_database_owner"}}},
+			facts:   map[string]ExtensionFacts{"postgres_fdw": {Schema: "public", Writable: []SchemaWriters{{"public", "pg_database_owner"}}}},
 			refused: []string{`"postgres_fdw" (role(s) pg_database_owner may create objects in schema "public")`},
 		},
 		"UntrustedUpdateInPublicSchema": {
 			reason:  "An update runs a script too, in the schema the extension is in.",
 			pending: []ExtensionSpec{{Name: "pg_stat_statements", Version: "1.10"}},
-			facts:   map[string]ExtensionFacts{"pg_stat_statements": {Schema: "public", Writers: []string{"PUBLIC"}}},
+			facts:   map[string]ExtensionFacts{"pg_stat_statements": {Schema: "public", Writable: []SchemaWriters{{"public", "PUBLIC"}}}},
 			refused: []string{`"pg_stat_statements" (role(s) PUBLIC may create objects in schema "public")`},
+		},
+		"UntrustedRequiringAnExtensionInAWritableSchema": {
+			reason:  "The script's search_path holds the schemas of the extensions it requires: one the owner writes to is as dangerous as its own.",
+			pending: []ExtensionSpec{{Name: "earthdistance", Schema: "ext"}},
+			facts:   map[string]ExtensionFacts{"earthdistance": {Schema: "ext", Writable: []SchemaWriters{{"public", "pg_database_owner"}}}},
+			refused: []string{`"earthdistance" (role(s) pg_database_owner may create objects in schema "public" (of an extension it requires))`},
+		},
+		"UntrustedRequiringAnExtensionCreatedWithIt": {
+			reason:  "A required extension created in the same step, in a schema the owner writes to, is on the script's search_path too.",
+			pending: []ExtensionSpec{{Name: "cube"}, {Name: "earthdistance", Schema: "ext"}},
+			facts: map[string]ExtensionFacts{
+				"cube":          {Trusted: true, Schema: "public", Writable: []SchemaWriters{{"public", "pg_database_owner"}}},
+				"earthdistance": {Schema: "ext", Requires: []string{"cube"}},
+			},
+			refused: []string{`"earthdistance" (role(s) pg_database_owner may create objects in schema "public" (of an extension it requires))`},
 		},
 		"UntrustedMoveOnly": {
 			reason:  "SET SCHEMA runs no script.",
 			pending: []ExtensionSpec{{Name: "pg_stat_statements", Schema: "ext"}},
-			facts:   map[string]ExtensionFacts{"pg_stat_statements": {Schema: "public", Writers: []string{"PUBLIC"}}},
+			facts:   map[string]ExtensionFacts{"pg_stat_statements": {Schema: "public", Writable: []SchemaWriters{{"public", "PUBLIC"}}}},
 		},
 	}
 	for name, tc := range cases {

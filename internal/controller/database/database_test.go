@@ -541,3 +541,43 @@ func TestDatabaseUntrustedExtension(t *testing.T) {
 		t.Error("the untrusted extension was not installed in the admin's own database")
 	}
 }
+
+// TestDatabaseUntrustedExtensionRequiringAnother: an untrusted extension
+// (earthdistance) going to a schema only the admin writes to is still
+// refused when an extension it requires (cube) is, or is about to be, in
+// a schema the database's owner writes to: CREATE EXTENSION puts the
+// required extensions' schemas on the script's search_path, where what
+// the owner placed first would run as the admin.
+func TestDatabaseUntrustedExtensionRequiringAnother(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	owner := providertest.Role(ns, main.Name, "req_owner")
+	d := newDatabase("extreq", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.OwnerRef = &v1alpha1.LocalReference{Name: owner.Name}
+		d.Spec.ForProvider.Extensions = []v1alpha1.Extension{{Name: "cube"}}
+	})
+	for _, o := range []client.Object{owner, d} {
+		if err := env.Kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitReady(ctx, t, d, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	// A schema only superusers write to, made by a DBA.
+	if _, err := connect(ctx, t, "extreq").Exec(ctx, "CREATE SCHEMA ext"); err != nil {
+		t.Fatal(err)
+	}
+	providertest.Update(ctx, t, env, d, func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ForProvider.Extensions = append(d.Spec.ForProvider.Extensions, v1alpha1.Extension{Name: "earthdistance", Schema: ptr.To("ext")})
+	})
+	got := waitReady(ctx, t, d, corev1.ConditionFalse, v1alpha1.ReasonExtensionUnsafe)
+	if msg := got.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, `"earthdistance" (role(s) pg_database_owner may create objects in schema "public" (of an extension it requires))`) {
+		t.Errorf("message %q does not say that earthdistance's script would resolve names in cube's schema, which the owner writes to", msg)
+	}
+	var n int
+	if err := connect(ctx, t, "extreq").QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'earthdistance'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Error("earthdistance was installed with cube in the owner's schema")
+	}
+}
