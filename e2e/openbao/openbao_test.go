@@ -5,13 +5,26 @@
 package openbao
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +44,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pki"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/vaultserver"
 )
@@ -266,6 +280,81 @@ func TestVaultDelivery(t *testing.T) {
 		}
 	})
 
+	t.Run("ASoftDeletedPathIsNeitherTakenNorLeftReadable", func(t *testing.T) {
+		// Someone deletes the latest version of a role's path (a soft
+		// delete: older versions stay readable). Another role naming the
+		// path does not take it over; the role writes its next version
+		// after the deleted one; once the role goes, every version goes.
+		const path = "postgresql/vaulted/" + ns + "/soft"
+		a := vaultRole(in, "soft-a", "soft", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("soft_a") })
+		env.Create(ctx, t, a)
+		env.Ready(ctx, t, a, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+		if _, err := vault.Admin(ctx, "DELETE", "/v1/"+vaultserver.Mount+"/data/"+path, nil); err != nil {
+			t.Fatal(err)
+		}
+		b := vaultRole(in, "soft-b", "soft", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("soft_b") })
+		env.Create(ctx, t, b)
+		env.Ready(ctx, t, b, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+		if env.Holds(ctx, t, "EXISTS (SELECT FROM pg_roles WHERE rolname = 'soft_b')") {
+			t.Error("another role was created to deliver to a path whose latest version was deleted")
+		}
+		// a's next version follows the deleted one and logs in; b's
+		// attempt left a's mark alone.
+		d := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+		if err := logsIn(ctx, d); err != nil {
+			t.Errorf("the version written after the deleted one does not log in: %v", err)
+		}
+		if got, err := kv.Observe(ctx, path); err != nil || got == nil || got.Custom["provider-postgresql-owner"] != string(a.GetUID()) {
+			mark := ""
+			if got != nil {
+				mark = got.Custom["provider-postgresql-owner"]
+			}
+			t.Errorf("the path's owner mark is %q (%v), want soft-a's UID", mark, err)
+		}
+		if _, err := vault.Admin(ctx, "DELETE", "/v1/"+vaultserver.Mount+"/data/"+path, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Delete(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		env.Gone(ctx, t, a)
+		if n := versions(ctx, t, path); n != 0 {
+			t.Errorf("the path keeps %d versions, readable, after its role went while its latest version was deleted", n)
+		}
+	})
+
+	t.Run("ANestedPathPrefixIsRefused", func(t *testing.T) {
+		// Two Instances on one KV engine whose path prefixes nest: a
+		// namespace named like the inner Instance could read its
+		// credentials through a store that reads the outer one's paths.
+		// The inner one delivers nothing.
+		nested, err := env.Instance(ctx, "nested")
+		if err != nil {
+			t.Fatal(err)
+		}
+		providertest.Update(ctx, t, env, nested, func(n *v1alpha1.PostgreSQLInstance) {
+			n.Spec.CredentialVault = in.Spec.CredentialVault.DeepCopy()
+			n.Spec.CredentialVault.PathPrefix = "postgresql/eu"
+		})
+		r := vaultRole(nested, "eu-login", "eu", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("eu") })
+		env.Create(ctx, t, r)
+		err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+			return err == nil && strings.Contains(r.GetCondition(xpv2.TypeSynced).Message, `pathPrefix "postgresql/eu" lies within PostgreSQLInstance "vaulted"'s "postgresql"`), err
+		})
+		if err != nil {
+			t.Errorf("the role on the nested prefix does not say why it delivers nothing: %v (Synced %+v)", err, r.GetCondition(xpv2.TypeSynced))
+		}
+		if got, err := kv.Observe(ctx, "postgresql/eu/nested/"+ns+"/eu"); err != nil || got != nil {
+			// Never the version itself: it holds a password.
+			t.Errorf("something was written below the nested prefix (%t), or the path could not be read (%v)", got != nil, err)
+		}
+		if env.Holds(ctx, t, "EXISTS (SELECT FROM pg_roles WHERE rolname = 'eu')") {
+			t.Error("the role was created although its credential could not be delivered")
+		}
+	})
+
 	t.Run("VaultNotAnsweringMidRotation", func(t *testing.T) {
 		cur := credential(ctx, t, ordersPath, func(map[string][]byte) bool { return true })
 		before := versions(ctx, t, ordersPath)
@@ -385,30 +474,41 @@ func TestVaultDelivery(t *testing.T) {
 	})
 }
 
-// kubernetesAuthAndIsolation: the provider logs in with its ServiceAccount
-// token through the vault's Kubernetes auth method, holding only the
-// shipped provider policy, and delivers; a namespace's store policy,
-// rendered from the shipped template, reads its own namespace's paths and
-// nothing of another's.
+// kubernetesAuthAndIsolation: the provider logs in with a token of its
+// ServiceAccount through the vault's Kubernetes auth method, holding only
+// the shipped provider policy, and delivers; the token the vault receives
+// (seen by a proxy in front of it) is made for the vault's audience, not
+// the API server's, and expires within ten minutes; a namespace's store
+// policy, rendered from the shipped template, reads its own namespace's
+// paths and nothing of another's.
 func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	kc, err := kubernetes.NewForConfig(env.ControlPlane.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const sa = "provider-postgresql"
+	const sa, reviewer = "provider-postgresql", "vault-reviewer"
 	env.Create(ctx, t,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: sa}},
-		// What the vault's TokenReview with the provider's own token needs.
+		// The vault reviews the tokens it receives with a credential of
+		// its own (token_reviewer_jwt, or its pod's ServiceAccount in a
+		// cluster): the provider's tokens are made for the vault, and the
+		// API server takes none of them as a login.
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: reviewer}},
 		&rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: sa + "-auth-delegator"},
+			ObjectMeta: metav1.ObjectMeta{Name: reviewer + "-auth-delegator"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:auth-delegator"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: providertest.Namespace, Name: sa}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: providertest.Namespace, Name: reviewer}},
 		})
-	tr, err := kc.CoreV1().ServiceAccounts(providertest.Namespace).CreateToken(ctx, sa, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	token := func(name string) string {
+		tr, err := kc.CoreV1().ServiceAccounts(providertest.Namespace).CreateToken(ctx, name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
 	}
-	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+	// What a pod has mounted: the provider reads it only to learn which
+	// ServiceAccount it runs as.
+	if err := os.WriteFile(tokenFile, []byte(token(sa)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(tokenFile) })
@@ -418,10 +518,10 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 		body any
 	}{
 		{"/v1/sys/auth/kubernetes", map[string]any{"type": "kubernetes"}},
-		{"/v1/auth/kubernetes/config", map[string]any{"kubernetes_host": cfg.Host, "kubernetes_ca_cert": string(cfg.CAData), "disable_local_ca_jwt": true}},
+		{"/v1/auth/kubernetes/config", map[string]any{"kubernetes_host": cfg.Host, "kubernetes_ca_cert": string(cfg.CAData), "disable_local_ca_jwt": true, "token_reviewer_jwt": token(reviewer)}},
 		{"/v1/auth/kubernetes/role/provider-postgresql", map[string]any{
 			"bound_service_account_names": []string{sa}, "bound_service_account_namespaces": []string{providertest.Namespace},
-			"token_policies": []string{"provider-postgresql"}, "token_ttl": "1h",
+			"token_policies": []string{"provider-postgresql"}, "token_ttl": "1h", "audience": audience,
 		}},
 	} {
 		if _, err := vault.Admin(ctx, "POST", step.path, step.body); err != nil {
@@ -442,10 +542,11 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	proxy := newLoginRecorder(ctx, t)
 	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
 		in.Spec.CredentialVault = &v1alpha1.CredentialVault{
-			Address: vault.Address, CABundleRef: &v1alpha1.CABundleReference{Name: "vault-ca"},
-			Auth: v1alpha1.CredentialVaultAuth{Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "provider-postgresql"}},
+			Address: proxy.address, CABundleRef: &v1alpha1.CABundleReference{Name: proxy.caSecret},
+			Auth: v1alpha1.CredentialVaultAuth{Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "provider-postgresql", Audience: audience}},
 		}
 	})
 	r := vaultRole(in, "kube-login", "kube", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("kube") })
@@ -456,6 +557,21 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	d := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
 	if err := logsIn(ctx, d); err != nil {
 		t.Errorf("the credential delivered with Kubernetes auth does not log in: %v", err)
+	}
+	logins := proxy.tokens()
+	if len(logins) == 0 {
+		t.Fatal("the vault received no Kubernetes auth login")
+	}
+	for _, c := range logins {
+		if !slices.Equal(c.Audience, []string{audience}) {
+			t.Errorf("the vault received a token for audience %v, want %q alone: the pod's own token is good for the API server", c.Audience, audience)
+		}
+		if life := time.Unix(c.Expires, 0).Sub(time.Unix(c.Issued, 0)); life <= 0 || life > 10*time.Minute {
+			t.Errorf("the vault received a token that lives %s, want at most ten minutes", life)
+		}
+		if c.Subject != "system:serviceaccount:"+providertest.Namespace+":"+sa {
+			t.Errorf("the vault received a token of %q, want the provider's ServiceAccount", c.Subject)
+		}
 	}
 
 	reader := func(namespace string) *openbao.Client {
@@ -492,4 +608,85 @@ func kubernetesAuthAndIsolation(ctx context.Context, t *testing.T) {
 	if err := logsIn(ctx, d); err == nil {
 		t.Error("the retained credential of a dropped login still logs in")
 	}
+}
+
+// audience is what the vault's Kubernetes auth role accepts.
+const audience = "openbao-e2e"
+
+// claims are what a login's ServiceAccount token says of itself.
+type claims struct {
+	Audience []string `json:"aud"`
+	Subject  string   `json:"sub"`
+	Issued   int64    `json:"iat"`
+	Expires  int64    `json:"exp"`
+}
+
+// loginRecorder stands in front of the vault, over TLS with a CA of its
+// own, passes everything on, and keeps the claims of the ServiceAccount
+// tokens logins present: what the vault receives.
+type loginRecorder struct {
+	address, caSecret string
+
+	mu   sync.Mutex
+	seen []claims
+}
+
+func newLoginRecorder(ctx context.Context, t *testing.T) *loginRecorder {
+	t.Helper()
+	ca, err := pki.NewCA("login-recorder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue("127.0.0.1", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := url.Parse(vault.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(vault.CA)
+	r := &loginRecorder{caSecret: "login-recorder-ca"}
+	fwd := httputil.NewSingleHostReverseProxy(upstream)
+	fwd.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasSuffix(req.URL.Path, "/login") {
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			var login struct {
+				JWT string `json:"jwt"`
+			}
+			if json.Unmarshal(body, &login) == nil {
+				if parts := strings.Split(login.JWT, "."); len(parts) == 3 {
+					if payload, err := base64.RawURLEncoding.DecodeString(parts[1]); err == nil {
+						var c claims
+						if json.Unmarshal(payload, &c) == nil {
+							r.mu.Lock()
+							r.seen = append(r.seen, c)
+							r.mu.Unlock()
+						}
+					}
+				}
+			}
+		}
+		fwd.ServeHTTP(w, req)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r.address = srv.URL
+	env.Create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: r.caSecret}, Data: map[string][]byte{"ca.crt": ca.CertPEM}})
+	return r
+}
+
+// tokens are the claims of the tokens logins presented so far.
+func (r *loginRecorder) tokens() []claims {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
 }

@@ -62,7 +62,8 @@ type OpenBao struct {
 // StoreRef names an External Secrets Operator store.
 type StoreRef struct {
 	Name string `json:"name"`
-	// Kind is SecretStore (the default) or ClusterSecretStore.
+	// Kind is SecretStore, the only kind taken: a ClusterSecretStore's
+	// vault role would read every namespace's credentials.
 	Kind string `json:"kind,omitempty"`
 }
 
@@ -223,6 +224,10 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDe
 	}
 	if o.OpenBao == nil || o.OpenBao.SecretStoreRef.Name == "" {
 		return nil, errors.New("the Composition's input sets delivery: OpenBao without openBao.secretStoreRef.name, the store the ExternalSecret reads through")
+	}
+	if k := o.OpenBao.SecretStoreRef.Kind; k != "" && k != "SecretStore" {
+		return nil, errors.Errorf("the Composition's input names a %s as openBao.secretStoreRef.kind: only a SecretStore is taken, one per namespace with a vault role that reads that namespace's paths. "+
+			"A ClusterSecretStore's vault role reads every namespace's paths, so whoever may create an ExternalSecret in any namespace would read every tenant's credentials", k)
 	}
 	role.Spec.WriteConnectionSecretToReference = nil
 	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}

@@ -263,3 +263,20 @@ func TestAccessOpenBao(t *testing.T) {
 		})
 	}
 }
+
+// TestAccessRefusesAClusterSecretStore: a ClusterSecretStore's vault role
+// reads every namespace's paths, so any namespace's ExternalSecret could
+// name another tenant's: the Composition's input is refused, and nothing
+// is composed.
+func TestAccessRefusesAClusterSecretStore(t *testing.T) {
+	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner"}
+	opts := Options{Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretStoreRef: StoreRef{Name: "postgresql", Kind: "ClusterSecretStore"}}}
+	spec := Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "orders"}
+	got, err := Access(spec, opts, bound, &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders"})
+	if err == nil || !strings.Contains(err.Error(), "every tenant's credentials") {
+		t.Errorf("Access with a ClusterSecretStore: %v, want a refusal that says why", err)
+	}
+	if got != nil {
+		t.Errorf("Access composed %v with a ClusterSecretStore, want nothing", got.Resources)
+	}
+}

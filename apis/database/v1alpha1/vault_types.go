@@ -97,6 +97,17 @@ type VaultKubernetesAuth struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	MountPath string `json:"mountPath,omitempty"`
+
+	// Audience is the audience of the ServiceAccount tokens the provider
+	// presents: it asks the API server for a token of its ServiceAccount
+	// for this audience, valid for ten minutes (TokenRequest), never
+	// sending its own pod token, which the API server would accept from
+	// whoever received it. Set the auth method role's audience to the
+	// same value. Absent: the address.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Audience string `json:"audience,omitempty"`
 }
 
 // VaultTokenReference names the key of a Secret, in the provider's

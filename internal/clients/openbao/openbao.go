@@ -17,7 +17,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,10 +26,6 @@ import (
 
 // ErrNotFound is returned by Read for a path that holds no live version.
 var ErrNotFound = errors.New("no secret at this path")
-
-// DefaultServiceAccountTokenFile is where a pod's ServiceAccount token is
-// mounted.
-const DefaultServiceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // A path, not a credential.
 
 // Config says which server and engine to use, and how to log in.
 type Config struct {
@@ -49,17 +44,18 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// KubernetesAuth logs in through the Kubernetes auth method with the
-// provider's ServiceAccount token.
+// KubernetesAuth logs in through the Kubernetes auth method with a token
+// of the provider's ServiceAccount.
 type KubernetesAuth struct {
 	// Role is the auth method's role the provider logs in as.
 	Role string
 	// MountPath is the auth method's mount path; empty: "kubernetes".
 	MountPath string
-	// TokenFile holds the ServiceAccount token; empty:
-	// DefaultServiceAccountTokenFile. Read at each login: kubelet rotates
-	// projected tokens.
-	TokenFile string
+	// Token returns the ServiceAccount token to present, asked at each
+	// login: one made for this vault (its audience) that expires soon,
+	// not the pod's own, which the API server accepts from anyone who
+	// holds it.
+	Token func(ctx context.Context) (string, error)
 }
 
 // A Client reads and writes KV v2 paths of one engine.
@@ -115,6 +111,8 @@ type Secret struct {
 	Version int
 	// Custom is the path's custom metadata (KV v2 custom_metadata).
 	Custom map[string]string
+	// Deleted: the current version was deleted; Data is nil (Observe).
+	Deleted bool
 }
 
 // Read returns path's current version, ErrNotFound when it has none (never
@@ -138,6 +136,32 @@ func (c *Client) Read(ctx context.Context, path string) (*Secret, error) {
 		return nil, ErrNotFound
 	}
 	return &Secret{Data: out.Data.Data, Version: out.Data.Metadata.Version, Custom: out.Data.Metadata.CustomMetadata}, nil
+}
+
+// Observe returns path's metadata with its current version: nil when the
+// path has no metadata at all. A path whose current version was deleted
+// (a soft delete: older versions stay readable) is returned with Deleted
+// set and no Data: it is not free for anyone to take, and its owner's
+// next version follows the current one.
+func (c *Client) Observe(ctx context.Context, path string) (*Secret, error) {
+	s, err := c.Read(ctx, path)
+	if !errors.Is(err, ErrNotFound) {
+		return s, err
+	}
+	var out struct {
+		Data struct {
+			CurrentVersion int               `json:"current_version"`
+			CustomMetadata map[string]string `json:"custom_metadata"`
+		} `json:"data"`
+	}
+	err = c.do(ctx, http.MethodGet, "/v1/"+c.cfg.Mount+"/metadata/"+escape(path), nil, &out)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Secret{Version: out.Data.CurrentVersion, Custom: out.Data.CustomMetadata, Deleted: true}, nil
 }
 
 // SetCustom replaces path's custom metadata (creating the path's metadata,
@@ -282,13 +306,12 @@ func (c *Client) login(ctx context.Context, again bool) (string, error) {
 	if !again && c.token != "" && time.Now().Before(c.expires) {
 		return c.token, nil
 	}
-	file := k.TokenFile
-	if file == "" {
-		file = DefaultServiceAccountTokenFile
+	if k.Token == nil {
+		return "", errors.New("no ServiceAccount token for OpenBao's Kubernetes auth")
 	}
-	jwt, err := os.ReadFile(file) //nolint:gosec // The configured ServiceAccount token file.
+	jwt, err := k.Token(ctx)
 	if err != nil {
-		return "", errors.Wrap(err, "cannot read the ServiceAccount token for OpenBao's Kubernetes auth")
+		return "", errors.Wrap(err, "cannot get a ServiceAccount token for OpenBao's Kubernetes auth")
 	}
 	mount := k.MountPath
 	if mount == "" {
@@ -301,7 +324,7 @@ func (c *Client) login(ctx context.Context, again bool) (string, error) {
 		} `json:"auth"`
 	}
 	path := "/v1/auth/" + strings.Trim(mount, "/") + "/login"
-	body := map[string]string{"role": k.Role, "jwt": strings.TrimSpace(string(jwt))}
+	body := map[string]string{"role": k.Role, "jwt": strings.TrimSpace(jwt)}
 	if _, err := c.send(ctx, http.MethodPost, path, "", body, &out); err != nil {
 		return "", errors.Wrapf(err, "cannot log in to OpenBao as role %q", k.Role)
 	}

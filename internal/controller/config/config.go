@@ -75,8 +75,10 @@ type Config struct {
 	// bundles (secretmemo.InstanceSecrets); the controllers' setup sets it when nil.
 	InstanceSecrets client.Reader
 
-	// ServiceAccountTokenFile is the token a credentialVault's Kubernetes
-	// auth logs in with; empty: the pod's own.
+	// ServiceAccountTokenFile holds a token of the provider's
+	// ServiceAccount, read only to learn which ServiceAccount it is: a
+	// credentialVault's Kubernetes auth is given tokens of it asked for
+	// that vault's audience (package kubetoken); empty: the pod's own.
 	ServiceAccountTokenFile string
 }
 

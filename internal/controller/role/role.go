@@ -36,6 +36,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/kubetoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
@@ -83,7 +84,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
 	// The token and CA Secrets are read through the reader Instances'
 	// admin Secrets are: once per version.
-	vaults := &vaults{kube: kube, secrets: c.InstanceSecrets, namespace: c.Namespace, tokenFile: c.ServiceAccountTokenFile}
+	vaults := &vaults{kube: kube, secrets: c.InstanceSecrets, namespace: c.Namespace, tokens: kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile)}
 	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err

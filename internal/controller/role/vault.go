@@ -3,7 +3,6 @@ package role
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/kubetoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
@@ -36,9 +36,9 @@ type vaults struct {
 	// kube reads Instances; secrets the token and CA, in namespace.
 	kube, secrets client.Reader
 	namespace     string
-	// tokenFile is the ServiceAccount token Kubernetes auth logs in with
-	// (empty: the pod's).
-	tokenFile string
+	// tokens are the ServiceAccount tokens Kubernetes auth logs in with,
+	// one per vault audience.
+	tokens *kubetoken.Source
 
 	mu      sync.Mutex
 	clients map[string]*openbao.Client
@@ -57,13 +57,48 @@ func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alph
 	return in, cv, nil
 }
 
+// nested refuses in's credentialVault when another Instance's path prefix
+// on the same engine holds in's: a policy that lets a namespace read
+// <prefix>/<any instance>/<namespace>/ of the outer prefix would let a
+// namespace named like in read every credential in's prefix holds.
+func (v *vaults) nested(ctx context.Context, in *v1alpha1.PostgreSQLInstance) error {
+	l := &v1alpha1.PostgreSQLInstanceList{}
+	if err := v.kube.List(ctx, l); err != nil {
+		return xperrors.Wrap(err, "cannot list PostgreSQLInstances to check that no other credentialVault path prefix holds this one's")
+	}
+	mine := in.Spec.CredentialVault
+	for i := range l.Items {
+		o := &l.Items[i]
+		cv := o.Spec.CredentialVault
+		if o.GetUID() == in.GetUID() || cv == nil || !sameEngine(cv, mine) {
+			continue
+		}
+		outer, inner := cmp.Or(cv.PathPrefix, "postgresql"), cmp.Or(mine.PathPrefix, "postgresql")
+		if strings.HasPrefix(inner+"/", outer+"/") && inner != outer {
+			return xperrors.Errorf("PostgreSQLInstance %q's credentialVault pathPrefix %q lies within PostgreSQLInstance %q's %q on the same KV engine: "+
+				"a namespace named like this Instance could read its credentials through a store that reads the other's paths. Nothing was delivered: "+
+				"give the two Instances prefixes neither of which holds the other (postgresql-eu, not postgresql/eu)", in.GetName(), inner, o.GetName(), outer)
+		}
+	}
+	return nil
+}
+
+// sameEngine: a and b name the same KV engine of the same server.
+func sameEngine(a, b *v1alpha1.CredentialVault) bool {
+	return strings.TrimRight(a.Address, "/") == strings.TrimRight(b.Address, "/") && cmp.Or(a.Mount, "secret") == cmp.Or(b.Mount, "secret")
+}
+
 // target returns the client and the path of r's credential.
 func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
 	in, cv, err := v.vault(ctx, r)
 	if err != nil {
 		return nil, "", xperrors.Wrap(err, "spec.writeConnectionDetailsToVault: nothing was delivered")
 	}
+	if err := v.nested(ctx, in); err != nil {
+		return nil, "", err
+	}
 	cfg := openbao.Config{Address: cv.Address, Mount: cmp.Or(cv.Mount, "secret")}
+	audienceKey := ""
 	if cv.CABundleRef != nil {
 		ca, err := oninstance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
 		if err != nil {
@@ -73,7 +108,10 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	}
 	switch a := cv.Auth; {
 	case a.Kubernetes != nil:
-		cfg.Kubernetes = &openbao.KubernetesAuth{Role: a.Kubernetes.Role, MountPath: a.Kubernetes.MountPath, TokenFile: v.tokenFile}
+		audience := cmp.Or(a.Kubernetes.Audience, cv.Address)
+		cfg.Kubernetes = &openbao.KubernetesAuth{Role: a.Kubernetes.Role, MountPath: a.Kubernetes.MountPath,
+			Token: func(ctx context.Context) (string, error) { return v.tokens.Token(ctx, audience) }}
+		audienceKey = audience
 	case a.TokenSecretRef != nil:
 		s := &corev1.Secret{}
 		nn := types.NamespacedName{Namespace: v.namespace, Name: a.TokenSecretRef.Name}
@@ -90,19 +128,19 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 		}
 		cfg.Token = string(tok)
 	}
-	c, err := v.client(cfg)
+	c, err := v.client(cfg, audienceKey)
 	if err != nil {
 		return nil, "", xperrors.Wrapf(err, "PostgreSQLInstance %q spec.credentialVault", in.GetName())
 	}
 	return c, strings.Join([]string{cmp.Or(cv.PathPrefix, "postgresql"), in.GetName(), r.GetNamespace(), r.Spec.WriteConnectionDetailsToVault.Name}, "/"), nil
 }
 
-// client returns the client of cfg, the same one while cfg is unchanged
-// (it keeps its login).
-func (v *vaults) client(cfg openbao.Config) (*openbao.Client, error) {
-	key := fmt.Sprintf("%s\x00%s\x00%x\x00%s\x00%v", cfg.Address, cfg.Mount, cfg.CA, cfg.Token, cfg.Kubernetes)
+// client returns the client of cfg, the same one while cfg (with the
+// audience of its Kubernetes auth) is unchanged: it keeps its login.
+func (v *vaults) client(cfg openbao.Config, audience string) (*openbao.Client, error) {
+	key := fmt.Sprintf("%s\x00%s\x00%x\x00%s", cfg.Address, cfg.Mount, cfg.CA, cfg.Token)
 	if cfg.Kubernetes != nil {
-		key += cfg.Kubernetes.Role + "\x00" + cfg.Kubernetes.MountPath
+		key += "\x00" + cfg.Kubernetes.Role + "\x00" + cfg.Kubernetes.MountPath + "\x00" + audience
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -141,12 +179,14 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 		return nil, err
 	}
 	r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
-	s, err := c.Read(ctx, path)
-	if errors.Is(err, openbao.ErrNotFound) {
-		return &vaultView{c: c, path: path}, nil
-	}
+	// A path whose latest version was deleted (its older ones still
+	// readable) is still whoever's its metadata says.
+	s, err := c.Observe(ctx, path)
 	if err != nil {
 		return nil, xperrors.Wrapf(err, "cannot read the credential from the Instance's credentialVault at %s", c.URL(path))
+	}
+	if s == nil {
+		return &vaultView{c: c, path: path}, nil
 	}
 	if s.Custom[ownerKey] != string(r.GetUID()) {
 		whose := "no owner: someone wrote it by hand or with another tool"
@@ -168,10 +208,11 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 	return &vaultView{c: c, path: path, s: s}, nil
 }
 
-// data is the view's published connection details (none yet: empty).
+// data is the view's published connection details (none yet, or the
+// latest version deleted: empty).
 func (w *vaultView) data() map[string][]byte {
 	out := map[string][]byte{}
-	if w.s != nil {
+	if w.s != nil && !w.s.Deleted {
 		for k, d := range w.s.Data {
 			out[k] = []byte(d)
 		}
@@ -191,13 +232,15 @@ func (w *vaultView) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, det
 	want := map[string]string{}
 	version := 0
 	if w.s != nil {
+		// After a deleted version, the next one follows it: check-and-set
+		// counts every version, deleted or not.
 		maps.Copy(want, w.s.Data)
 		version = w.s.Version
 	}
 	for k, d := range details {
 		want[k] = string(d)
 	}
-	if w.s != nil && maps.Equal(want, w.s.Data) {
+	if w.s != nil && !w.s.Deleted && maps.Equal(want, w.s.Data) {
 		return nil
 	}
 	if w.s == nil {
@@ -227,6 +270,8 @@ func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error 
 	if cv.DeletionPolicy == v1alpha1.VaultPathRetain {
 		return nil
 	}
+	// A path whose latest version was deleted still holds the older ones:
+	// it is destroyed too.
 	w, err := v.current(ctx, r)
 	if err != nil || w.s == nil {
 		return err
