@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -503,4 +504,128 @@ func tenantComposite(ctx context.Context, t *testing.T, instanceName, name, name
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestRevokePublicConnect: spec.sharedDatabases.revokePublicConnect takes
+// CONNECT on template1 and the maintenance database from PUBLIC, the admin
+// keeping it, and says so on the SharedDatabasesRestricted condition; a
+// login the provider creates is still checked and Ready, but can no
+// longer connect there. An admin that may not (a managed service's, which
+// owns neither) is told what a database administrator runs, and nothing
+// changes.
+func TestRevokePublicConnect(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	admin := env.Connect(ctx, t, "postgres")
+	public := func() []string {
+		t.Helper()
+		var open []string
+		if err := admin.QueryRow(ctx, `SELECT coalesce(array_agg(datname::text ORDER BY datname), '{}') FROM pg_database
+		  WHERE datname IN ('template1', 'postgres') AND has_database_privilege('public', oid, 'CONNECT')`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		return open
+	}
+	in, err := env.Instance(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Namespace(ctx, "shared-ns"); err != nil && !kerrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Back as every other test of the package expects the server.
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), in)
+		env.Gone(context.WithoutCancel(ctx), t, in)
+		if _, err := admin.Exec(context.WithoutCancel(ctx), "GRANT CONNECT ON DATABASE postgres, template1 TO PUBLIC"); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := waitReady(ctx, t, in.Name, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); got.GetCondition(v1alpha1.TypeSharedDatabasesRestricted).Reason != v1alpha1.ReasonPublicConnectKept {
+		t.Errorf("before asking: SharedDatabasesRestricted %+v, want PublicConnectKept", got.GetCondition(v1alpha1.TypeSharedDatabasesRestricted))
+	}
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) { in.Spec.SharedDatabases.RevokePublicConnect = true })
+	want := v1alpha1.ReasonPublicConnectRevoked
+	if providertest.ManagedAdmin() {
+		want = v1alpha1.ReasonCannotRevoke
+	}
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), in)
+		return err == nil && in.GetCondition(v1alpha1.TypeSharedDatabasesRestricted).Reason == want, err
+	})
+	if err != nil {
+		t.Fatalf("SharedDatabasesRestricted never became %s: %+v", want, in.GetCondition(v1alpha1.TypeSharedDatabasesRestricted))
+	}
+	if providertest.ManagedAdmin() {
+		if msg := in.GetCondition(v1alpha1.TypeSharedDatabasesRestricted).Message; !strings.Contains(msg, "REVOKE CONNECT ON DATABASE") {
+			t.Errorf("the refusal does not name the statements a database administrator runs: %q", msg)
+		}
+		if diff := cmp.Diff([]string{"postgres", "template1"}, public()); diff != "" {
+			t.Errorf("PUBLIC's CONNECT changed under an admin that may not change it (-want +got):\n%s", diff)
+		}
+		// The database administrator runs them (the admin of Instance
+		// shared is shared_admin); the Instance sees it done.
+		if _, err := admin.Exec(ctx, "GRANT CONNECT ON DATABASE postgres, template1 TO shared_admin; REVOKE CONNECT ON DATABASE postgres, template1 FROM PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+		err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), in)
+			return err == nil && in.GetCondition(v1alpha1.TypeSharedDatabasesRestricted).Reason == v1alpha1.ReasonPublicConnectRevoked, err
+		})
+		if err != nil {
+			t.Fatalf("once a DBA revoked it, SharedDatabasesRestricted never said so: %+v", in.GetCondition(v1alpha1.TypeSharedDatabasesRestricted))
+		}
+	}
+	if open := public(); len(open) > 0 {
+		t.Errorf("PUBLIC may still connect to %v", open)
+	}
+	waitReady(ctx, t, in.Name, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute)
+
+	// A login the provider creates: its password is checked (a managed
+	// admin, which cannot read verifiers, logs in as it, to the maintenance
+	// database, which it may no longer connect to) and it is Ready; it
+	// connects nowhere PUBLIC could before.
+	login := providertest.Role("shared-ns", in.Name, "shared_login")
+	login.Spec.ForProvider.Login = ptr.To(true)
+	login.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "shared-login"}
+	create(ctx, t, login)
+	t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), login); env.Gone(context.WithoutCancel(ctx), t, login) })
+	env.Ready(ctx, t, login, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	secret, err := env.ConnectionSecret(ctx, "shared-ns", "shared-login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A provider started afresh has no memory of passwords it checked: a
+	// managed admin's checks it by logging in as the role, which the
+	// server now refuses the maintenance database only after taking the
+	// password.
+	logged := len(env.ProviderLog())
+	if err := env.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) {
+		after := env.ProviderLog()[logged:]
+		for _, line := range strings.Split(after, "\n") {
+			if strings.Contains(line, "shared-login") && (strings.Contains(line, "External resource is up to date") || strings.Contains(line, "cannot log in as the role")) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal("the restarted provider did not observe the login role within a minute")
+	}
+	if after := env.ProviderLog()[logged:]; strings.Contains(after, "cannot log in as the role to check its password") {
+		t.Errorf("the login's password check failed once PUBLIC's CONNECT on the maintenance database was revoked")
+	}
+	env.Ready(ctx, t, login, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	for _, db := range []string{"postgres", "template1"} {
+		c, err := providertest.ConnectWithSecret(ctx, secret, db)
+		if err == nil {
+			_ = c.Close(ctx)
+			t.Errorf("the login connected to %s after PUBLIC's CONNECT was revoked", db)
+		} else if !strings.Contains(err.Error(), "permission denied for database") {
+			t.Errorf("connecting to %s: %v, want permission denied", db, err)
+		}
+	}
 }
