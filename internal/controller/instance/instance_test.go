@@ -589,7 +589,10 @@ func TestRevokePublicConnect(t *testing.T) {
 	login.Spec.ForProvider.Login = ptr.To(true)
 	login.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "shared-login"}
 	create(ctx, t, login)
-	t.Cleanup(func() { _ = env.Kube.Delete(context.WithoutCancel(ctx), login); env.Gone(context.WithoutCancel(ctx), t, login) })
+	t.Cleanup(func() {
+		_ = env.Kube.Delete(context.WithoutCancel(ctx), login)
+		env.Gone(context.WithoutCancel(ctx), t, login)
+	})
 	env.Ready(ctx, t, login, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	secret, err := env.ConnectionSecret(ctx, "shared-ns", "shared-login")
 	if err != nil {
