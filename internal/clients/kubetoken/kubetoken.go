@@ -25,7 +25,7 @@ import (
 
 // DefaultFile is where a pod's ServiceAccount token is mounted: read only
 // to learn which ServiceAccount the provider runs as.
-const DefaultFile = "/var/run/secrets/kubernetes.io/serviceaccount/token" //nolint:gosec // A path, not a credential.
+const DefaultFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 // Lifetime is how long a token asked for lives: the shortest the API
 // server grants.

@@ -450,16 +450,23 @@ func (e *grantExternal) asOwners(ctx context.Context, o *grantObservation, stmts
 	return postgres.ActingAs(ctx, o.pool, needs, func() error { return privilege.ExecAll(ctx, o.pool, stmts) })
 }
 
+// checkGroupNotOthers refuses, before a membership is observed, a group
+// role another namespace manages: whose members it has is that
+// namespace's to read, whatever this grant's policies. A grant being
+// deleted lets go of what it granted.
+func (e *grantExternal) checkGroupNotOthers(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
+	if meta.WasDeleted(mg) {
+		return nil
+	}
+	group := boundary.Named{Field: boundary.Field("memberOf", mg.Spec.ForProvider.MemberOf != nil), Name: mg.Status.AtProvider.MemberOf}
+	return privilege.Checker(e.kube, e.conn).CheckNotOthers(ctx, mg, group)
+}
+
 func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.pool = e.conn.Pool
-	if !meta.WasDeleted(mg) {
-		// Whose members another namespace's role has is that namespace's
-		// to read, whatever this grant's policies.
-		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-		if err := privilege.Checker(e.kube, e.conn).CheckNotOthers(ctx, mg, group); err != nil {
-			return managed.ExternalObservation{}, err
-		}
+	if err := e.checkGroupNotOthers(ctx, mg); err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	got, system, err := postgres.ObserveMembership(ctx, o.pool, ap.Role, ap.MemberOf)
 	if err != nil {

@@ -190,7 +190,8 @@ func (q *Fair) release() {
 		q.mu.Lock()
 		now := time.Now()
 		for q.byTime.Len() > 0 && !q.byTime[0].readyAt.After(now) {
-			q.makeReady(heap.Pop(&q.byTime).(*entry))
+			e, _ := heap.Pop(&q.byTime).(*entry)
+			q.makeReady(e)
 		}
 		next := time.Hour
 		if q.byTime.Len() > 0 {
@@ -218,7 +219,7 @@ func (q *Fair) GetWithPriority() (reconcile.Request, int, bool) {
 		q.mu.Unlock()
 		return reconcile.Request{}, 0, true
 	}
-	e := heap.Pop(&q.byTurn).(*entry)
+	e, _ := heap.Pop(&q.byTurn).(*entry)
 	delete(q.items, e.req)
 	q.depth.Dec()
 	q.working[e.req] = true

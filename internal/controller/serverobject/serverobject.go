@@ -175,30 +175,8 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 		_, err := Planned(ctx, k, mg, nil)
 		return nil, managed.ExternalObservation{}, true, err
 	}
-	switch oninstance.OwnershipOf(mg, o.Marker) {
-	case oninstance.Owned:
-		if o.Marker == "" || o.Marker == string(mg.GetUID()) {
-			break
-		}
-		// An import of an object another resource made: never one made
-		// from another namespace, whose owner, settings and comment are
-		// that namespace's to see.
-		f, err := foreign(ctx, k, mg, o)
-		if err != nil {
-			return nil, managed.ExternalObservation{}, true, err
-		}
-		if f.MarkedBy.Kind != "" && f.MarkedBy.Namespace != mg.GetNamespace() {
-			return conflicted[T, O](mg, f)
-		}
-	case oninstance.Release:
-		// Never created by mg: letting go touches nothing on the server.
-		return nil, managed.ExternalObservation{}, true, nil
-	case oninstance.Foreign:
-		f, err := foreign(ctx, k, mg, o)
-		if err != nil {
-			return nil, managed.ExternalObservation{}, true, err
-		}
-		return conflicted[T, O](mg, f)
+	if done, err := refused(ctx, k, mg, o); done {
+		return nil, managed.ExternalObservation{}, true, err
 	}
 	k.Record(mg, o.Object)
 	if meta.WasDeleted(mg) {
@@ -238,9 +216,41 @@ func foreign[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T,
 	return f, err
 }
 
+// refused decides from o's ownership marker whether mg's observation ends
+// here (done), before anything of o is recorded: o was not made by mg and
+// mg lets go of it, or it is someone else's (a Conflict, the error). A
+// read-only import of an object another resource made goes on, unless
+// that resource is another namespace's: its owner, settings and comment
+// are that namespace's to see.
+func refused[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T, o Observed[O]) (bool, error) {
+	switch oninstance.OwnershipOf(mg, o.Marker) {
+	case oninstance.Release:
+		// Never created by mg: letting go touches nothing on the server.
+		return true, nil
+	case oninstance.Owned:
+		if o.Marker == "" || o.Marker == string(mg.GetUID()) {
+			return false, nil
+		}
+		f, err := foreign(ctx, k, mg, o)
+		if err != nil {
+			return true, err
+		}
+		if f.MarkedBy.Kind == "" || f.MarkedBy.Namespace == mg.GetNamespace() {
+			return false, nil
+		}
+		return true, conflicted(mg, f)
+	default:
+		f, err := foreign(ctx, k, mg, o)
+		if err != nil {
+			return true, err
+		}
+		return true, conflicted(mg, f)
+	}
+}
+
 // conflicted sets mg's Conflict about f, and returns it as the error.
-func conflicted[T resource.Managed, O any](mg T, f conflict.Object) (*O, managed.ExternalObservation, bool, error) {
+func conflicted(mg resource.Managed, f conflict.Object) error {
 	msg := conflict.Foreign(f).String()
 	mg.SetConditions(v1alpha1.Conflict(msg))
-	return nil, managed.ExternalObservation{}, true, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
+	return errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 }
