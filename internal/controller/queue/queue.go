@@ -44,8 +44,8 @@ type Fair struct {
 	ready *sync.Cond
 	// items are the queued objects, ready, waiting or parked.
 	items   map[reconcile.Request]*entry
-	byTurn  readyHeap
-	byTime  waitHeap
+	byTurn  entries
+	byTime  entries
 	working map[reconcile.Request]bool
 	// handed is the tag of the last item handed out; last, each
 	// namespace's last tag.
@@ -92,6 +92,7 @@ func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request], pace *ra
 		items: map[reconcile.Request]*entry{}, working: map[reconcile.Request]bool{}, last: map[string]uint64{},
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		paceCtx: ctx, stopPace: cancel, depth: depthOf(name),
+		byTurn: byTurnOrder(), byTime: byTimeOrder(),
 	}
 	q.ready = sync.NewCond(&q.mu)
 	go q.release()
@@ -189,13 +190,13 @@ func (q *Fair) release() {
 	for {
 		q.mu.Lock()
 		now := time.Now()
-		for q.byTime.Len() > 0 && !q.byTime[0].readyAt.After(now) {
+		for q.byTime.Len() > 0 && !q.byTime.e[0].readyAt.After(now) {
 			e, _ := heap.Pop(&q.byTime).(*entry)
 			q.makeReady(e)
 		}
 		next := time.Hour
 		if q.byTime.Len() > 0 {
-			next = q.byTime[0].readyAt.Sub(now)
+			next = q.byTime.e[0].readyAt.Sub(now)
 		}
 		q.mu.Unlock()
 		timer.Reset(next)
@@ -318,57 +319,49 @@ func (q *Fair) ShuttingDown() bool {
 	return q.closed
 }
 
-// readyHeap orders the ready entries: higher priority first, then the
-// smaller tag, then the one ready first.
-type readyHeap []*entry
-
-func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	if h[i].priority != h[j].priority {
-		return h[i].priority > h[j].priority
-	}
-	if h[i].tag != h[j].tag {
-		return h[i].tag < h[j].tag
-	}
-	return h[i].seq < h[j].seq
-}
-func (h readyHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].turn, h[j].turn = i, j
-}
-func (h *readyHeap) Push(x any) {
-	e := x.(*entry) //nolint:forcetypeassert // Only entries are pushed.
-	e.turn = len(*h)
-	*h = append(*h, e)
-}
-func (h *readyHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.turn = -1
-	return e
+// entries is a heap of entries in the order less gives, each knowing its
+// place (the field at returns) so that it can be fixed or removed in place.
+type entries struct {
+	e    []*entry
+	less func(a, b *entry) bool
+	at   func(e *entry) *int
 }
 
-// waitHeap orders the waiting entries by when they become ready.
-type waitHeap []*entry
+// byTurnOrder puts higher priorities first, then the smaller tag, then the
+// one ready first; byTimeOrder the one ready soonest.
+func byTurnOrder() entries {
+	return entries{less: func(a, b *entry) bool {
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		if a.tag != b.tag {
+			return a.tag < b.tag
+		}
+		return a.seq < b.seq
+	}, at: func(e *entry) *int { return &e.turn }}
+}
 
-func (h waitHeap) Len() int           { return len(h) }
-func (h waitHeap) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
-func (h waitHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].wait, h[j].wait = i, j
+func byTimeOrder() entries {
+	return entries{less: func(a, b *entry) bool { return a.readyAt.Before(b.readyAt) }, at: func(e *entry) *int { return &e.wait }}
 }
-func (h *waitHeap) Push(x any) {
-	e := x.(*entry) //nolint:forcetypeassert // Only entries are pushed.
-	e.wait = len(*h)
-	*h = append(*h, e)
+
+func (h entries) Len() int           { return len(h.e) }
+func (h entries) Less(i, j int) bool { return h.less(h.e[i], h.e[j]) }
+func (h entries) Swap(i, j int) {
+	h.e[i], h.e[j] = h.e[j], h.e[i]
+	*h.at(h.e[i]), *h.at(h.e[j]) = i, j
 }
-func (h *waitHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.wait = -1
+
+func (h *entries) Push(x any) {
+	e, _ := x.(*entry)
+	*h.at(e) = len(h.e)
+	h.e = append(h.e, e)
+}
+
+func (h *entries) Pop() any {
+	e := h.e[len(h.e)-1]
+	h.e[len(h.e)-1] = nil
+	h.e = h.e[:len(h.e)-1]
+	*h.at(e) = -1
 	return e
 }
