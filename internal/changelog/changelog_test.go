@@ -3,15 +3,11 @@ package changelog_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,49 +20,16 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	database "github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/changelogsink"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 const ns = "changes"
 
-// sink stands in for Crossplane's change log sidecar: the same gRPC
-// service on a Unix socket, keeping what it receives.
-type sink struct {
-	v1alpha1.UnimplementedChangeLogServiceServer
-	mu      sync.Mutex
-	entries []*v1alpha1.ChangeLogEntry
-}
-
-func (s *sink) SendChangeLog(_ context.Context, r *v1alpha1.SendChangeLogRequest) (*v1alpha1.SendChangeLogResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.entries = append(s.entries, r.GetEntry())
-	return &v1alpha1.SendChangeLogResponse{}, nil
-}
-
-// of returns the operations recorded for the object kind/name, in order.
-func (s *sink) of(kind, name string) []*v1alpha1.ChangeLogEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*v1alpha1.ChangeLogEntry
-	for _, e := range s.entries {
-		if e.GetKind() == kind && e.GetName() == name {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func (s *sink) all() []*v1alpha1.ChangeLogEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*v1alpha1.ChangeLogEntry(nil), s.entries...)
-}
-
 var (
-	changes = &sink{}
-	// socket is short: a Unix socket's path has at most 107 bytes.
-	socket = filepath.Join(os.TempDir(), fmt.Sprintf("pgprov-changelog-%d.sock", os.Getpid()))
+	changes *changelogsink.Sink
+	// socket is where the sink listens.
+	socket = changelogsink.Path("pgprov-changelog")
 	env    *providertest.Env
 	main   *database.PostgreSQLInstance
 )
@@ -79,18 +42,17 @@ var suite = providertest.Suite(providertest.Options{
 // provider's gRPC client connects on its first entry, which may be the
 // Instance's.
 func TestMain(m *testing.M) {
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot listen on the change log socket:", err)
-		os.Exit(1)
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if changes, err = changelogsink.Start(socket); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	srv := grpc.NewServer()
-	v1alpha1.RegisterChangeLogServiceServer(srv, changes)
-	go func() { _ = srv.Serve(l) }()
-	code := suite.Run(m)
-	srv.Stop()
-	_ = os.Remove(socket)
-	os.Exit(code)
+	defer changes.Stop()
+	return suite.Run(m)
 }
 
 // TestEveryChangeIsLoggedOnce: with change logs on, each create, update
@@ -125,7 +87,7 @@ func TestEveryChangeIsLoggedOnce(t *testing.T) {
 		t.Helper()
 		got := func() []v1alpha1.OperationType {
 			var out []v1alpha1.OperationType
-			for _, e := range changes.of(kind, name) {
+			for _, e := range changes.Of(kind, name) {
 				out = append(out, e.GetOperation())
 			}
 			return out
@@ -185,7 +147,7 @@ func TestEveryChangeIsLoggedOnce(t *testing.T) {
 	ops(t, dbKind, db.Name, create, remove)
 
 	t.Run("Entries", func(t *testing.T) {
-		for _, e := range append(changes.of(role, r.Name), changes.of(dbKind, db.Name)...) {
+		for _, e := range append(changes.Of(role, r.Name), changes.Of(dbKind, db.Name)...) {
 			want := map[string]string{"ledger-login": "ledger", "ledger": "ledger"}[e.GetName()]
 			if e.GetExternalName() != want || e.GetProvider() != "provider-postgresql:test" || e.GetApiVersion() != database.SchemeGroupVersion.String() ||
 				e.GetErrorMessage() != "" || e.GetSnapshot().GetFields()["spec"] == nil {
@@ -197,7 +159,7 @@ func TestEveryChangeIsLoggedOnce(t *testing.T) {
 
 	t.Run("NoSecrets", func(t *testing.T) {
 		secrets := append(passwords, env.Postgres.AdminPassword)
-		for _, e := range changes.all() {
+		for _, e := range changes.All() {
 			text, err := protojson.Marshal(e)
 			if err != nil {
 				t.Fatal(err)

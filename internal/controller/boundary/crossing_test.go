@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -27,6 +29,18 @@ import (
 // settings, and who it is.
 var secrets = []string{"xa-db-comment-secret", "xa-schema-comment-secret", "xa_owner", "xa_reader", "ledger", "4242s", "victims", "xa-db"}
 
+// leaks returns, of the secrets, those text holds that xb did not write
+// itself (in spec, or as a name).
+func leaks(text, written string) []string {
+	var out []string
+	for _, secret := range secrets {
+		if !strings.Contains(written, secret) && strings.Contains(text, secret) {
+			out = append(out, secret)
+		}
+	}
+	return out
+}
+
 // TestNothingCrossesNamespaces: namespace victims keeps a database closed
 // to PUBLIC, with a schema, a table only its reader may read, default
 // privileges and a role setting. A namespace editor in xb creates, of
@@ -34,8 +48,9 @@ var secrets = []string{"xa-db-comment-secret", "xa-schema-comment-secret", "xa_o
 // so that a new kind needs a case here), a read-only import and a managed
 // resource naming victims' database, schema, table and roles. Each is
 // refused, says why, and nothing of victims' (owner, comments, privileges,
-// the table's existence, settings, its namespace) appears in the status or
-// the events of xb's resources, beyond the names xb itself wrote.
+// the table's existence, settings, its namespace) appears in the status,
+// the events or the change log entries of xb's resources, or in a label of
+// the provider's metrics, beyond the names xb itself wrote.
 func TestNothingCrossesNamespaces(t *testing.T) {
 	suite.Matrix(t)
 	ctx := context.Background()
@@ -202,16 +217,32 @@ func TestNothingCrossesNamespaces(t *testing.T) {
 				said = append(said, e.Reason+": "+e.Message)
 			}
 		}
-		for _, secret := range secrets {
-			if strings.Contains(string(spec), secret) || strings.Contains(o.GetName(), secret) {
-				continue // xb wrote it itself.
+		written := string(spec) + " " + o.GetName()
+		if l := leaks(string(status), written); len(l) > 0 {
+			t.Errorf("%s %s/%s records victims' %q in its status: %s", kindOf(t, o), b, o.GetName(), l, status)
+		}
+		for _, e := range said {
+			if l := leaks(e, written); len(l) > 0 {
+				t.Errorf("%s %s/%s has an event that tells victims' %q: %s", kindOf(t, o), b, o.GetName(), l, e)
 			}
-			if strings.Contains(string(status), secret) {
-				t.Errorf("%s %s/%s records victims' %q in its status: %s", kindOf(t, o), b, o.GetName(), secret, status)
-			}
-			for _, e := range said {
-				if strings.Contains(e, secret) {
-					t.Errorf("%s %s/%s has an event that tells victims' %q: %s", kindOf(t, o), b, o.GetName(), secret, e)
+		}
+		// Its names are xb's alone: an entry is one of its own, and
+		// nothing was changed for any of them.
+		for _, e := range changes.Of(kindOf(t, o), o.GetName()) {
+			t.Errorf("%s %s/%s has a change log entry, though nothing was changed for it (victims' %q in it): %s", kindOf(t, o), b, o.GetName(), leaks(protojson.Format(e), written), protojson.Format(e))
+		}
+	}
+	// The provider's metrics are the platform's, but their labels name
+	// no tenant's owner, comment, table or setting.
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if found := leaks(l.GetValue(), "victims xa-db"); len(found) > 0 {
+					t.Errorf("metric %s has a label %s=%q that tells victims' %q", f.GetName(), l.GetName(), l.GetValue(), found)
 				}
 			}
 		}

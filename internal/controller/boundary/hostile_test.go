@@ -19,6 +19,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
+	"github.com/ayatori/provider-postgresql/internal/fixture/changelogsink"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
@@ -33,7 +34,7 @@ var env *providertest.Env
 // suite is the package's environment, started by the first test that
 // declares it needs it.
 var suite = providertest.Suite(providertest.Options{
-	PollInterval: poll, Instance: "main", Namespaces: []string{ns, "victims"},
+	PollInterval: poll, Instance: "main", Namespaces: []string{ns, "victims"}, ChangeLogSocket: changeLogSocket,
 	Postgres: pgserver.Options{
 		LogStatement: "all",
 		// Servers asking for weak password methods (admin_test.go).
@@ -42,7 +43,24 @@ var suite = providertest.Suite(providertest.Options{
 	},
 }, func(e *providertest.Env) { env = e })
 
-func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+// changes are the change log entries the provider sends (--enable-changelogs),
+// to changeLogSocket.
+var (
+	changes         *changelogsink.Sink
+	changeLogSocket = changelogsink.Path("pgprov-boundary")
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if changes, err = changelogsink.Start(changeLogSocket); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer changes.Stop()
+	return suite.Run(m)
+}
 
 // A vector is one thing a hostile namespace asks, and what the boundary
 // must answer.
