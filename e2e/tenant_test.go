@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -645,6 +646,66 @@ func TestTenantEndToEnd(t *testing.T) {
 				continue
 			}
 			_ = c.Close(ctx)
+		}
+	})
+	t.Run("ANoisyNeighbourDoesNotDelayAClaim", func(t *testing.T) {
+		// Another namespace applies 2,000 roles at once; a claim asked
+		// for once they are all in is Ready within one poll of what a
+		// claim takes on a quiet provider.
+		claimTime := func(name string) time.Duration {
+			t.Helper()
+			c := tenantClaim("shop", name, `{"instanceRef": {"name": "main"}}`)
+			start := time.Now()
+			env.Create(ctx, t, c)
+			waitClaimReady(ctx, t, core, c)
+			return time.Since(start)
+		}
+		calm := claimTime("calm")
+		if err := env.Namespace(ctx, "noisy"); err != nil {
+			t.Fatal(err)
+		}
+		const burst = 2000
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for w := range 8 {
+			wg.Go(func() {
+				for i := w; i < burst; i += 8 {
+					r := providertest.Role("noisy", "main", fmt.Sprintf("noisy_%d", i))
+					// Made, then left alone: the subtests after this one
+					// do not share the provider with 2,000 polls.
+					r.SetAnnotations(map[string]string{"crossplane.io/poll-interval": "1h"})
+					if err := env.Kube.Create(ctx, r); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		created := time.Since(start)
+		busy := claimTime("busy")
+		ready := 0
+		l := &v1alpha1.PostgreSQLRoleList{}
+		if err := env.Kube.List(ctx, l, client.InNamespace("noisy")); err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			if l.Items[i].GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+		t.Logf("a claim Ready in %s once another namespace had applied %d roles (in %s; %d of them Ready by then); %s on a quiet provider",
+			busy.Round(10*time.Millisecond), burst, created.Round(time.Second), ready, calm.Round(10*time.Millisecond))
+		switch {
+		case busy > calm+5*time.Second:
+			t.Errorf("the claim took %s during another namespace's burst, %s on a quiet provider: more than one poll (5 s) more", busy, calm)
+		case ready == burst:
+			t.Errorf("all %d roles were Ready before the claim was: the provider was not busy with them, so this proves nothing", burst)
 		}
 	})
 	t.Run("OpenBaoDelivery", func(t *testing.T) {

@@ -2,6 +2,7 @@ package boundary_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -29,9 +30,9 @@ import (
 //     about to create;
 //  2. sits idle in template1, which CREATE DATABASE copies unless told
 //     otherwise and PostgreSQL refuses to copy while anyone is in it;
-//  3. changes its own database's connection limit and its own role's
-//     settings (drift the provider repairs), then holds those catalog rows
-//     in an open transaction in the maintenance database;
+//  3. changes its own databases' connection limits (21 of them) and its
+//     own role's settings (drift the provider repairs), then holds those
+//     catalog rows in an open transaction in the maintenance database;
 //  4. opens sessions until the server refuses.
 //
 // While it holds all four, another namespace creates a role, a database
@@ -41,6 +42,8 @@ import (
 // pg_stat_activity and pg_blocking_pids), and the tenant's sessions stop
 // at its login's connection limit. Once it lets go, the repairs land.
 func TestTenantCannotStopOthers(t *testing.T) {
+	// held is how many more databases of the tenant's hold their rows.
+	const held = 20
 	suite.Matrix(t)
 	ctx := context.Background()
 	for _, n := range []string{"tenant-a", "rotators"} {
@@ -64,8 +67,21 @@ func TestTenantCannotStopOthers(t *testing.T) {
 	rotated.Spec.ForProvider.Login = ptr.To(true)
 	rotated.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "sh-rotated"}
 	env.Create(ctx, t, db, login, owner, rotated)
+	// More databases the tenant owns, whose rows it holds too: each repair
+	// of them waits on it in the Instance's own database, whose few
+	// sessions every namespace's roles and databases go through.
+	var more []string
+	for i := range held {
+		name := fmt.Sprintf("sh_db_%d", i)
+		more = append(more, name)
+		env.Create(ctx, t, &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: strings.ReplaceAll(name, "_", "-")}, Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in,
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: ptr.To(name), OwnerRef: local(owner.Name), ConnectionLimit: ptr.To[int32](10)}}})
+	}
 	for _, o := range []providertest.Conditioned{db, login, owner, rotated} {
 		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+	for _, name := range more {
+		env.Ready(ctx, t, &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: strings.ReplaceAll(name, "_", "-")}}, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	}
 	secret, err := env.ConnectionSecret(ctx, "tenant-a", "sh-login")
 	if err != nil {
@@ -141,10 +157,14 @@ func TestTenantCannotStopOthers(t *testing.T) {
 	idler := connect("template1")
 	// 3. Drift, committed, then the same rows held.
 	holder := connect("postgres")
-	if _, err := holder.Exec(ctx, "ALTER DATABASE sh_db CONNECTION LIMIT 5; ALTER ROLE sh_login SET work_mem = '8MB'"); err != nil {
-		t.Fatalf("the tenant cannot change its own database and role: %v", err)
+	drift, hold := []string{"ALTER DATABASE sh_db CONNECTION LIMIT 5", "ALTER ROLE sh_login SET work_mem = '8MB'"}, []string{"ALTER DATABASE sh_db CONNECTION LIMIT 6", "ALTER ROLE sh_login SET work_mem = '9MB'"}
+	for _, name := range more {
+		drift, hold = append(drift, "ALTER DATABASE "+name+" CONNECTION LIMIT 5"), append(hold, "ALTER DATABASE "+name+" CONNECTION LIMIT 6")
 	}
-	if _, err := holder.Exec(ctx, "BEGIN; ALTER DATABASE sh_db CONNECTION LIMIT 6; ALTER ROLE sh_login SET work_mem = '9MB'"); err != nil {
+	if _, err := holder.Exec(ctx, strings.Join(drift, "; ")); err != nil {
+		t.Fatalf("the tenant cannot change its own databases and role: %v", err)
+	}
+	if _, err := holder.Exec(ctx, "BEGIN; "+strings.Join(hold, "; ")); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*pgx.Conn{locker, idler, holder} {
@@ -224,12 +244,11 @@ func TestTenantCannotStopOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := env.Connect(ctx, t, "postgres")
-	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		var connlimit int32
-		var settings int
-		err := check.QueryRow(ctx, `SELECT d.datconnlimit, (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = 'sh_login')::int
-		  FROM pg_database d WHERE d.datname = 'sh_db'`).Scan(&connlimit, &settings)
-		return connlimit == 10 && settings == 0, err
+	err = providertest.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var drifted, settings int
+		err := check.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_database d WHERE d.datname LIKE 'sh\_db%' AND d.datconnlimit <> 10)::int,
+		  (SELECT count(*) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = 'sh_login')::int`).Scan(&drifted, &settings)
+		return drifted == 0 && settings == 0, err
 	})
 	if err != nil {
 		t.Errorf("the tenant's drift was not repaired once it let go: %v", err)
