@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -666,25 +665,13 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 		const burst = 2000
 		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for w := range 8 {
-			wg.Go(func() {
-				for i := w; i < burst; i += 8 {
-					r := providertest.Role("noisy", "main", fmt.Sprintf("noisy_%d", i))
-					// Made, then left alone: the subtests after this one
-					// do not share the provider with 2,000 polls.
-					r.SetAnnotations(map[string]string{"crossplane.io/poll-interval": "1h"})
-					if err := env.Kube.Create(ctx, r); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		if err := env.Burst(ctx, burst, func(i int) client.Object {
+			r := providertest.Role("noisy", "main", fmt.Sprintf("noisy_%d", i))
+			// Made, then left alone: the subtests after this one do not
+			// share the provider with 2,000 polls.
+			r.SetAnnotations(map[string]string{"crossplane.io/poll-interval": "1h"})
+			return r
+		}); err != nil {
 			t.Fatal(err)
 		}
 		created := time.Since(start)

@@ -42,9 +42,9 @@ import (
 // pg_stat_activity and pg_blocking_pids), and the tenant's sessions stop
 // at its login's connection limit. Once it lets go, the repairs land.
 func TestTenantCannotStopOthers(t *testing.T) {
+	suite.Matrix(t)
 	// held is how many more databases of the tenant's hold their rows.
 	const held = 20
-	suite.Matrix(t)
 	ctx := context.Background()
 	for _, n := range []string{"tenant-a", "rotators"} {
 		if err := env.Namespace(ctx, n); err != nil && !kerrors.IsAlreadyExists(err) {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,22 +57,7 @@ func TestNoisyNeighbour(t *testing.T) {
 	calm := claim(ctx, t, "calm")
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, burst)
-	for w := range 8 {
-		wg.Go(func() {
-			for i := w; i < burst; i += 8 {
-				r := providertest.Role("noisy", "main", fmt.Sprintf("noisy_%d", i))
-				if err := env.Kube.Create(ctx, r); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := env.Burst(ctx, burst, func(i int) client.Object { return providertest.Role("noisy", "main", fmt.Sprintf("noisy_%d", i)) }); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Since(start)
