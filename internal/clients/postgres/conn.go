@@ -23,13 +23,12 @@ const ApplicationName = "provider-postgresql"
 // Server-side limits set on every provider session. A cancelled context
 // only closes the socket; these make the server give up too.
 //
-// lockTimeout is short everywhere the provider works, the maintenance
-// database included: what the provider locks there is shared with every
-// login (a database owner may hold its own pg_database row, a role its own
-// settings, in an open transaction), and a lock held on purpose must fail
-// a statement within a second, to be retried with back-off, rather than
-// hold one of the few sessions every namespace's work goes through. The
-// provider's own statements hold what they lock for milliseconds.
+// lockTimeout is short everywhere the provider works: a lock held on
+// purpose (by a database owner, in its own database) fails a statement
+// within a second, to be retried with back-off, rather than hold one of
+// the few sessions that database's work goes through. In the Instance's
+// own database it is shorter still (homeLockTimeout). The provider's own
+// statements hold what they lock for milliseconds.
 const (
 	statementTimeout = 60 * time.Second
 	lockTimeout      = time.Second

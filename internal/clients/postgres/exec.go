@@ -135,12 +135,20 @@ func ExecEach(ctx context.Context, db Execer, stmts []string) error {
 	if ms, ok := longerTimeout(ctx); ok {
 		// A session setting: one connection for the SET, the statements
 		// and the RESET.
-		if p, isPool := db.(*pgxpool.Pool); isPool {
+		switch p := db.(type) {
+		case *pgxpool.Pool:
 			c, err := p.Acquire(ctx)
 			if err != nil {
 				return xperrors.Wrap(err, "cannot get a connection")
 			}
 			defer c.Release()
+			db = c
+		case SharedDB:
+			c, done, err := p.session(ctx)
+			if err != nil {
+				return xperrors.Wrap(err, "cannot get a connection")
+			}
+			defer done()
 			db = c
 		}
 		if _, err := db.Exec(ctx, "SET statement_timeout = "+ms); err != nil {

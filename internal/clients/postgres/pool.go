@@ -136,6 +136,9 @@ type Registry struct {
 
 	mu    sync.Mutex
 	pools map[poolKey]*pooled
+	// shared are the shares of the pools used on behalf of namespaces
+	// (Shared), by pool.
+	shared map[poolKey]*shares
 	// open counts the connections of each key that hold a slot: the
 	// pools closeIdle looks in, at most MaxConns of them, where the
 	// registry may hold thousands of pools.
@@ -181,6 +184,7 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 		sameTarget := k.instanceUID == key.instanceUID && k.database == key.database
 		if sameTarget || now.Sub(p.lastUsed) > staleAfter {
 			delete(r.pools, k)
+			delete(r.shared, k)
 			// Close waits for borrowed connections to come back.
 			go p.pool.Close()
 		}
@@ -193,7 +197,7 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	if err := applyEndpoint(&cfg.ConnConfig.Config, t.Endpoint, t.Credentials); err != nil {
 		return nil, err
 	}
-	pinSession(&cfg.ConnConfig.Config)
+	pinSession(&cfg.ConnConfig.Config, !t.inTenantDatabase())
 	cfg.MaxConns = r.opts.maxConns(t)
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = r.opts.IdleTimeout
@@ -256,7 +260,7 @@ func (r *Registry) Authenticate(ctx context.Context, t Target) error {
 	}
 	// It only logs in and out: the pins keep a database's settings from
 	// failing the login (local_preload_libraries), no reset is needed.
-	pinSession(&cfg.Config)
+	pinSession(&cfg.Config, false)
 	cfg.DialFunc = r.dialer(keyOf(t))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if IsCode(err, CodeInsufficientPrivilege) {
@@ -281,6 +285,7 @@ func (r *Registry) CloseInstance(uid string) {
 	for k, p := range r.pools {
 		if k.instanceUID == uid {
 			delete(r.pools, k)
+			delete(r.shared, k)
 			go p.pool.Close()
 		}
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -79,7 +80,19 @@ func sessionParams() map[string]string {
 	}
 }
 
-// pinSession sets c up as an admin session: the startup pins.
-func pinSession(c *pgconn.Config) {
+// homeLockTimeout is lock_timeout in an Instance's own database, where
+// the provider works for every namespace through a couple of sessions: a
+// tenant holding the rows of objects it owns there (its database's, its
+// role's) makes each repair of them hold a session, and a worker, for this
+// long before it fails and is retried with back-off. The provider's own
+// statements there lock what they touch for milliseconds.
+const homeLockTimeout = 250 * time.Millisecond
+
+// pinSession sets c up as an admin session: the startup pins, and in the
+// Instance's own database (home) the shorter lock_timeout.
+func pinSession(c *pgconn.Config, home bool) {
 	c.RuntimeParams = sessionParams()
+	if home {
+		c.RuntimeParams["lock_timeout"] = strconv.FormatInt(homeLockTimeout.Milliseconds(), 10)
+	}
 }

@@ -38,9 +38,10 @@ import (
 // While it holds all four, another namespace creates a role, a database
 // and a grant, and a third rotates a login's password: all are done
 // within two polls of the same work on a quiet server, no provider session
-// waits more than a second on the tenant's locks (read from
-// pg_stat_activity and pg_blocking_pids), and the tenant's sessions stop
-// at its login's connection limit. Once it lets go, the repairs land.
+// waits more than a quarter of a second on the tenant's locks in the
+// Instance's own database (read from pg_stat_activity and
+// pg_blocking_pids), and the tenant's sessions stop at its login's
+// connection limit. Once it lets go, the repairs land.
 func TestTenantCannotStopOthers(t *testing.T) {
 	suite.Matrix(t)
 	// held is how many more databases of the tenant's hold their rows.
@@ -232,8 +233,10 @@ func TestTenantCannotStopOthers(t *testing.T) {
 	if waits == 0 {
 		t.Error("no provider statement was seen waiting on the tenant's rows: the repairs it holds back were never tried, so the test proves nothing about lock waits")
 	}
-	if longest > 1.2 {
-		t.Errorf("a provider statement waited %.2f s on a lock the tenant holds, more than a second", longest)
+	// Every lock the tenant holds here is in the Instance's own database,
+	// whose lock_timeout is 250 ms.
+	if longest > 0.5 {
+		t.Errorf("a provider statement waited %.2f s on a lock the tenant holds in the Instance's own database, whose lock_timeout is 250 ms", longest)
 	}
 	if polls := 2 * poll; stalled > calm+polls {
 		t.Errorf("the others' work took %s with the tenant holding on, %s on a quiet server: more than two polls (%s) more", stalled, calm, polls)

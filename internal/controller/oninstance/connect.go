@@ -203,7 +203,9 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	if err != nil {
 		return nil, err
 	}
-	pool, err := c.Pools.Pool(ctx, t)
+	// The Instance's own database is every namespace's: its sessions are
+	// shared out between them.
+	pool, err := c.Pools.Shared(ctx, t, mg.GetNamespace())
 	if err != nil {
 		return nil, errors.Wrap(err, errPool)
 	}
