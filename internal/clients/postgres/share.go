@@ -51,13 +51,7 @@ func (s *shares) take(ctx context.Context, key string) error {
 	case <-w.turn:
 		return nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		i := slices.Index(s.waiting, w)
-		if i >= 0 {
-			s.waiting = slices.Delete(s.waiting, i, i+1)
-		}
-		s.mu.Unlock()
-		if i < 0 {
+		if !withdraw(&s.mu, &s.waiting, w) {
 			// Handed over as ctx ended: pass it on.
 			s.give(key)
 		}

@@ -56,13 +56,7 @@ func (q *slotQueue) take(ctx context.Context, makeRoom func() bool) (waited bool
 	case <-turn:
 		return true, nil
 	case <-ctx.Done():
-		q.mu.Lock()
-		i := slices.Index(q.waiting, turn)
-		if i >= 0 {
-			q.waiting = slices.Delete(q.waiting, i, i+1)
-		}
-		q.mu.Unlock()
-		if i < 0 {
+		if !withdraw(&q.mu, &q.waiting, turn) {
 			// Handed over as ctx ended: pass the slot on.
 			q.free()
 		}
@@ -111,4 +105,17 @@ func (q *slotQueue) inUse() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.used
+}
+
+// withdraw takes w out of the queue mu guards, a waiter that stops
+// waiting, and reports whether it was still there: false when its turn
+// came as it stopped, and what it was handed must be passed on.
+func withdraw[T comparable](mu *sync.Mutex, queue *[]T, w T) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	i := slices.Index(*queue, w)
+	if i >= 0 {
+		*queue = slices.Delete(*queue, i, i+1)
+	}
+	return i >= 0
 }
