@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +34,8 @@ func queued(t *testing.T, q *slotQueue, n int) {
 func TestSlotQueueServesInOrder(t *testing.T) {
 	ctx := context.Background()
 	q := newSlotQueue(2)
-	var rooms int
-	room := func() bool { rooms++; return true }
+	var rooms atomic.Int32
+	room := func() bool { rooms.Add(1); return true }
 	for range 2 {
 		if waited, err := q.take(ctx, room); waited || err != nil {
 			t.Fatalf("take with free slots: waited %v, err %v", waited, err)
@@ -51,8 +52,8 @@ func TestSlotQueueServesInOrder(t *testing.T) {
 		queued(t, q, i+1)
 	}
 	q.mu.Lock()
-	if rooms != 4 || q.closing != 4 {
-		t.Errorf("4 waiters made room %d times, %d closes counted; want 4 and 4", rooms, q.closing)
+	if rooms.Load() != 4 || q.closing != 4 {
+		t.Errorf("4 waiters made room %d times, %d closes counted; want 4 and 4", rooms.Load(), q.closing)
 	}
 	q.mu.Unlock()
 	if q.wantsRoom() {
