@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -22,8 +24,11 @@ import (
 )
 
 // kube reaches the real API server of this test package, with the CRDs
-// from package/crds installed.
-var kube client.Client
+// from package/crds installed; discover asks it what it serves.
+var (
+	kube     client.Client
+	discover discovery.DiscoveryInterface
+)
 
 // suite is the package's API server, started by the first test that
 // declares it needs it.
@@ -37,6 +42,9 @@ var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() err
 		return nil, errors.Join(err, cp.Stop())
 	}
 	if kube, err = client.New(cp.Config, client.Options{Scheme: s}); err != nil {
+		return nil, errors.Join(err, cp.Stop())
+	}
+	if discover, err = discovery.NewDiscoveryClientForConfig(cp.Config); err != nil {
 		return nil, errors.Join(err, cp.Stop())
 	}
 	return cp.Stop, nil
@@ -175,5 +183,46 @@ func TestInstanceStatusIsASubresource(t *testing.T) {
 	}
 	if got.Generation != gen {
 		t.Errorf("a status update moved metadata.generation from %d to %d", gen, got.Generation)
+	}
+}
+
+// TestLockDefaultsAndNames: a Lock's targetRef.apiVersion is this
+// provider's group and version when left out, set by the API server (the
+// CRD), not by the controller; and Locks answer to short names and the
+// postgresql category, since Crossplane core serves a Lock kind too and
+// "kubectl get locks" may resolve to its.
+func TestLockDefaultsAndNames(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	l := &v1alpha1.Lock{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "defaults"},
+		Spec: v1alpha1.LockSpec{TargetRef: v1alpha1.TargetReference{Kind: v1alpha1.PostgreSQLDatabaseKind, Name: "orders"}}}
+	if err := kube.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, l) })
+	got := &v1alpha1.Lock{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(l), got); err != nil {
+		t.Fatal(err)
+	}
+	if av := got.Spec.TargetRef.APIVersion; av != v1alpha1.SchemeGroupVersion.String() {
+		t.Errorf("targetRef.apiVersion = %q, want the API server's default %q", av, v1alpha1.SchemeGroupVersion)
+	}
+	resources, err := discover.ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"locks": "pglock", "clusterlocks": "pgclusterlock"}
+	for _, r := range resources.APIResources {
+		short, ok := want[r.Name]
+		if !ok {
+			continue
+		}
+		delete(want, r.Name)
+		if !slices.Contains(r.ShortNames, short) || !slices.Contains(r.Categories, "postgresql") {
+			t.Errorf("%s: short names %v, categories %v; want %s and postgresql", r.Name, r.ShortNames, r.Categories, short)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not served: %v", want)
 	}
 }

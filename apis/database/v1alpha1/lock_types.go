@@ -37,6 +37,7 @@ type TargetReference struct {
 	// APIVersion of the target. Defaults to this provider's group and
 	// version; only kinds of group database.ayatori.ddupan.top can be
 	// protected.
+	// +kubebuilder:default="database.ayatori.ddupan.top/v1alpha1"
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
@@ -88,7 +89,7 @@ type LockStatus struct {
 // namespace deletion). Delete the Lock to lift the protection.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Namespaced,categories={postgresql}
+// +kubebuilder:resource:scope=Namespaced,categories={postgresql},shortName=pglock
 // +kubebuilder:printcolumn:name="KIND",type="string",JSONPath=".spec.targetRef.kind"
 // +kubebuilder:printcolumn:name="TARGET",type="string",JSONPath=".spec.targetRef.name"
 // +kubebuilder:printcolumn:name="ACTIVE",type="boolean",JSONPath=".status.active"
@@ -116,7 +117,7 @@ type LockList struct {
 // namespace.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,categories={postgresql}
+// +kubebuilder:resource:scope=Cluster,categories={postgresql},shortName=pgclusterlock
 // +kubebuilder:printcolumn:name="KIND",type="string",JSONPath=".spec.targetRef.kind"
 // +kubebuilder:printcolumn:name="TARGET",type="string",JSONPath=".spec.targetRef.name"
 // +kubebuilder:printcolumn:name="ACTIVE",type="boolean",JSONPath=".status.active"

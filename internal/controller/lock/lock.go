@@ -279,11 +279,10 @@ func (r *reconciler) release(ctx context.Context, l object) (reconcile.Result, e
 // target returns the kind of object l protects and its resource (plural)
 // name, refusing what a Lock of this kind cannot protect.
 func (r *reconciler) target(l object) (schema.GroupVersionKind, string, error) {
+	// The CRD defaults apiVersion to this group's version, on every
+	// Lock read from the API server.
 	ref := l.GetLockSpec().TargetRef
 	av := ref.APIVersion
-	if av == "" {
-		av = v1alpha1.SchemeGroupVersion.String()
-	}
 	gv, err := schema.ParseGroupVersion(av)
 	if err != nil {
 		return schema.GroupVersionKind{}, "", errors.Wrapf(err, "targetRef.apiVersion %q is not valid", av)
