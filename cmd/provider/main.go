@@ -38,6 +38,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/manager"
 	"github.com/ayatori/provider-postgresql/internal/controller/poll"
+	"github.com/ayatori/provider-postgresql/internal/seal"
 	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
@@ -221,6 +222,11 @@ func main() {
 		}
 	}
 
+	// The key that seals ownership markers, made on first start: a
+	// resource restored from a backup is recognised by it (package seal).
+	key, err := seal.Ensure(ctx, direct, *namespace)
+	kingpin.FatalIfError(err, "Cannot set up the marker seal key (the provider needs to read, or once create, this Secret in its namespace)")
+
 	kingpin.FatalIfError(pgcontroller.SetupGated(ctx, mgr, config.Config{
 		Options:         o,
 		Namespace:       *namespace,
@@ -228,6 +234,7 @@ func main() {
 		MinPollInterval: *minPollInterval,
 		Pools:           pools,
 		Observations:    observations,
+		Seal:            key,
 	}, cancel), "Cannot set up controllers")
 
 	kingpin.FatalIfError(mgr.Start(ctx), "Cannot start controller manager")

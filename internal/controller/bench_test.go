@@ -542,9 +542,9 @@ func floorMixed(ctx context.Context, tb testing.TB, prefix string, units int) ti
 	tb.Helper()
 	q := postgres.QuoteIdentifier
 	reader := prefix + "reader"
-	took := floorOf(ctx, tb, prefix, units, postgres.CreateRoleStatements(reader, postgres.DefaultRoleAttributes(), "", "floor"), func(name string) []string {
+	took := floorOf(ctx, tb, prefix, units, postgres.CreateRoleStatements(reader, postgres.DefaultRoleAttributes(), "", postgres.Mark{UID: "floor"}), func(name string) []string {
 		s := name + "s"
-		return append(postgres.CreateSchemaStatements(s, postgres.SchemaSettings{Owner: name}, "floor"),
+		return append(postgres.CreateSchemaStatements(s, postgres.SchemaSettings{Owner: name}, postgres.Mark{UID: "floor"}),
 			"GRANT USAGE ON SCHEMA "+q(s)+" TO "+q(reader),
 			"ALTER DEFAULT PRIVILEGES FOR ROLE "+q(name)+" IN SCHEMA "+q(s)+" GRANT SELECT ON TABLES TO "+q(reader))
 	})

@@ -331,11 +331,11 @@ func floorOf(ctx context.Context, tb testing.TB, prefix string, n int, first []s
 		}
 		a := postgres.DefaultRoleAttributes()
 		a.Login = true
-		if err := postgres.Exec(ctx, conn, postgres.CreateRoleStatements(name, a, v, "floor")); err != nil {
+		if err := postgres.Exec(ctx, conn, postgres.CreateRoleStatements(name, a, v, postgres.Mark{UID: "floor"})); err != nil {
 			tb.Fatal(err)
 		}
 		s := postgres.DatabaseSettings{Owner: name, ConnectionLimit: -1, AllowConnections: true}
-		if err := postgres.ExecEach(ctx, conn, postgres.CreateDatabaseStatements(name, s, postgres.DatabaseCreateOptions{}, "floor")); err != nil {
+		if err := postgres.ExecEach(ctx, conn, postgres.CreateDatabaseStatements(name, s, postgres.DatabaseCreateOptions{}, postgres.Mark{UID: "floor"})); err != nil {
 			tb.Fatal(err)
 		}
 		if inside == nil {

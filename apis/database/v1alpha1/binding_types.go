@@ -45,6 +45,10 @@ const (
 	// the database the binding asks to provision (another server or
 	// another name).
 	ReasonMismatch xpv2.ConditionReason = "Mismatch"
+	// ReasonRestored: the database was brought back from a backup and
+	// goes back to the binding it was bound to, by name; it waits for
+	// that binding, or for its ownership to be settled.
+	ReasonRestored xpv2.ConditionReason = "Restored"
 )
 
 // BindingProvision asks the provider to provision the database of a

@@ -317,6 +317,29 @@ func (s DatabaseBindingStatus) Equal(o DatabaseBindingStatus) bool {
 // removes it.
 const FinalizerBinding = Group + "/binding"
 
+// AnnotationBindingRecord is the binding record a database keeps in its
+// metadata, beside status.binding, so that it survives what drops status:
+// a backup restored, an export applied again. The binder writes it when a
+// database is Bound or Released, as the binding a PersistentVolume keeps
+// in spec.claimRef; it is read only by a database with no status.binding
+// at all (docs/operations.md).
+const AnnotationBindingRecord = Group + "/binding"
+
+// AnnotationProvisionedFor is set by the provider on the owner role it
+// provisions with a tenant's database: the UID of the binding the
+// database was provisioned for (spec.binding.provisionedFor.uid). It is
+// part of what the role's ownership marker is sealed for, as the database
+// is sealed for it.
+const AnnotationProvisionedFor = Group + "/provisioned-for"
+
+// A BindingRecord is the value of AnnotationBindingRecord, as JSON.
+type BindingRecord struct {
+	// Phase is Bound or Released.
+	Phase DatabasePhase `json:"phase"`
+	// BindingReference is the binding it was bound to.
+	BindingReference `json:",inline"`
+}
+
 // ObservedExtension is an extension installed in the database.
 type ObservedExtension struct {
 	// Name of the extension.
@@ -359,6 +382,15 @@ type PostgreSQLDatabaseObservation struct {
 	// is never bound to a tenant.
 	// +optional
 	OwnerAttributes []string `json:"ownerAttributes,omitempty"`
+	// RestoredFrom is the UID of the resource this one succeeded: the
+	// database's ownership marker named it, sealed for this resource's
+	// kind, namespace, name and origin, and no resource of that UID
+	// existed any more (the resource was brought back from a backup, or
+	// its manifest applied again). Without its binding record, such a
+	// database goes to no tenant until an admin sets spec.binding.reopen
+	// to this UID.
+	// +optional
+	RestoredFrom string `json:"restoredFrom,omitempty"`
 	// DriftStatus reports changes made to the database on the server,
 	// not through this resource (lastDrift).
 	DriftStatus `json:",inline"`

@@ -55,6 +55,8 @@ type ObservedDatabase struct {
 	LCCtype   string
 	// Owner UID from the provider's marker, "" when there is none.
 	MarkerOwner string
+	// MarkerSeal is the marker's seal, "" when it has none.
+	MarkerSeal string
 	// Sessions is the number of sessions connected to the database, the
 	// observer's own excluded.
 	Sessions int
@@ -125,7 +127,9 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	if !exists {
 		return nil, system, nil
 	}
-	o.Comment, o.MarkerOwner = ParseMarker(comment)
+	var m Mark
+	o.Comment, m = ParseMarker(comment)
+	o.MarkerOwner, o.MarkerSeal = m.UID, m.Seal
 	return o, system, nil
 }
 
@@ -134,7 +138,7 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 // run one after the other: a crash between them leaves a database without
 // the marker, which the next observation reports as Conflict for a person
 // to resolve rather than adopting it.
-func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateOptions, uid string) []string {
+func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateOptions, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	var opts []string
 	add := func(kw, v string, quote func(string) string) {
@@ -164,7 +168,7 @@ func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateO
 	if len(opts) > 0 {
 		create += " WITH " + strings.Join(opts, " ")
 	}
-	stmts := []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+	stmts := []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, mark))}
 	if s.RevokePublic {
 		stmts = append(stmts, revokePublicOnDatabase(id))
 	}
@@ -178,7 +182,7 @@ func revokePublicOnDatabase(id string) string {
 // UpdateDatabaseStatements returns the statements that bring an observed
 // database to the desired settings: none when it is up to date. An empty
 // desired owner leaves the owner alone.
-func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDatabase, uid string) []string {
+func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDatabase, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	var stmts []string
 	if want.Owner != "" && want.Owner != got.Owner {
@@ -197,8 +201,8 @@ func UpdateDatabaseStatements(name string, want DatabaseSettings, got ObservedDa
 	if len(opts) > 0 {
 		stmts = append(stmts, "ALTER DATABASE "+id+" WITH "+strings.Join(opts, " "))
 	}
-	if want.Comment != got.Comment || got.MarkerOwner != uid {
-		stmts = append(stmts, "COMMENT ON DATABASE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	if want.Comment != got.Comment || got.MarkerOwner != mark.UID || got.MarkerSeal != mark.Seal {
+		stmts = append(stmts, "COMMENT ON DATABASE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, mark)))
 	}
 	if want.RevokePublic && len(got.PublicPrivileges) > 0 {
 		stmts = append(stmts, revokePublicOnDatabase(id))

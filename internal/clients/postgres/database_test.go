@@ -40,7 +40,7 @@ func TestCreateDatabaseStatements(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, CreateDatabaseStatements("orders", tc.s, tc.o, "u-1")); diff != "" {
+			if diff := cmp.Diff(tc.want, CreateDatabaseStatements("orders", tc.s, tc.o, Mark{UID: "u-1"})); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
@@ -84,7 +84,7 @@ func TestUpdateDatabaseStatements(t *testing.T) {
 			if tc.got != nil {
 				tc.got(&got)
 			}
-			if diff := cmp.Diff(tc.stmts, UpdateDatabaseStatements("orders", tc.want, got, "u-1")); diff != "" {
+			if diff := cmp.Diff(tc.stmts, UpdateDatabaseStatements("orders", tc.want, got, Mark{UID: "u-1"})); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
@@ -143,7 +143,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	}
 	s := DatabaseSettings{Owner: "rt_db_owner", ConnectionLimit: 4, AllowConnections: true, Comment: "round trip"}
 	o := DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Strategy: "wal_log"}
-	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_db", s, o, "uid-db")); err != nil {
+	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_db", s, o, Mark{UID: "uid-db"})); err != nil {
 		t.Fatal(err)
 	}
 	got, system, err := ObserveDatabase(ctx, conn, "rt_db")
@@ -159,7 +159,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	if got.Encoding != "UTF8" || got.LCCollate != "C" || got.MarkerOwner != "uid-db" {
 		t.Errorf("observed %+v", got)
 	}
-	if stmts := UpdateDatabaseStatements("rt_db", s, *got, "uid-db"); len(stmts) != 0 {
+	if stmts := UpdateDatabaseStatements("rt_db", s, *got, Mark{UID: "uid-db"}); len(stmts) != 0 {
 		t.Errorf("a freshly created database needs %v", stmts)
 	}
 	if missing, _, err := ObserveDatabase(ctx, conn, "rt_missing"); err != nil || missing != nil {
@@ -173,7 +173,7 @@ func TestDatabaseRevokePublic(t *testing.T) {
 	defer cancel()
 	conn := adminConn(ctx, t)
 	s := DatabaseSettings{ConnectionLimit: -1, AllowConnections: true, RevokePublic: true}
-	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_private", s, DatabaseCreateOptions{}, "uid-p")); err != nil {
+	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_private", s, DatabaseCreateOptions{}, Mark{UID: "uid-p"})); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := ObserveDatabase(ctx, conn, "rt_private")
@@ -183,7 +183,7 @@ func TestDatabaseRevokePublic(t *testing.T) {
 	if len(got.PublicPrivileges) != 0 {
 		t.Errorf("PUBLIC holds %v on a database created with RevokePublic", got.PublicPrivileges)
 	}
-	if stmts := UpdateDatabaseStatements("rt_private", s, *got, "uid-p"); len(stmts) != 0 {
+	if stmts := UpdateDatabaseStatements("rt_private", s, *got, Mark{UID: "uid-p"}); len(stmts) != 0 {
 		t.Errorf("an up-to-date private database needs %v", stmts)
 	}
 	if _, err := conn.Exec(ctx, "GRANT CONNECT ON DATABASE rt_private TO PUBLIC"); err != nil {
@@ -193,7 +193,7 @@ func TestDatabaseRevokePublic(t *testing.T) {
 	if diff := cmp.Diff([]string{"CONNECT"}, got.PublicPrivileges); diff != "" {
 		t.Errorf("PUBLIC's privileges (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{`REVOKE ALL ON DATABASE "rt_private" FROM PUBLIC`}, UpdateDatabaseStatements("rt_private", s, *got, "uid-p")); diff != "" {
+	if diff := cmp.Diff([]string{`REVOKE ALL ON DATABASE "rt_private" FROM PUBLIC`}, UpdateDatabaseStatements("rt_private", s, *got, Mark{UID: "uid-p"})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	public, _, _ := ObserveDatabase(ctx, conn, "postgres")

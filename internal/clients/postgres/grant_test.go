@@ -147,21 +147,21 @@ func TestDefaultPrivilegesStatements(t *testing.T) {
 }
 
 func TestSchemaStatements(t *testing.T) {
-	if diff := cmp.Diff([]string{`CREATE SCHEMA "app" AUTHORIZATION "owner"`, `COMMENT ON SCHEMA "app" IS '` + WithMarker("c", "u-1") + `'`},
-		CreateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, "u-1")); diff != "" {
+	if diff := cmp.Diff([]string{`CREATE SCHEMA "app" AUTHORIZATION "owner"`, `COMMENT ON SCHEMA "app" IS '` + WithMarker("c", Mark{UID: "u-1"}) + `'`},
+		CreateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, Mark{UID: "u-1"})); diff != "" {
 		t.Errorf("create (-want +got):\n%s", diff)
 	}
 	up := ObservedSchema{Owner: "owner", Comment: "c", MarkerOwner: "u-1"}
-	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, up, "u-1"); len(got) != 0 {
+	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, up, Mark{UID: "u-1"}); len(got) != 0 {
 		t.Errorf("an up-to-date schema needs %v", got)
 	}
 	public := up
 	public.PublicPrivileges = []string{"CREATE", "USAGE"}
 	if diff := cmp.Diff([]string{`ALTER SCHEMA "app" OWNER TO "other"`, `REVOKE CREATE, USAGE ON SCHEMA "app" FROM PUBLIC`},
-		UpdateSchemaStatements("app", SchemaSettings{Owner: "other", Comment: "c", RevokePublic: true}, public, "u-1")); diff != "" {
+		UpdateSchemaStatements("app", SchemaSettings{Owner: "other", Comment: "c", RevokePublic: true}, public, Mark{UID: "u-1"})); diff != "" {
 		t.Errorf("update (-want +got):\n%s", diff)
 	}
-	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, public, "u-1"); len(got) != 0 {
+	if got := UpdateSchemaStatements("app", SchemaSettings{Owner: "owner", Comment: "c"}, public, Mark{UID: "u-1"}); len(got) != 0 {
 		t.Errorf("PUBLIC's privileges are left alone unless asked: %v", got)
 	}
 	if got := DropSchemaStatement("app", false); got != `DROP SCHEMA IF EXISTS "app" RESTRICT` {
@@ -393,7 +393,7 @@ func TestSchemaRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := SchemaSettings{Owner: "rt_schema_owner", Comment: "orders"}
-	if err := Exec(ctx, conn, CreateSchemaStatements("rt_schema", s, "u-s")); err != nil {
+	if err := Exec(ctx, conn, CreateSchemaStatements("rt_schema", s, Mark{UID: "u-s"})); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `GRANT USAGE ON SCHEMA rt_schema TO PUBLIC`); err != nil {
@@ -407,7 +407,7 @@ func TestSchemaRoundTrip(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	s.RevokePublic = true
-	if err := Exec(ctx, conn, UpdateSchemaStatements("rt_schema", s, *got, "u-s")); err != nil {
+	if err := Exec(ctx, conn, UpdateSchemaStatements("rt_schema", s, *got, Mark{UID: "u-s"})); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, _ = ObserveSchema(ctx, conn, "rt_schema"); len(got.PublicPrivileges) != 0 {

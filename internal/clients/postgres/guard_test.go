@@ -44,8 +44,8 @@ func TestGuardAndGrantAreOneDecision(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if _, uid := ParseMarker(*marker); uid != "mine" {
-				return xperrors.Errorf("role %q belongs to %q", group, uid)
+			if _, m := ParseMarker(*marker); m.UID != "mine" {
+				return xperrors.Errorf("role %q belongs to %q", group, m.UID)
 			}
 			return nil
 		}
@@ -67,7 +67,7 @@ func TestGuardAndGrantAreOneDecision(t *testing.T) {
 					return
 				}
 				defer unlock()
-				created = Exec(ctx, p, CreateRoleStatements(group, DefaultRoleAttributes(), "", "theirs"))
+				created = Exec(ctx, p, CreateRoleStatements(group, DefaultRoleAttributes(), "", Mark{UID: "theirs"}))
 			}()
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -95,11 +95,11 @@ func EndSessionsStatement(role string) string {
 // LoginStatements return the statements that give role name the
 // attributes want and the password verifier: CREATE ROLE when it does not
 // exist (got nil), otherwise only what differs and the password.
-func LoginStatements(name string, want RoleAttributes, verifier string, got *ObservedRole, uid string) []string {
+func LoginStatements(name string, want RoleAttributes, verifier string, got *ObservedRole, mark Mark) []string {
 	if got == nil {
-		return CreateRoleStatements(name, want, verifier, uid)
+		return CreateRoleStatements(name, want, verifier, mark)
 	}
-	return append(UpdateRoleStatements(name, want, *got, uid), SetPasswordStatement(name, verifier))
+	return append(UpdateRoleStatements(name, want, *got, mark), SetPasswordStatement(name, verifier))
 }
 
 // EndSessions ends the sessions logged in as role and returns how many it

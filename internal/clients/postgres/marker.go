@@ -13,24 +13,40 @@ import (
 // create is never mistaken for one it did.
 const markerPrefix = "[provider-postgresql uid="
 
-// WithMarker returns comment with the ownership marker of uid appended.
-func WithMarker(comment, uid string) string {
-	m := markerPrefix + uid + "]"
-	if comment == "" {
-		return m
-	}
-	return comment + "\n" + m
+// sealField separates a marker's seal from its UID.
+const sealField = " seal="
+
+// A Mark is what an ownership marker holds: the UID of the resource that
+// manages the object, and the seal that lets a resource restored from a
+// backup (the same kind, namespace and name, a new UID) recognise the
+// object as its predecessor's (package seal). Markers written before
+// seals existed have none.
+type Mark struct {
+	UID, Seal string
 }
 
-// ParseMarker splits a stored comment into the user's comment and the UID
-// of the marker it ends with ("" when there is none).
-func ParseMarker(stored string) (comment, uid string) {
+// WithMarker returns comment with the ownership marker m appended.
+func WithMarker(comment string, m Mark) string {
+	s := markerPrefix + m.UID
+	if m.Seal != "" {
+		s += sealField + m.Seal
+	}
+	s += "]"
+	if comment == "" {
+		return s
+	}
+	return comment + "\n" + s
+}
+
+// ParseMarker splits a stored comment into the user's comment and the
+// marker it ends with (zero when there is none).
+func ParseMarker(stored string) (comment string, m Mark) {
 	i := strings.LastIndex(stored, markerPrefix)
 	if i < 0 || !strings.HasSuffix(stored, "]") {
-		return stored, ""
+		return stored, Mark{}
 	}
-	uid = stored[i+len(markerPrefix) : len(stored)-1]
-	return strings.TrimSuffix(stored[:i], "\n"), uid
+	m.UID, m.Seal, _ = strings.Cut(stored[i+len(markerPrefix):len(stored)-1], sealField)
+	return strings.TrimSuffix(stored[:i], "\n"), m
 }
 
 const databaseMarkerSQL = `SELECT coalesce(pg_catalog.shobj_description(oid, 'pg_database'), '') FROM pg_catalog.pg_database WHERE datname = $1`
@@ -52,7 +68,7 @@ func ObserveDatabaseMarker(ctx context.Context, q RowsQuerier, name string) (str
 		return "", false, err
 	}
 	_, marker := ParseMarker(comment)
-	return marker, true, rows.Err()
+	return marker.UID, true, rows.Err()
 }
 
 // markerTTL is how long the registry trusts a database's marker it read:

@@ -46,6 +46,8 @@ type ObservedRole struct {
 	// Owner is the UID in the provider's ownership marker, or "" when the
 	// role carries none.
 	Owner string
+	// Seal is the ownership marker's seal, "" when it has none.
+	Seal string
 	// Verifier is the stored password verifier ("" for none), when
 	// VerifierRead.
 	Verifier     string
@@ -115,7 +117,9 @@ func (s *roleScan) role(withVerifier bool) *ObservedRole {
 		k, v, _ := strings.Cut(kv, "=")
 		o.Config[k] = v
 	}
-	o.Comment, o.Owner = ParseMarker(s.comment)
+	var m Mark
+	o.Comment, m = ParseMarker(s.comment)
+	o.Owner, o.Seal = m.UID, m.Seal
 	if withVerifier {
 		o.Verifier = ""
 		if s.verifier != nil {
@@ -160,7 +164,7 @@ const NoSelfGrantSQL = `SELECT pg_catalog.set_config('createrole_self_grant', ''
 // CreateRoleStatements returns the statements that create a role with the
 // given attributes, password verifier (may be empty) and ownership marker.
 // They run in one transaction, so the role never exists without its marker.
-func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) []string {
+func CreateRoleStatements(name string, a RoleAttributes, verifier string, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	var opts []string
 	def := DefaultRoleAttributes()
@@ -178,7 +182,7 @@ func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) [
 	if len(opts) > 0 {
 		create += " WITH " + strings.Join(opts, " ")
 	}
-	stmts := []string{NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, uid))}
+	stmts := []string{NoSelfGrantSQL, create, "COMMENT ON ROLE " + id + " IS " + QuoteLiteral(WithMarker(a.Comment, mark))}
 	// Memberships before settings: a role setting (SET role) names a
 	// role the new one must already be a member of.
 	for _, g := range a.MemberOf {
@@ -193,7 +197,7 @@ func CreateRoleStatements(name string, a RoleAttributes, verifier, uid string) [
 // UpdateRoleStatements returns the statements that bring an observed role
 // to the desired attributes: only those for what differs, none at all when
 // the role is up to date.
-func UpdateRoleStatements(name string, want RoleAttributes, got ObservedRole, uid string) []string {
+func UpdateRoleStatements(name string, want RoleAttributes, got ObservedRole, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	var stmts []string
 	opts := flagDiff(want, got.RoleAttributes)
@@ -230,8 +234,8 @@ func UpdateRoleStatements(name string, want RoleAttributes, got ObservedRole, ui
 			stmts = append(stmts, "REVOKE "+QuoteIdentifier(g)+" FROM "+id)
 		}
 	}
-	if want.Comment != got.Comment || got.Owner != uid {
-		stmts = append(stmts, "COMMENT ON ROLE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	if want.Comment != got.Comment || got.Owner != mark.UID || got.Seal != mark.Seal {
+		stmts = append(stmts, "COMMENT ON ROLE "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, mark)))
 	}
 	return stmts
 }

@@ -50,7 +50,7 @@ func TestCreateRoleStatements(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := CreateRoleStatements(tc.name, tc.attrs, tc.verifier, "u-1")
+			got := CreateRoleStatements(tc.name, tc.attrs, tc.verifier, Mark{UID: "u-1"})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nCreateRoleStatements (-want +got):\n%s", tc.reason, diff)
 			}
@@ -132,7 +132,7 @@ func TestUpdateRoleStatements(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := UpdateRoleStatements("app", tc.want(), tc.got(), "u-1")
+			got := UpdateRoleStatements("app", tc.want(), tc.got(), Mark{UID: "u-1"})
 			if diff := cmp.Diff(tc.stmts, got); diff != "" {
 				t.Errorf("%s\nUpdateRoleStatements (-want +got):\n%s", tc.reason, diff)
 			}
@@ -158,7 +158,7 @@ func TestRoleRoundTrip(t *testing.T) {
 	if got, system, err := ObserveRole(ctx, conn, "rt-role", false); err != nil || got != nil || system == "" {
 		t.Fatalf("ObserveRole before create = %v, %q, %v; want nil, a system identifier, nil", got, system, err)
 	}
-	if err := Exec(ctx, conn, CreateRoleStatements("rt-role", want, "", "uid-rt")); err != nil {
+	if err := Exec(ctx, conn, CreateRoleStatements("rt-role", want, "", Mark{UID: "uid-rt"})); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := ObserveRole(ctx, conn, "rt-role", false)
@@ -171,7 +171,7 @@ func TestRoleRoundTrip(t *testing.T) {
 	if got.Owner != "uid-rt" {
 		t.Errorf("marker owner = %q, want uid-rt", got.Owner)
 	}
-	if stmts := UpdateRoleStatements("rt-role", want, *got, "uid-rt"); len(stmts) != 0 {
+	if stmts := UpdateRoleStatements("rt-role", want, *got, Mark{UID: "uid-rt"}); len(stmts) != 0 {
 		t.Errorf("a freshly created role needs statements: %v", stmts)
 	}
 	if err := Exec(ctx, conn, []string{"CREATE TABLE rt_owned ()", "ALTER TABLE rt_owned OWNER TO \"rt-role\""}); err != nil {

@@ -24,6 +24,8 @@ type ObservedSchema struct {
 	Comment string
 	// MarkerOwner is the UID in the provider's marker, "" when none.
 	MarkerOwner string
+	// MarkerSeal is the marker's seal, "" when it has none.
+	MarkerSeal string
 	// PublicPrivileges are the privileges PUBLIC holds on the schema.
 	PublicPrivileges []string
 }
@@ -51,12 +53,14 @@ func ObserveSchema(ctx context.Context, q Querier, name string) (*ObservedSchema
 	if !exists {
 		return nil, system, nil
 	}
-	o.Comment, o.MarkerOwner = ParseMarker(comment)
+	var m Mark
+	o.Comment, m = ParseMarker(comment)
+	o.MarkerOwner, o.MarkerSeal = m.UID, m.Seal
 	return o, system, nil
 }
 
 // CreateSchemaStatements create a schema and mark it, in one transaction.
-func CreateSchemaStatements(name string, s SchemaSettings, uid string) []string {
+func CreateSchemaStatements(name string, s SchemaSettings, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	create := "CREATE SCHEMA " + id
 	if s.Owner != "" {
@@ -64,19 +68,19 @@ func CreateSchemaStatements(name string, s SchemaSettings, uid string) []string 
 	}
 	// A new schema grants PUBLIC nothing, so RevokePublic needs no
 	// statement here.
-	return []string{create, "COMMENT ON SCHEMA " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, uid))}
+	return []string{create, "COMMENT ON SCHEMA " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, mark))}
 }
 
 // UpdateSchemaStatements bring an observed schema to the desired settings:
 // none at all when it is up to date.
-func UpdateSchemaStatements(name string, want SchemaSettings, got ObservedSchema, uid string) []string {
+func UpdateSchemaStatements(name string, want SchemaSettings, got ObservedSchema, mark Mark) []string {
 	id := QuoteIdentifier(name)
 	var stmts []string
 	if want.Owner != "" && want.Owner != got.Owner {
 		stmts = append(stmts, "ALTER SCHEMA "+id+" OWNER TO "+QuoteIdentifier(want.Owner))
 	}
-	if want.Comment != got.Comment || got.MarkerOwner != uid {
-		stmts = append(stmts, "COMMENT ON SCHEMA "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, uid)))
+	if want.Comment != got.Comment || got.MarkerOwner != mark.UID || got.MarkerSeal != mark.Seal {
+		stmts = append(stmts, "COMMENT ON SCHEMA "+id+" IS "+QuoteLiteral(WithMarker(want.Comment, mark)))
 	}
 	// The privilege keywords come from the closed set, not from the
 	// server's text.

@@ -3,6 +3,7 @@ package binding
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -42,8 +43,19 @@ type candidate struct {
 // A bindingView is everything that decides a database's binding.
 type bindingView struct {
 	Policy v1alpha1.DatabaseBindingPolicy
-	// Current is the binding recorded in status ("" UID for none).
+	// Current is the binding recorded in status ("" UID for none), or, on
+	// a database with no status.binding at all, the Released binding of
+	// its record (AnnotationBindingRecord).
 	Current *v1alpha1.BindingReference
+	// Restored is, on a database with no status.binding at all, the Bound
+	// binding of its record: the database was brought back from a backup
+	// and goes back to the binding of that name, and no other.
+	Restored *v1alpha1.BindingReference
+	// RestoredFrom is the UID of the resource the database succeeded
+	// (status.atProvider.restoredFrom), "" when it did not.
+	RestoredFrom string
+	// Namespace and Name are the PostgreSQLDatabase's, for messages.
+	Namespace, Name string
 	// Exists: the database exists and is this resource's to manage (its
 	// Ready condition is Available).
 	Exists bool
@@ -55,6 +67,23 @@ type bindingView struct {
 	Deleting bool
 	// Candidates are the bindings of the namespace that name the database.
 	Candidates []candidate
+}
+
+// restoring reports whether the database was brought back from a backup
+// and no decision since settled whose it is: its record says it was
+// Bound, or it has no record and no admin has re-opened it.
+func (v bindingView) restoring() bool {
+	return v.Restored != nil || v.Current == nil && v.RestoredFrom != "" && v.Policy.Reopen != v.RestoredFrom
+}
+
+// named is the live candidate called name, nil for none.
+func (v bindingView) named(name string) *candidate {
+	for i := range v.Candidates {
+		if c := &v.Candidates[i]; c.Name == name && !c.Deleting {
+			return c
+		}
+	}
+	return nil
 }
 
 func (v bindingView) alive(uid string) *candidate {
@@ -109,6 +138,8 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 	case v.Deleting:
 		st.Phase, st.Reason, st.Message = v1alpha1.PhaseUnavailable, "Deleting", "the PostgreSQLDatabase is being deleted"
 		return st
+	case v.restoring():
+		return restored(v, st, bound)
 	case !v.Policy.Offered && v.Policy.ProvisionedFor == nil:
 		// Neither offered nor provisioned for a tenant: no tenant gets it,
 		// whether it exists yet or not. Said at once, it is one record
@@ -150,6 +181,45 @@ func decide(v bindingView) v1alpha1.DatabaseBindingStatus {
 	return bound(&v1alpha1.BindingReference{Name: w.Name, UID: w.UID, Tenant: w.Tenant})
 }
 
+// restored decides a database brought back from a backup. One saved
+// without its binding record goes to nobody until an admin says. One that
+// was Bound when it was saved: its binding went with the backup and came back under
+// a new UID, so it is known by its name, in the database's own namespace,
+// as a PersistentVolume restored with its claimRef goes back to the claim
+// of that name. Nothing else binds it: not an older request, not an
+// offer. It is bound once it exists and is this resource's again (its
+// ownership settled by the marker's seal, docs/operations.md).
+func restored(v bindingView, st v1alpha1.DatabaseBindingStatus, bound func(*v1alpha1.BindingReference) v1alpha1.DatabaseBindingStatus) v1alpha1.DatabaseBindingStatus {
+	r := v.Restored
+	if r == nil {
+		// Restored without its record: whether, and to whom, it was
+		// bound is not known, and an offer alone would give it to
+		// whichever request is oldest.
+		st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonRestored
+		st.Message = fmt.Sprintf("restored from a backup without its binding record (the %s annotation): whether, and to which tenant, it was bound is not known, so it goes to no tenant. "+
+			"An admin who has established whose data it holds writes the record the backup lacked, naming that tenant's PostgreSQLBinding: "+
+			`kubectl annotate postgresqldatabase -n %s %s %s='{"phase":"Bound","name":"<binding>"}'; `+
+			"or sets spec.binding.reopen to %s (with spec.binding.offered: true), and the next request of this namespace binds it", v1alpha1.AnnotationBindingRecord, v.Namespace, v.Name, v1alpha1.AnnotationBindingRecord, v.RestoredFrom)
+		return st
+	}
+	c := v.named(r.Name)
+	if c != nil && v.Exists {
+		return bound(&v1alpha1.BindingReference{Name: c.Name, UID: c.UID, Tenant: c.Tenant})
+	}
+	st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonRestored
+	who := "PostgreSQLBinding " + r.Name
+	if r.Tenant != "" {
+		who = fmt.Sprintf("PostgreSQLTenant %s (PostgreSQLBinding %s)", r.Tenant, r.Name)
+	}
+	st.Message = fmt.Sprintf("restored from a backup: it was bound to %s and goes back to the PostgreSQLBinding of that name in this namespace, and to no other tenant; ", who)
+	if c == nil {
+		st.Message += "that binding does not exist yet (restore the tenant's claim)"
+	} else {
+		st.Message += "waiting for the database to be observed as this resource's"
+	}
+	return st
+}
+
 // notOffered is st for a database no admin offered to tenants.
 func notOffered(st v1alpha1.DatabaseBindingStatus) v1alpha1.DatabaseBindingStatus {
 	st.Phase, st.Reason = v1alpha1.PhaseUnavailable, v1alpha1.ReasonNotOffered
@@ -160,9 +230,22 @@ func notOffered(st v1alpha1.DatabaseBindingStatus) v1alpha1.DatabaseBindingStatu
 // viewOf reads what decides db's binding from its status, as the managed
 // reconciler last wrote it, and from the bindings that name it.
 func viewOf(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBinding) bindingView {
-	v := bindingView{Policy: db.Spec.Binding, Current: db.Status.Binding.BoundTo, Deleting: meta.WasDeleted(db)}
+	v := bindingView{Policy: db.Spec.Binding, Current: db.Status.Binding.BoundTo, Deleting: meta.WasDeleted(db), RestoredFrom: db.Status.AtProvider.RestoredFrom,
+		Namespace: db.GetNamespace(), Name: db.GetName()}
 	if v.Current != nil && db.Status.Binding.Phase != v1alpha1.PhaseBound && db.Status.Binding.Phase != v1alpha1.PhaseReleased {
 		v.Current = nil
+	}
+	if undecided(db) {
+		// Never decided on this object: what its record says, if it came
+		// back from a backup.
+		if r, ok := recordOf(db); ok {
+			switch r.Phase {
+			case v1alpha1.PhaseBound:
+				v.Restored = &r.BindingReference
+			case v1alpha1.PhaseReleased:
+				v.Current = &r.BindingReference
+			}
+		}
 	}
 	ready := db.GetCondition(xpv2.TypeReady)
 	switch {
@@ -268,13 +351,20 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	}
 	want := decide(viewOf(db, l.Items))
 	bound := want.Phase == v1alpha1.PhaseBound
+	// The record follows status.binding in the same metadata writes as
+	// the finalizer, so that it costs no write of its own.
+	record := setRecord(db, want)
 
 	// The finalizer goes on before the binding is recorded, and comes off
 	// only once it is not Bound: there is no moment when a Bound database
 	// can be deleted.
-	if bound && !controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) {
+	if bound && (!controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) || record) {
 		controllerutil.AddFinalizer(db, v1alpha1.FinalizerBinding)
-		return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(b.kube.Update(ctx, db)), "cannot add the binding finalizer")
+		if err := b.kube.Update(ctx, db); err != nil {
+			return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot add the binding finalizer")
+		}
+		// Written: the binding is recorded next, from the version just
+		// written (a change of the record alone wakes no reconcile).
 	}
 	if bound && meta.WasDeleted(db) {
 		want.Message = fmt.Sprintf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted (following its management policies) once that tenant is gone", want.BoundTo.Tenant)
@@ -287,7 +377,7 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		}
 		b.announce(db, was, want)
 	}
-	if !bound && controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) {
+	if !bound && (controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) || record) {
 		controllerutil.RemoveFinalizer(db, v1alpha1.FinalizerBinding)
 		if err := b.kube.Update(ctx, db); err != nil && !kerrors.IsNotFound(err) {
 			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
@@ -313,4 +403,42 @@ func (b *binder) announce(db *v1alpha1.PostgreSQLDatabase, was, now v1alpha1.Dat
 		return
 	}
 	b.record.Event(db, event.Normal(event.Reason("Binding"+string(now.Phase)), now.Message))
+}
+
+// recordOf reads db's binding record (AnnotationBindingRecord); false when
+// it has none, or one it cannot read, which is then no evidence of
+// anything.
+func recordOf(db *v1alpha1.PostgreSQLDatabase) (v1alpha1.BindingRecord, bool) {
+	var r v1alpha1.BindingRecord
+	raw, ok := db.GetAnnotations()[v1alpha1.AnnotationBindingRecord]
+	if !ok || json.Unmarshal([]byte(raw), &r) != nil || r.Name == "" {
+		return v1alpha1.BindingRecord{}, false
+	}
+	// A Bound record is followed by name, the UID having changed with the
+	// restore; a Released one is acknowledged by its UID (reopen).
+	return r, r.Phase == v1alpha1.PhaseBound || r.Phase == v1alpha1.PhaseReleased && r.UID != ""
+}
+
+// undecided reports whether the binder has decided nothing about db but
+// that it was restored: its record, if any, stands for status.binding.
+func undecided(db *v1alpha1.PostgreSQLDatabase) bool {
+	st := db.Status.Binding
+	return st.Phase == "" || st.Phase == v1alpha1.PhaseUnavailable && st.Reason == v1alpha1.ReasonRestored
+}
+
+// setRecord brings db's binding record in line with st, and reports
+// whether it changed. Only Bound and Released carry a binding; any other
+// phase leaves the record as it is (a re-opened database's record still
+// names the binding it released, which its spec.binding.reopen
+// acknowledges).
+func setRecord(db *v1alpha1.PostgreSQLDatabase, st v1alpha1.DatabaseBindingStatus) bool {
+	if st.BoundTo == nil || (st.Phase != v1alpha1.PhaseBound && st.Phase != v1alpha1.PhaseReleased) {
+		return false
+	}
+	raw, err := json.Marshal(v1alpha1.BindingRecord{Phase: st.Phase, BindingReference: *st.BoundTo})
+	if err != nil || db.GetAnnotations()[v1alpha1.AnnotationBindingRecord] == string(raw) {
+		return false
+	}
+	meta.AddAnnotations(db, map[string]string{v1alpha1.AnnotationBindingRecord: string(raw)})
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -157,6 +158,39 @@ func TestDecide(t *testing.T) {
 				Candidates: []candidate{{Name: "a", UID: "uid-a2", Tenant: "shop/a", Created: t0.Add(time.Hour)}}},
 			want: want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseReleased, BoundTo: refA},
 		},
+		"RestoredGoesBackToTheBindingOfItsName": {
+			reason: "A database restored Bound goes back to the binding of the name it was bound to (restored under a new UID), not to a stranger's older request, offered or not.",
+			view: bindingView{Policy: v1alpha1.DatabaseBindingPolicy{ProvisionedFor: refA, Offered: true}, Exists: true, Restored: refA,
+				Candidates: []candidate{{Name: "stranger", UID: "uid-s", Tenant: "shop/stranger", Created: t0.Add(-time.Hour)}, {Name: "a", UID: "uid-a2", Tenant: "shop/a", Created: t0.Add(time.Hour)}}},
+			want: want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseBound, BoundTo: &v1alpha1.BindingReference{Name: "a", UID: "uid-a2", Tenant: "shop/a"}},
+		},
+		"RestoredWaitsForItsBinding": {
+			reason: "A database restored Bound, whose binding is not back yet, waits for it and goes to nobody else meanwhile.",
+			view: bindingView{Policy: offered, Exists: true, Restored: refA,
+				Candidates: []candidate{{Name: "stranger", UID: "uid-s", Tenant: "shop/stranger", Created: t0.Add(-time.Hour)}}},
+			want: want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonRestored)},
+		},
+		"RestoredWaitsUntilItIsItsOwn": {
+			reason: "A database restored Bound is bound again only once it is observed as this resource's.",
+			view:   bindingView{Policy: reserved, Restored: refA, Candidates: []candidate{{Name: "a", UID: "uid-a2", Tenant: "shop/a"}}},
+			want:   want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonRestored)},
+		},
+		"RestoredWithoutRecordGoesToNoOne": {
+			reason: "A database that succeeded a gone resource but carries no binding record may have been anyone's: no request binds it, offered or not.",
+			view:   bindingView{Policy: offered, Exists: true, RestoredFrom: "old-db", Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonRestored)},
+		},
+		"RestoredWithoutRecordReopened": {
+			reason: "The admin's reopen naming the UID it succeeded hands it to the next request.",
+			view:   bindingView{Policy: v1alpha1.DatabaseBindingPolicy{Offered: true, Reopen: "old-db"}, Exists: true, RestoredFrom: "old-db", Candidates: []candidate{a}},
+			want:   want{Origin: v1alpha1.OriginImported, Phase: v1alpha1.PhaseBound, BoundTo: refA},
+		},
+		"RestoredInConflict": {
+			reason: "A restored database whose ownership is not settled (no seal: an admin's hand-over) says Conflict, the message naming the step.",
+			view: bindingView{Policy: reserved, Restored: refA, Blocked: v1alpha1.ReasonConflict, Message: "the database is in Conflict",
+				Candidates: []candidate{{Name: "a", UID: "uid-a2", Tenant: "shop/a"}}},
+			want: want{Origin: v1alpha1.OriginProvisioned, Phase: v1alpha1.PhaseUnavailable, Reason: string(v1alpha1.ReasonConflict)},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -170,6 +204,63 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecord: the record a database keeps in its metadata follows Bound and
+// Released, and is read back, on a database with no status.binding, as the
+// decision it recorded.
+func TestRecord(t *testing.T) {
+	refA := &v1alpha1.BindingReference{Name: "a", UID: "uid-a", Tenant: "shop/a"}
+	db := &v1alpha1.PostgreSQLDatabase{}
+	db.SetName("orders")
+	if setRecord(db, v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseAvailable}) {
+		t.Error("an Available database wrote a record")
+	}
+	if !setRecord(db, v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseBound, BoundTo: refA}) {
+		t.Fatal("a Bound database wrote no record")
+	}
+	if setRecord(db, v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseBound, BoundTo: refA}) {
+		t.Error("the same record was written twice")
+	}
+	if v := viewOf(db, nil); v.Restored == nil || *v.Restored != *refA || v.Current != nil {
+		t.Errorf("a database restored Bound: view Restored %v, Current %v; want Restored %v", v.Restored, v.Current, refA)
+	}
+	if !setRecord(db, v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseReleased, BoundTo: refA}) {
+		t.Fatal("a Released database wrote no record")
+	}
+	if v := viewOf(db, nil); v.Current == nil || *v.Current != *refA || v.Restored != nil {
+		t.Errorf("a database restored Released: view Current %v, Restored %v; want Current %v", v.Current, v.Restored, refA)
+	}
+	// A new tenant of the released binding's name gets nothing.
+	v := viewOf(db, []v1alpha1.PostgreSQLBinding{binding("a", "uid-a2")})
+	if len(v.Candidates) != 1 {
+		t.Fatalf("the new binding is not a candidate: %v", v.Candidates)
+	}
+	got := decide(v)
+	if got.Phase != v1alpha1.PhaseReleased {
+		t.Errorf("a database restored Released, asked for by a new binding of the same name: phase %s, want Released", got.Phase)
+	}
+	// Once the database has decided anything, its status rules, not the
+	// record.
+	db.Status.Binding = v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseAvailable}
+	if v := viewOf(db, nil); v.Restored != nil || v.Current != nil {
+		t.Errorf("a database with a status read its record: Restored %v, Current %v", v.Restored, v.Current)
+	}
+	for name, raw := range map[string]string{"NotJSON": "{", "NoName": `{"phase":"Bound","uid":"u"}`, "ReleasedWithoutUID": `{"phase":"Released","name":"a"}`, "OtherPhase": `{"phase":"Available","name":"a","uid":"u"}`} {
+		db := &v1alpha1.PostgreSQLDatabase{}
+		db.SetAnnotations(map[string]string{v1alpha1.AnnotationBindingRecord: raw})
+		if v := viewOf(db, nil); v.Restored != nil || v.Current != nil {
+			t.Errorf("%s: a record that says nothing was read as %v, %v", name, v.Restored, v.Current)
+		}
+	}
+}
+
+func binding(name, uid string) v1alpha1.PostgreSQLBinding {
+	b := v1alpha1.PostgreSQLBinding{}
+	b.SetName(name)
+	b.SetUID(types.UID(uid))
+	b.Spec.DatabaseRef.Name = "orders"
+	return b
 }
 
 func TestDecisionChanged(t *testing.T) {

@@ -182,10 +182,29 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, r.report(ctx, b, c, delivered, plan)
 }
 
-// provisionedFor reports whether db was provisioned for b.
+// provisionedFor reports whether db was provisioned for b: for b's UID,
+// or, for a database brought back from a backup and bound again to the
+// binding of the name it was provisioned for (whose UID changed with the
+// restore), for b's name.
 func provisionedFor(db *v1alpha1.PostgreSQLDatabase, b *v1alpha1.PostgreSQLBinding) bool {
 	pf := db.Spec.Binding.ProvisionedFor
-	return b.Spec.Provision != nil && pf != nil && pf.UID == string(b.GetUID())
+	if b.Spec.Provision == nil || pf == nil {
+		return false
+	}
+	if pf.UID == string(b.GetUID()) {
+		return true
+	}
+	if pf.Name != b.GetName() {
+		return false
+	}
+	st := db.Status.Binding
+	if st.BoundTo != nil {
+		return st.Phase == v1alpha1.PhaseBound && st.BoundTo.UID == string(b.GetUID())
+	}
+	// Restored and not bound again yet: its owner role is made again
+	// first, for the database to be observed as its own and then bound.
+	r, ok := recordOf(db)
+	return ok && r.Phase == v1alpha1.PhaseBound && r.Name == b.GetName() && undecided(db)
 }
 
 // state is what b's status says about db: its Ready condition, and what it
@@ -330,15 +349,28 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 	got := &v1alpha1.PostgreSQLRole{}
 	err := r.kube.Get(ctx, client.ObjectKey{Namespace: db.GetNamespace(), Name: name}, got)
 	if err == nil {
+		if restoredOwner(got, db) {
+			// Brought back from a backup without its owner reference:
+			// the database owns its record again.
+			patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			got.SetOwnerReferences(append(got.GetOwnerReferences(), ownerReference(db)))
+			return nil, nil, errors.Wrap(r.kube.Patch(ctx, got, patch), "cannot give the restored owner role back to its database")
+		}
 		if !ownedBy(got, db) {
 			c := v1alpha1.NotReady(v1alpha1.ReasonMismatch, fmt.Sprintf("PostgreSQLRole %s/%s exists and is not the owner role of PostgreSQLDatabase %s; nothing is changed. "+
 				"An admin removes or renames it", db.GetNamespace(), name, db.GetName()))
 			return nil, &c, nil
 		}
-		if c := got.Spec.ForProvider.Comment; c != nil && strings.HasPrefix(*c, ownerCommentPrefix) {
+		origin := got.GetAnnotations()[v1alpha1.AnnotationProvisionedFor]
+		if c := got.Spec.ForProvider.Comment; c != nil && strings.HasPrefix(*c, ownerCommentPrefix) || origin == "" {
+			// Roles provisioned before either change: one patch brings
+			// them in line.
 			patch := client.MergeFromWithOptions(got.DeepCopy(), client.MergeFromWithOptimisticLock{})
-			got.Spec.ForProvider.Comment = nil
-			return nil, nil, errors.Wrap(r.kube.Patch(ctx, got, patch), "cannot take the tenant's name off the owner role's comment")
+			if c := got.Spec.ForProvider.Comment; c != nil && strings.HasPrefix(*c, ownerCommentPrefix) {
+				got.Spec.ForProvider.Comment = nil
+			}
+			meta.AddAnnotations(got, map[string]string{v1alpha1.AnnotationProvisionedFor: db.Spec.Binding.ProvisionedFor.UID})
+			return nil, nil, errors.Wrap(r.kube.Patch(ctx, got, patch), "cannot bring the owner role in line (its comment, its origin)")
 		}
 		return got, nil, nil
 	}
@@ -349,9 +381,9 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 	role := &v1alpha1.PostgreSQLRole{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: db.GetNamespace(), Name: name,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db.GetName(), UID: db.GetUID(),
-			}},
+			// The origin its marker is sealed for, the database's.
+			Annotations:     map[string]string{v1alpha1.AnnotationProvisionedFor: db.Spec.Binding.ProvisionedFor.UID},
+			OwnerReferences: []metav1.OwnerReference{ownerReference(db)},
 		},
 		Spec: v1alpha1.PostgreSQLRoleSpec{
 			ManagementPolicies: p.ManagementPolicies,
@@ -365,6 +397,18 @@ func (r *reconciler) ensureOwnerRole(ctx context.Context, b *v1alpha1.PostgreSQL
 		return nil, nil, errors.Wrapf(err, "cannot provision the owner role %s/%s", role.GetNamespace(), role.GetName())
 	}
 	return nil, nil, nil
+}
+
+func ownerReference(db *v1alpha1.PostgreSQLDatabase) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db.GetName(), UID: db.GetUID()}
+}
+
+// restoredOwner reports whether role is db's owner role brought back from
+// a backup that dropped its owner reference: it names db's origin and no
+// owner at all.
+func restoredOwner(role *v1alpha1.PostgreSQLRole, db *v1alpha1.PostgreSQLDatabase) bool {
+	pf := db.Spec.Binding.ProvisionedFor
+	return len(role.GetOwnerReferences()) == 0 && pf != nil && role.GetAnnotations()[v1alpha1.AnnotationProvisionedFor] == pf.UID
 }
 
 // ownedBy reports whether role is the owner role provisioned with db: the

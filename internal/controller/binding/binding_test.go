@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -19,7 +21,10 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -27,7 +32,7 @@ var env *providertest.Env
 
 // suite is the package's environment, started by the first test that
 // declares it needs it.
-var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{"shop", "rival", "race", "imports"}}, func(e *providertest.Env) {
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{"shop", "rival", "race", "imports", "restore"}}, func(e *providertest.Env) {
 	env = e
 })
 
@@ -673,4 +678,332 @@ func TestHeldDeletionPlan(t *testing.T) {
 	if err := session.Ping(ctx); err == nil {
 		t.Error("the tenant's session survived the forced drop")
 	}
+}
+
+// backup is what a namespace backup holds, as docs/operations.md takes
+// it: every object of the kinds listed (Bindings, Databases, Roles) but
+// those Crossplane composes (it composes them again from the restored
+// claims), as a backup tool restores it: spec, labels and annotations,
+// without status and without what the API server assigns (UID,
+// resourceVersion, timestamps, owner references, which name UIDs), nor
+// finalizers.
+func backup(ctx context.Context, t *testing.T, ns string) []client.Object {
+	t.Helper()
+	var kept []client.Object
+	keep := func(o client.Object) {
+		if _, composed := o.GetLabels()["crossplane.io/composite"]; composed {
+			return
+		}
+		o.SetOwnerReferences(nil)
+		o.SetUID("")
+		o.SetResourceVersion("")
+		o.SetCreationTimestamp(metav1.Time{})
+		o.SetManagedFields(nil)
+		o.SetFinalizers(nil)
+		o.SetGeneration(0)
+		kept = append(kept, o)
+	}
+	var dbs v1alpha1.PostgreSQLDatabaseList
+	var roles v1alpha1.PostgreSQLRoleList
+	var bindings v1alpha1.PostgreSQLBindingList
+	for _, l := range []client.ObjectList{&dbs, &roles, &bindings} {
+		if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range dbs.Items {
+		o := dbs.Items[i].DeepCopy()
+		o.Status = v1alpha1.PostgreSQLDatabaseStatus{}
+		keep(o)
+	}
+	for i := range roles.Items {
+		o := roles.Items[i].DeepCopy()
+		o.Status = v1alpha1.PostgreSQLRoleStatus{}
+		keep(o)
+	}
+	for i := range bindings.Items {
+		o := bindings.Items[i].DeepCopy()
+		o.Status = v1alpha1.PostgreSQLBindingStatus{}
+		keep(o)
+	}
+	return kept
+}
+
+// serverObjects are the OIDs of the namespace's databases and roles on the
+// server, by name: the same OIDs after a restore mean nothing was dropped
+// or made again.
+func serverObjects(ctx context.Context, t *testing.T, admin *pgx.Conn) map[string]uint32 {
+	t.Helper()
+	rows, err := admin.Query(ctx, `
+		SELECT 'database ' || datname, oid FROM pg_database WHERE datname LIKE 'restore\_%'
+		UNION ALL SELECT 'role ' || rolname, oid FROM pg_roles WHERE rolname LIKE 'restore\_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]uint32{}
+	for rows.Next() {
+		var name string
+		var oid uint32
+		if err := rows.Scan(&name, &oid); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = oid
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestRestore brings a namespace back from a backup: its databases,
+// roles and bindings deleted (the data retained, as every default reclaim
+// policy has it) and created again from the backup, without status and
+// with new UIDs. A provisioned database that was Bound, an admin's
+// offered database that was Bound, and a provisioned one that was
+// Released come back. A stranger's binding asks for the first before its
+// own binding is back: it gets nothing, the rightful binding gets its
+// database back, the Released one stays Released for a new tenant of the
+// old name, and nothing is dropped or made again on the server.
+func TestRestore(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	const ns = "restore"
+	key := func(name string) *v1alpha1.PostgreSQLDatabase {
+		return &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	}
+
+	// A tenant with its data, on a database provisioned for it.
+	orders := dynamic(ns, "orders", "restore_orders")
+	env.Create(ctx, t, orders)
+	bindingReady(ctx, t, orders, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	env.SQL(ctx, t, "restore_orders", "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('orders rows')")
+	// A tenant on a database an admin registered and offered.
+	shared := registered(ctx, t, ns, "restore_shared")
+	sharedUser := explicit(ns, "shared-user", shared.Name)
+	env.Create(ctx, t, sharedUser)
+	bindingReady(ctx, t, sharedUser, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	// A tenant that left: its database is Released, its data kept.
+	left := dynamic(ns, "left", "restore_left")
+	env.Create(ctx, t, left)
+	bindingReady(ctx, t, left, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	env.SQL(ctx, t, "restore_left", "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('left rows')")
+	deleteAndWait(ctx, t, left)
+	phase(ctx, t, key("left"), v1alpha1.PhaseReleased)
+	// Once each has settled: the owner roles carry their origin.
+	for _, n := range []string{"orders", "left"} {
+		phase(ctx, t, key(n), map[string]v1alpha1.DatabasePhase{"orders": v1alpha1.PhaseBound, "left": v1alpha1.PhaseReleased}[n])
+	}
+	admin := env.Connect(ctx, t, "postgres")
+	before := serverObjects(ctx, t, admin)
+	saved := backup(ctx, t, ns)
+
+	// The namespace's objects are lost; the data stays on the server.
+	var objs []client.Object
+	for _, l := range []client.ObjectList{&v1alpha1.PostgreSQLBindingList{}, &v1alpha1.PostgreSQLDatabaseList{}, &v1alpha1.PostgreSQLRoleList{}} {
+		if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := apimeta.ExtractList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range items {
+			o, ok := i.(client.Object)
+			if !ok {
+				t.Fatalf("%T is not an object", i)
+			}
+			objs = append(objs, o)
+		}
+	}
+	for _, o := range objs {
+		deleteAndWait(ctx, t, o)
+	}
+	if diff := cmp.Diff(before, serverObjects(ctx, t, admin)); diff != "" {
+		t.Fatalf("deleting the resources changed the server (-before +after):\n%s", diff)
+	}
+
+	// Strangers ask for the tenants' databases before anything is back:
+	// the offered one would go to the oldest request.
+	stranger := explicit(ns, "stranger", "orders")
+	strangerOfShared := explicit(ns, "stranger-of-shared", shared.Name)
+	env.Create(ctx, t, stranger, strangerOfShared)
+
+	// The restore, databases and roles first: each database is this
+	// resource's again, and waits for the binding it was bound to.
+	var bindings []client.Object
+	for _, o := range saved {
+		if _, ok := o.(*v1alpha1.PostgreSQLBinding); ok {
+			bindings = append(bindings, o)
+			continue
+		}
+		env.Create(ctx, t, o)
+	}
+	for _, n := range []string{"orders", "restore-shared"} {
+		got := phase(ctx, t, key(n), v1alpha1.PhaseUnavailable)
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(got), got)
+			return err == nil && got.Status.Binding.Reason == v1alpha1.ReasonRestored, err
+		})
+		if err != nil {
+			t.Fatalf("restored database %s: %v (%+v)", n, err, got.Status.Binding)
+		}
+	}
+	// A poll later the stranger still has nothing.
+	time.Sleep(3 * time.Second)
+	for _, n := range []string{"orders", "restore-shared"} {
+		if got := phase(ctx, t, key(n), v1alpha1.PhaseUnavailable); got.Status.Binding.BoundTo != nil {
+			t.Fatalf("the restored database %s was bound to %+v before its own binding was back", n, got.Status.Binding.BoundTo)
+		}
+	}
+	for _, o := range bindings {
+		env.Create(ctx, t, o)
+	}
+
+	t.Run("TheRightfulTenantGetsItsDatabaseBack", func(t *testing.T) {
+		for _, b := range []*v1alpha1.PostgreSQLBinding{orders, sharedUser} {
+			now := bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+			db := phase(ctx, t, key(b.Spec.DatabaseRef.Name), v1alpha1.PhaseBound)
+			if r := db.Status.Binding.BoundTo; r == nil || r.UID != string(now.GetUID()) || r.Name != b.Name {
+				t.Errorf("database %s bound to %+v, want the restored binding %s (%s)", db.Name, r, b.Name, now.GetUID())
+			}
+			if db.Status.AtProvider.RestoredFrom == "" || db.Status.AtProvider.RestoredFrom == string(db.GetUID()) {
+				t.Errorf("database %s does not say which resource it succeeded: %q", db.Name, db.Status.AtProvider.RestoredFrom)
+			}
+		}
+		bindingReady(ctx, t, stranger, corev1.ConditionFalse, v1alpha1.ReasonBoundToAnotherTenant)
+		bindingReady(ctx, t, strangerOfShared, corev1.ConditionFalse, v1alpha1.ReasonBoundToAnotherTenant)
+		var v string
+		if err := env.Connect(ctx, t, "restore_orders").QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != "orders rows" {
+			t.Errorf("the tenant's rows: %q, %v", v, err)
+		}
+	})
+
+	t.Run("TheReleasedStaysReleased", func(t *testing.T) {
+		phase(ctx, t, key("left"), v1alpha1.PhaseReleased)
+		again := dynamic(ns, "left", "restore_left")
+		env.Create(ctx, t, again)
+		bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonReleased)
+
+		// Its record deleted (the data retained), the new tenant of the
+		// old name provisions a database of the same name: another
+		// origin, so not the released one's successor, and nothing of it
+		// is taken.
+		was := &v1alpha1.PostgreSQLDatabase{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(key("left")), was); err != nil {
+			t.Fatal(err)
+		}
+		// The new tenant's binding provisions a database of the name at
+		// once: gone is a new UID under the name.
+		if err := env.Kube.Delete(ctx, was.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		fresh := &v1alpha1.PostgreSQLDatabase{}
+		err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(key("left")), fresh)
+			return err == nil && fresh.GetUID() != was.GetUID() && fresh.GetCondition(xpv2.TypeReady).Reason == v1alpha1.ReasonConflict, client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			t.Fatalf("the database provisioned afresh for a new tenant of a released name is not in Conflict: %v (Ready %+v)", err, fresh.GetCondition(xpv2.TypeReady))
+		}
+		// The binding stops at the released database's owner role, which
+		// is not the fresh database's.
+		if got := bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonMismatch); got.Status.Database != nil {
+			t.Errorf("the new tenant is delivered %+v", got.Status.Database)
+		}
+		var comment string
+		if err := admin.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = 'restore_left'").Scan(&comment); err != nil {
+			t.Fatal(err)
+		}
+		if _, m := postgres.ParseMarker(comment); m.UID != string(was.GetUID()) {
+			t.Errorf("the released database's marker names %s, want the restored resource %s", m.UID, was.GetUID())
+		}
+		deleteAndWait(ctx, t, again)
+		deleteAndWait(ctx, t, fresh)
+	})
+
+	t.Run("EveryObjectIsTheRestoredResources", func(t *testing.T) {
+		// Marked with the new UIDs, found by the same OIDs: nothing was
+		// dropped or made again.
+		if diff := cmp.Diff(before, serverObjects(ctx, t, admin)); diff != "" {
+			t.Errorf("the restore changed the server's objects (-before +after):\n%s", diff)
+		}
+		for _, n := range []string{"orders", "restore-shared"} {
+			db := &v1alpha1.PostgreSQLDatabase{}
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(key(n)), db); err != nil {
+				t.Fatal(err)
+			}
+			err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+				var comment string
+				err := admin.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", db.DatabaseName()).Scan(&comment)
+				_, m := postgres.ParseMarker(comment)
+				return err == nil && m.UID == string(db.GetUID()), err
+			})
+			if err != nil {
+				t.Errorf("database %s is not marked as the restored resource's: %v", db.DatabaseName(), err)
+			}
+			if c := db.GetCondition(xpv2.TypeReady); c.Reason == v1alpha1.ReasonConflict {
+				t.Errorf("database %s: %s", n, c.Message)
+			}
+		}
+	})
+}
+
+// TestRestoreWithoutItsRecord: a database restored without its binding
+// record (its manifest applied again from Git, say) may have been any
+// tenant's: it goes to nobody, not to the oldest request, and says what
+// an admin runs; once the admin writes the record, the tenant it names
+// gets its database back.
+func TestRestoreWithoutItsRecord(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	const ns = "restore"
+	db := registered(ctx, t, ns, "restore_gitops")
+	user := explicit(ns, "gitops-user", db.Name)
+	env.Create(ctx, t, user)
+	bindingReady(ctx, t, user, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	var saved []client.Object
+	for _, o := range backup(ctx, t, ns) {
+		switch o.GetName() {
+		case db.Name, db.Name + "-owner", user.Name:
+			meta.RemoveAnnotations(o, v1alpha1.AnnotationBindingRecord)
+			saved = append(saved, o)
+		}
+	}
+	if len(saved) != 3 {
+		t.Fatalf("backup holds %d of the 3 objects", len(saved))
+	}
+	deleteAndWait(ctx, t, user)
+	for _, o := range []client.Object{db, &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: db.Name + "-owner"}}} {
+		deleteAndWait(ctx, t, o)
+	}
+	stranger := explicit(ns, "gitops-stranger", db.Name)
+	env.Create(ctx, t, stranger)
+	env.Create(ctx, t, saved...)
+
+	got := &v1alpha1.PostgreSQLDatabase{}
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), got)
+		return err == nil && got.Status.Binding.Reason == v1alpha1.ReasonRestored, err
+	})
+	if err != nil {
+		t.Fatalf("a database restored without its record: %v (%+v)", err, got.Status.Binding)
+	}
+	step := fmt.Sprintf("kubectl annotate postgresqldatabase -n %s %s %s=", ns, db.Name, v1alpha1.AnnotationBindingRecord)
+	if !strings.Contains(got.Status.Binding.Message, step) {
+		t.Errorf("the message does not give the admin's step %q: %q", step, got.Status.Binding.Message)
+	}
+	time.Sleep(3 * time.Second)
+	bindingReady(ctx, t, stranger, corev1.ConditionFalse, v1alpha1.ReasonRestored)
+	bindingReady(ctx, t, user, corev1.ConditionFalse, v1alpha1.ReasonRestored)
+
+	// The admin's step, as the message gives it.
+	providertest.Update(ctx, t, env, got, func(d *v1alpha1.PostgreSQLDatabase) {
+		meta.AddAnnotations(d, map[string]string{v1alpha1.AnnotationBindingRecord: `{"phase":"Bound","name":"gitops-user"}`})
+	})
+	now := bindingReady(ctx, t, user, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	if r := phase(ctx, t, db, v1alpha1.PhaseBound).Status.Binding.BoundTo; r == nil || r.UID != string(now.GetUID()) {
+		t.Errorf("bound to %+v, want the tenant the admin named", r)
+	}
+	bindingReady(ctx, t, stranger, corev1.ConditionFalse, v1alpha1.ReasonBoundToAnotherTenant)
 }

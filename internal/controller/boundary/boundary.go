@@ -376,7 +376,8 @@ func (c ServerCatalog) Roles(ctx context.Context, names []string) (map[string]Ro
 		if err := rows.Scan(&name, &f.Superuser, &f.CreateRole, &f.BypassRLS, &f.Replication, &comment); err != nil {
 			return nil, err
 		}
-		_, f.Marker = postgres.ParseMarker(comment)
+		_, m := postgres.ParseMarker(comment)
+		f.Marker = m.UID
 		out[name] = f
 	}
 	return out, rows.Err()

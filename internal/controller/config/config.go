@@ -28,6 +28,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 	"github.com/ayatori/provider-postgresql/internal/controller/queue"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
+	"github.com/ayatori/provider-postgresql/internal/seal"
 )
 
 // The defaults of the flags that decide how much work the provider does at
@@ -80,6 +81,11 @@ type Config struct {
 	// credentialVault's Kubernetes auth is given tokens of it asked for
 	// that vault's audience (package kubetoken); empty: the pod's own.
 	ServiceAccountTokenFile string
+
+	// Seal signs the ownership markers the provider writes, so that a
+	// resource restored from a backup is recognised as the one a marker
+	// names (package seal); nil writes markers without a seal.
+	Seal *seal.Key
 }
 
 // ManagedReconcilerOptions returns the options every managed reconciler of

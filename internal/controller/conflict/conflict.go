@@ -119,6 +119,13 @@ func Foreign(o Object) Message {
 		m.Confirmed = fmt.Sprintf("the %s was made for a resource other than this one and outlived it (retained)", o.Noun)
 		m.Uncertain = "whose data it holds now and who may rely on it"
 		m.Next = fmt.Sprintf("It is not handed over from here: give this %s another name, or import the %s read-only (managementPolicies [\"Observe\"]); an admin who has established whose it is decides what becomes of it", o.Kind, o.Noun)
+		if o.Adopt != "" {
+			// A resource restored from a backup is recognised by the
+			// marker's seal; without it (the provider's seal key was not
+			// restored, or the marker predates seals) this is the one step
+			// that hands the object back (docs/operations.md).
+			m.Next += fmt.Sprintf(". If this %s is that resource brought back from a backup, and its seal key was not restored with it, an admin who has established so marks the %s as this one's: %s", o.Kind, o.Noun, o.Adopt)
+		}
 	case !o.Created.IsZero():
 		// The record of the create is the resource's own annotation, which
 		// whoever may edit the resource can write: it is reported as a

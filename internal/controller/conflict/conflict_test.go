@@ -37,13 +37,21 @@ func TestForeign(t *testing.T) {
 			never: []string{"victims", "stock", "victim-uid", "COMMENT ON", "mark it"},
 		},
 		"AGoneResources": {
-			reason: "An object marked by a resource that no longer exists (retained) is not handed over from here either.",
+			reason: "An object marked by a resource that no longer exists (retained) is not handed over from here: the statement that marks it is offered only to an admin who has established that this resource is the gone one brought back from a backup without the seal key.",
 			obj: func(o Object) Object {
 				o.Marker = "gone-uid"
 				return o
 			},
-			want:  []string{"no longer exists", "UID gone-uid", "not handed over"},
-			never: []string{"COMMENT ON", "claimant"},
+			want: []string{"no longer exists", "UID gone-uid", "not handed over from here", "If this PostgreSQLDatabase is that resource brought back from a backup, and its seal key was not restored with it, an admin who has established so marks the database as this one's: " + adopt},
+		},
+		"AGoneResourcesWithoutAdoption": {
+			reason: "A kind that must not be taken over offers no statement for a gone resource's object either.",
+			obj: func(o Object) Object {
+				o.Marker, o.Adopt = "gone-uid", ""
+				return o
+			},
+			want:  []string{"no longer exists", "not handed over"},
+			never: []string{"COMMENT ON", "claimant", "backup"},
 		},
 		"Unmarked": {
 			reason: "Only an unmarked object gets the statement that marks it, for an admin to run.",

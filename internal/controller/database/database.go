@@ -164,7 +164,7 @@ func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	if err != nil {
 		return nil, err
 	}
-	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
+	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), k.e.mark(mg))
 	return append(stmts, postgres.ExtensionStatements(wantedExtensions(mg), nil, nil)...), nil
 }
 
@@ -180,9 +180,9 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	if management.ObserveOnly(mg) {
 		// An import's plan is what its spec would change: the marker is
 		// the admin's to write, by the hand-over its Conflict names.
-		g.MarkerOwner = string(mg.GetUID())
+		g.MarkerOwner, g.MarkerSeal = string(mg.GetUID()), k.e.mark(mg).Seal
 	}
-	stmts := postgres.UpdateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), g, string(mg.GetUID()))
+	stmts := postgres.UpdateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), g, k.e.mark(mg))
 	if !got.AdminCanConnect || got.MarkerOwner != string(mg.GetUID()) {
 		// Only a database of this resource's own is entered: an import
 		// may name any database, another tenant's among them, whose
@@ -210,6 +210,22 @@ func (kind) DriftFields(_ *v1alpha1.PostgreSQLDatabase, got *postgres.ObservedDa
 	}
 }
 
+// mark is the ownership marker mg writes on its database.
+func (e *external) mark(mg *v1alpha1.PostgreSQLDatabase) postgres.Mark {
+	return e.conn.Mark(mg, sealed(mg))
+}
+
+// sealed is what mg's marker is sealed for: a provisioned database's
+// origin is the binding it was provisioned for, so that a new tenant of a
+// released one's name never takes its data.
+func sealed(mg *v1alpha1.PostgreSQLDatabase) oninstance.Sealed {
+	s := oninstance.Sealed{Kind: v1alpha1.PostgreSQLDatabaseKind, Object: mg.DatabaseName()}
+	if pf := mg.Spec.Binding.ProvisionedFor; pf != nil {
+		s.Origin = pf.UID
+	}
+	return s
+}
+
 // kind adapts databases to the contract of server objects.
 type kind struct{ e *external }
 
@@ -224,8 +240,15 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (ser
 	o := serverobject.Observed[postgres.ObservedDatabase]{Object: got, System: system}
 	if got != nil {
 		o.Marker = got.MarkerOwner
+		o.Successor = k.e.conn.Succeeds(mg, sealed(mg), postgres.Mark{UID: got.MarkerOwner, Seal: got.MarkerSeal})
 	}
 	return o, nil
+}
+
+// Restored records the resource mg succeeded: the binder gives such a
+// database, without its binding record, to no tenant until an admin says.
+func (kind) Restored(mg *v1alpha1.PostgreSQLDatabase, from string) {
+	mg.Status.AtProvider.RestoredFrom = from
 }
 
 func (kind) Binding(mg *v1alpha1.PostgreSQLDatabase) (*string, *string) {
@@ -242,7 +265,7 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, _ *p
 	return conflict.Object{
 		Noun: "database", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLDatabaseKind,
 		MarkedBy: whose, Check: "psql -c '\\l+ " + name + "'",
-		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))),
+		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))),
 	}, err
 }
 
@@ -340,7 +363,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	// down lets them finish), bounded by createTimeout; only a hard kill in
 	// between leaves a database without its marker, which then shows as a
 	// Conflict for a person to resolve.
-	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), string(mg.GetUID()))
+	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), e.mark(mg))
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
 	// The owner is given the database, which the admin then comments on,
@@ -386,7 +409,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		needs = append(needs, postgres.RoleNeed{Role: owner, Set: true, Inherit: true})
 	}
 	err = e.actingAs(ctx, needs, func() error {
-		if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, string(mg.GetUID())); len(stmts) > 0 {
+		if stmts := postgres.UpdateDatabaseStatements(name, desired(mg, owner), *got, e.mark(mg)); len(stmts) > 0 {
 			if err := postgres.Exec(ctx, e.conn.Pool, stmts); err != nil {
 				return errors.Wrap(err, errUpdate)
 			}

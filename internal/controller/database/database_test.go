@@ -138,9 +138,7 @@ func TestDatabaseLifecycle(t *testing.T) {
 		if dbOwner != "orders_owner" || enc != "UTF8" || collate != "C" || limit != 20 {
 			t.Errorf("owner %s, encoding %s, collate %s, limit %d", dbOwner, enc, collate, limit)
 		}
-		if want := "orders data\n[provider-postgresql uid=" + string(got.UID) + "]"; comment != want {
-			t.Errorf("comment %q, want %q", comment, want)
-		}
+		providertest.CheckMarked(t, comment, "orders data", got.UID)
 		rows, err := connect(ctx, t, "orders").Query(ctx, "SELECT extname FROM pg_extension WHERE extname IN ('pgcrypto', 'citext') ORDER BY 1")
 		if err != nil {
 			t.Fatal(err)

@@ -63,7 +63,7 @@ func (o *observed) row() fakedb.Answer {
 
 // owned is the database as this resource left it.
 func owned(change ...func(*observed)) *observed {
-	o := &observed{owner: "alice", comment: postgres.WithMarker("orders", dbUID), connLimit: -1, public: []string{"CONNECT", "TEMPORARY"}, adminConnects: true}
+	o := &observed{owner: "alice", comment: postgres.WithMarker("orders", postgres.Mark{UID: dbUID}), connLimit: -1, public: []string{"CONNECT", "TEMPORARY"}, adminConnects: true}
 	for _, c := range change {
 		c(o)
 	}
@@ -193,7 +193,7 @@ func TestObserveDecisions(t *testing.T) {
 }
 
 func TestCreateUpdateDeleteStatements(t *testing.T) {
-	marked := postgres.WithMarker("orders", dbUID)
+	marked := postgres.WithMarker("orders", postgres.Mark{UID: dbUID})
 	create := func(ctx context.Context, e *external, mg *v1alpha1.PostgreSQLDatabase) error {
 		_, err := e.Create(ctx, mg)
 		return err

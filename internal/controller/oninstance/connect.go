@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
+	"github.com/ayatori/provider-postgresql/internal/seal"
 )
 
 const errPool = "cannot get a connection pool"
@@ -43,6 +45,38 @@ type Connection struct {
 	entered map[string]func()
 	// open, when set, stands in for the registry (NewConnection).
 	open func(name string) postgres.DB
+	// seal signs the markers written through this Connection.
+	seal *seal.Key
+}
+
+// A Sealed object is what a resource's marker is sealed for (seal.Identity).
+type Sealed struct {
+	// Kind is the resource's kind.
+	Kind string
+	// Database holds Object, "" for an object of the whole server.
+	Database, Object string
+	// Origin is the UID of the binding the resource was provisioned for,
+	// "" for none.
+	Origin string
+}
+
+// Mark is the ownership marker mg writes on o.
+func (c *Connection) Mark(mg metav1.Object, o Sealed) postgres.Mark {
+	uid := string(mg.GetUID())
+	return postgres.Mark{UID: uid, Seal: c.seal.Of(o.identity(mg), uid)}
+}
+
+// Succeeds reports whether m, a marker naming another UID than mg's, was
+// written for a resource of mg's kind, namespace, name and origin managing
+// the same object: mg is that resource brought back (from a backup, or its
+// manifest applied again) under a new UID. Only the provider's key makes
+// such a seal, so no resource elsewhere passes for it.
+func (c *Connection) Succeeds(mg metav1.Object, o Sealed, m postgres.Mark) bool {
+	return m.UID != "" && m.UID != string(mg.GetUID()) && c.seal.Verify(m.Seal, o.identity(mg), m.UID)
+}
+
+func (o Sealed) identity(mg metav1.Object) seal.Identity {
+	return seal.Identity{Kind: o.Kind, Namespace: mg.GetNamespace(), Name: mg.GetName(), Database: o.Database, Object: o.Object, Origin: o.Origin}
 }
 
 // NewConnection returns a Connection to in that reaches its maintenance
@@ -177,11 +211,13 @@ type Connector struct {
 	// Secrets reads them (secretmemo.InstanceSecrets); Kube when nil.
 	Secrets client.Reader
 	Pools   *postgres.Registry
+	// Seal signs the markers of the Connections made (config.Config.Seal).
+	Seal *seal.Key
 }
 
 // NewConnector returns the Connector of a kind living on an Instance.
 func NewConnector(mgr ctrl.Manager, c config.Config) Connector {
-	return Connector{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools}
+	return Connector{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools, Seal: c.Seal}
 }
 
 // Connect resolves ref for mg (bound to boundUID once it has connected) and
@@ -209,7 +245,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	if err != nil {
 		return nil, errors.Wrap(err, errPool)
 	}
-	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools, kube: c.Kube}, nil
+	return &Connection{Instance: in, Target: t, Pool: pool, pools: c.Pools, kube: c.Kube, seal: c.Seal}, nil
 }
 
 // ConnectorFor returns the connector of a kind living on an Instance: it

@@ -59,7 +59,7 @@ func (g *group) row() fakedb.Answer {
 
 // ours is the role as this resource left it.
 func ours(change ...func(*group)) *group {
-	g := &group{inherit: true, connLimit: -1, comment: postgres.WithMarker("", roleUID)}
+	g := &group{inherit: true, connLimit: -1, comment: postgres.WithMarker("", postgres.Mark{UID: roleUID})}
 	for _, c := range change {
 		c(g)
 	}
@@ -167,7 +167,7 @@ func TestObserveDecisions(t *testing.T) {
 }
 
 func TestCreateUpdateStatements(t *testing.T) {
-	marked := postgres.QuoteLiteral(postgres.WithMarker("", roleUID))
+	marked := postgres.QuoteLiteral(postgres.WithMarker("", postgres.Mark{UID: roleUID}))
 	cases := map[string]struct {
 		mg      *v1alpha1.PostgreSQLRole
 		answers []fakedb.Answer

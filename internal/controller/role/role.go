@@ -334,6 +334,28 @@ func heirsOf(kube client.Reader) handler.MapFunc {
 // kind adapts roles to the contract of server objects.
 type kind struct{ e *external }
 
+// mark is the ownership marker mg writes on its role. An Alternating
+// role's and its logins' carry no seal: restored from a backup, each is
+// handed over by an admin (docs/operations.md).
+func (e *external) mark(mg *v1alpha1.PostgreSQLRole) postgres.Mark {
+	if alternating(mg) {
+		return ownMark(mg)
+	}
+	return e.conn.Mark(mg, sealed(mg))
+}
+
+// sealed is what mg's marker is sealed for: an owner role provisioned with
+// a tenant's database has that database's origin (its annotation), so
+// that a new tenant of a released one's name never takes its role.
+func sealed(mg *v1alpha1.PostgreSQLRole) oninstance.Sealed {
+	return oninstance.Sealed{Kind: v1alpha1.PostgreSQLRoleKind, Object: mg.RoleName(), Origin: mg.GetAnnotations()[v1alpha1.AnnotationProvisionedFor]}
+}
+
+// ownMark is a marker naming mg, without a seal.
+func ownMark(mg *v1alpha1.PostgreSQLRole) postgres.Mark {
+	return postgres.Mark{UID: string(mg.GetUID())}
+}
+
 func (kind) Noun() string                            { return "role" }
 func (kind) Name(mg *v1alpha1.PostgreSQLRole) string { return mg.RoleName() }
 
@@ -345,6 +367,7 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (servero
 	o := serverobject.Observed[postgres.ObservedRole]{Object: got, System: system}
 	if got != nil {
 		o.Marker = got.Owner
+		o.Successor = !alternating(mg) && k.e.conn.Succeeds(mg, sealed(mg), postgres.Mark{UID: got.Owner, Seal: got.Seal})
 	}
 	return o, nil
 }
@@ -379,13 +402,13 @@ func (kind) Plan(mg *v1alpha1.PostgreSQLRole) **v1alpha1.Plan { return &mg.Statu
 // reconcile).
 func (k kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) ([]string, error) {
 	if alternating(mg) {
-		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), "", string(mg.GetUID())), nil
+		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), "", k.e.mark(mg)), nil
 	}
 	verifier := ""
 	if setsPassword(mg) {
 		verifier = pending.Redacted
 	}
-	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), verifier, string(mg.GetUID())), nil
+	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), verifier, k.e.mark(mg)), nil
 }
 
 // UpdateStatements are what taking over a role observed read-only would
@@ -402,12 +425,12 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 	// The plan is what the spec would change: the marker is the admin's
 	// to write, by the hand-over docs/credentials.md describes.
 	g := scoped(mg, *got)
-	g.Owner = string(mg.GetUID())
+	g.Owner, g.Seal = string(mg.GetUID()), k.e.mark(mg).Seal
 	if alternating(mg) {
 		// An import: its logins are not read.
-		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), g, string(mg.GetUID())), nil
+		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), g, k.e.mark(mg)), nil
 	}
-	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, k.e.mark(mg))
 	if setsPassword(mg) {
 		stmts = append(stmts, postgres.SetPasswordStatement(mg.RoleName(), pending.Redacted))
 	}
@@ -444,7 +467,7 @@ func (kind) DriftFields(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole)
 // provider does not know its password and must not hand out a half
 // credential. A role of the provider's own, previewed read-only, keeps
 // what it delivered.
-func (kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
+func (k kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
 	d := fmt.Sprintf("role %q", mg.RoleName())
 	switch {
 	case ours && publishes(mg):
@@ -453,7 +476,7 @@ func (kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
 		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
 			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
 			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",
-			postgres.QuoteIdentifier(mg.RoleName()), postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))))
+			postgres.QuoteIdentifier(mg.RoleName()), postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))))
 	}
 	return d
 }
@@ -466,7 +489,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 		return e.observeAlternating(ctx, mg, got)
 	}
 	name := mg.RoleName()
-	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), e.mark(mg))
 	if len(stmts) > 0 {
 		// Checked before any change, against the catalog as it is now.
 		if err := e.checkBoundary(ctx, mg); err != nil {
@@ -527,7 +550,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if alternating(mg) {
 		// The role holds privileges and ownership and does not log in;
 		// the next reconcile makes its first login.
-		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, e.conn.Instance, nil, time.Now()), "", string(mg.GetUID()))
+		stmts := postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, e.conn.Instance, nil, time.Now()), "", e.mark(mg))
 		if err := e.guarded(ctx, mg, stmts); err != nil {
 			return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 		}
@@ -545,7 +568,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 			return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
 		}
 	}
-	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg, e.conn.Instance), verifier, string(mg.GetUID()))
+	stmts := postgres.CreateRoleStatements(mg.RoleName(), desired(mg, e.conn.Instance), verifier, e.mark(mg))
 	if err := e.guarded(ctx, mg, stmts); err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
 	}
@@ -565,7 +588,7 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New(errRoleGone)), errObserve)
 	}
-	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), string(mg.GetUID()))
+	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), e.mark(mg))
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)

@@ -238,9 +238,7 @@ func TestRoleLifecycle(t *testing.T) {
 		if !login || limit != 5 || strings.Join(config, ",") != "statement_timeout=5s" || !member {
 			t.Errorf("role in catalog: login %t, limit %d, config %v, member of readers %t", login, limit, config, member)
 		}
-		if want := "orders service\n[provider-postgresql uid=" + string(got.UID) + "]"; comment != want {
-			t.Errorf("comment = %q, want %q", comment, want)
-		}
+		providertest.CheckMarked(t, comment, "orders service", got.UID)
 		if got.Status.AtProvider.InstanceUID != string(main.UID) || got.Status.AtProvider.SystemIdentifier == "" {
 			t.Errorf("binding not recorded: %+v", got.Status.AtProvider)
 		}

@@ -322,12 +322,12 @@ func (w work) statements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLIns
 // loginStatements give login n of mg its attributes and the password
 // verifier; got is n as observed, nil when it does not exist.
 func loginStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, n, verifier string, got *postgres.ObservedRole) []string {
-	return postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), true), verifier, got, string(mg.GetUID()))
+	return postgres.LoginStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), true), verifier, got, ownMark(mg))
 }
 
 // retireStatements take new logins from login n of mg.
 func retireStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, n string, l *logins) []string {
-	return postgres.UpdateRoleStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), false), *l.roles[n].Role, string(mg.GetUID()))
+	return postgres.UpdateRoleStatements(n, postgres.LoginAttributes(mg.RoleName(), desired(mg, in), false), *l.roles[n].Role, ownMark(mg))
 }
 
 // baseDesired are the role's own attributes in Alternating mode: it logs
@@ -374,7 +374,7 @@ func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 // hand is repaired.
 func plan(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
-	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), string(mg.GetUID()))
+	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), ownMark(mg))
 	c := credential(mg)
 	active := l.active()
 	// Past validUntil the server refuses every login, the right password
@@ -417,7 +417,7 @@ func repairNeeded(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, 
 		return true, nil
 	}
 	want := postgres.LoginAttributes(l.base, desired(mg, in), true)
-	if len(postgres.UpdateRoleStatements(active, want, *o.Role, string(mg.GetUID()))) > 0 {
+	if len(postgres.UpdateRoleStatements(active, want, *o.Role, ownMark(mg))) > 0 {
 		return true, nil
 	}
 	if expired {

@@ -87,7 +87,7 @@ func whose(_ context.Context, uid string) (conflict.Owner, error) {
 }
 
 func TestObserveDecisions(t *testing.T) {
-	marked := postgres.WithMarker("sales data", uid)
+	marked := postgres.WithMarker("sales data", postgres.Mark{UID: uid})
 	cases := map[string]struct {
 		mg      *v1alpha1.PostgreSQLSchema
 		answers []fakedb.Answer
@@ -121,7 +121,7 @@ func TestObserveDecisions(t *testing.T) {
 		},
 		"ChangedCommentIsUpdated": {
 			mg:         newSchema(),
-			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("edited by hand", uid))},
+			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("edited by hand", postgres.Mark{UID: uid}))},
 			want:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 			wantReason: string(xpv2.ReasonAvailable),
 			wantBound:  true,
@@ -142,7 +142,7 @@ func TestObserveDecisions(t *testing.T) {
 		},
 		"AnotherResourcesMarkIsAConflict": {
 			mg:         newSchema(),
-			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("", "another-uid"))},
+			answers:    []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("", postgres.Mark{UID: "another-uid"}))},
 			wantErr:    "exists and is managed from another namespace",
 			wantReason: v1alpha1.ReasonConflict,
 			wantBound:  true,
@@ -194,7 +194,7 @@ func TestObserveDecisions(t *testing.T) {
 }
 
 func TestCreateUpdateDeleteStatements(t *testing.T) {
-	marked := postgres.WithMarker("sales data", uid)
+	marked := postgres.WithMarker("sales data", postgres.Mark{UID: uid})
 	cases := map[string]struct {
 		mg      *v1alpha1.PostgreSQLSchema
 		answers []fakedb.Answer
@@ -227,7 +227,7 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		},
 		"UpdateSendsOnlyWhatDiffers": {
 			mg:      newSchema(),
-			answers: []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("edited by hand", uid)), fakedb.ActsAsAnyRole(170000)},
+			answers: []fakedb.Answer{schemaRow(true, "alice", postgres.WithMarker("edited by hand", postgres.Mark{UID: uid})), fakedb.ActsAsAnyRole(170000)},
 			op: observeThen(func(ctx context.Context, e *external, mg *v1alpha1.PostgreSQLSchema) error {
 				_, err := e.Update(ctx, mg)
 				return err

@@ -35,7 +35,7 @@ func TestSchemaDrift(t *testing.T) {
 	time.Sleep(3 * time.Second) // One more poll: the baseline.
 	// The ownership marker stays: without it the schema would be no
 	// longer this resource's (a Conflict), not changed.
-	env.AdminSQL(ctx, t, "postgres", "COMMENT ON SCHEMA drifted IS "+postgres.QuoteLiteral(postgres.WithMarker("by hand", string(s.UID)))+"; GRANT USAGE ON SCHEMA drifted TO PUBLIC")
+	env.AdminSQL(ctx, t, "postgres", "COMMENT ON SCHEMA drifted IS "+postgres.QuoteLiteral(postgres.WithMarker("by hand", postgres.Mark{UID: string(s.UID)}))+"; GRANT USAGE ON SCHEMA drifted TO PUBLIC")
 
 	msg := env.WaitEvent(ctx, t, ns, "drifted", string(drift.ReasonDetected), 30*time.Second)
 	for _, want := range []string{"comment: kept → by hand", `publicPrivileges: "" → USAGE`, "changed on the server"} {

@@ -111,6 +111,12 @@ func (e *external) checkBoundary(ctx context.Context, mg *v1alpha1.PostgreSQLSch
 	return c.Check(ctx, mg, database, roles...)
 }
 
+// mark is the ownership marker mg writes on its schema, in the database
+// Observe found it in.
+func (e *external) mark(mg *v1alpha1.PostgreSQLSchema) postgres.Mark {
+	return e.conn.Mark(mg, oninstance.Sealed{Kind: v1alpha1.PostgreSQLSchemaKind, Database: mg.Status.AtProvider.Database, Object: mg.SchemaName()})
+}
+
 func (e *external) resolver(mg *v1alpha1.PostgreSQLSchema) reference.Resolver {
 	return reference.Resolver{Kube: e.kube, Namespace: mg.GetNamespace(), Instance: mg.Spec.InstanceRef.Name}
 }
@@ -164,7 +170,7 @@ func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchem
 	if err != nil {
 		return nil, err
 	}
-	return postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID())), nil
+	return postgres.CreateSchemaStatements(mg.SchemaName(), want, k.e.mark(mg)), nil
 }
 
 func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSchema) ([]string, error) {
@@ -176,9 +182,9 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLSchem
 	if management.ObserveOnly(mg) {
 		// An import's plan is what its spec would change: the marker is
 		// the admin's to write, by the hand-over its Conflict names.
-		g.MarkerOwner = string(mg.GetUID())
+		g.MarkerOwner, g.MarkerSeal = string(mg.GetUID()), k.e.mark(mg).Seal
 	}
-	return postgres.UpdateSchemaStatements(mg.SchemaName(), want, g, string(mg.GetUID())), nil
+	return postgres.UpdateSchemaStatements(mg.SchemaName(), want, g, k.e.mark(mg)), nil
 }
 
 func (k kind) Drift(mg *v1alpha1.PostgreSQLSchema) (*v1alpha1.DriftStatus, drift.Recorder) {
@@ -231,6 +237,7 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serve
 	o := serverobject.Observed[postgres.ObservedSchema]{Object: got, System: system}
 	if got != nil {
 		o.Marker = got.MarkerOwner
+		o.Successor = k.e.conn.Succeeds(mg, oninstance.Sealed{Kind: v1alpha1.PostgreSQLSchemaKind, Database: db, Object: mg.SchemaName()}, postgres.Mark{UID: got.MarkerOwner, Seal: got.MarkerSeal})
 	}
 	return o, nil
 }
@@ -255,7 +262,7 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, _ *pos
 	return conflict.Object{
 		Noun: "schema", Name: name, In: fmt.Sprintf("in database %q on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLSchemaKind,
 		MarkedBy: whose, Check: "psql -d " + db + " -c '\\dn+ " + name + "'",
-		Adopt: "COMMENT ON SCHEMA " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", string(mg.GetUID()))),
+		Adopt: "COMMENT ON SCHEMA " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))),
 	}, err
 }
 
@@ -282,7 +289,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	// A non-superuser admin must be able to SET ROLE to the owner to give
 	// it the schema, and hold its privileges to comment on it then.
 	err = postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {
-		return postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, string(mg.GetUID())))
+		return postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, e.mark(mg)))
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
@@ -301,7 +308,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	stmts := postgres.UpdateSchemaStatements(name, want, *got, string(mg.GetUID()))
+	stmts := postgres.UpdateSchemaStatements(name, want, *got, e.mark(mg))
 	if len(stmts) == 0 {
 		pending.Sent(mg, &mg.Status.AtProvider.Plan)
 		return managed.ExternalUpdate{}, nil

@@ -97,9 +97,7 @@ func TestSchemaLifecycle(t *testing.T) {
 		if !found || o != "inventory_owner" || len(public) != 0 {
 			t.Errorf("schema: found %t, owner %q, PUBLIC holds %v", found, o, public)
 		}
-		if want := "stock levels\n[provider-postgresql uid=" + string(s.UID) + "]"; comment != want {
-			t.Errorf("comment = %q, want %q", comment, want)
-		}
+		providertest.CheckMarked(t, comment, "stock levels", s.UID)
 		if s.Status.AtProvider.Database != "inventory" || s.Status.AtProvider.InstanceUID != string(main.UID) {
 			t.Errorf("status.atProvider = %+v", s.Status.AtProvider)
 		}

@@ -40,6 +40,11 @@ type Observed[O any] struct {
 	Marker string
 	// System is the system identifier of the server that answered.
 	System string
+	// Successor: the marker names another UID with the seal a resource of
+	// mg's kind, namespace and name wrote (oninstance.Connection.Succeeds).
+	// When no resource of that UID exists any more, mg is it, brought
+	// back from a backup or applied again, and takes its place.
+	Successor bool
 }
 
 // A Kind is what the shared observation needs of one kind of object. T is
@@ -73,6 +78,13 @@ type Kind[T resource.Managed, O any] interface {
 // read-only for a while) rather than being an import.
 type Describer[T resource.Managed] interface {
 	Describe(mg T, ours bool) string
+}
+
+// A Restorer is a Kind that records the resource a restored one succeeded
+// (Observed.Successor).
+type Restorer[T resource.Managed] interface {
+	// Restored records in mg that it succeeded the resource of UID from.
+	Restored(mg T, from string)
 }
 
 // A Drifter is a Kind whose changes made on the server, not through the
@@ -243,6 +255,14 @@ func refused[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T,
 		f, err := foreign(ctx, k, mg, o)
 		if err != nil {
 			return true, err
+		}
+		if o.Successor && f.MarkedBy.Kind == "" {
+			// Restored: the object is mg's, and the update that follows
+			// writes mg's own marker on it.
+			if r, ok := k.(Restorer[T]); ok {
+				r.Restored(mg, o.Marker)
+			}
+			return false, nil
 		}
 		return true, conflicted(mg, f)
 	}

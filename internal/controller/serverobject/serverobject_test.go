@@ -81,6 +81,11 @@ func TestObserve(t *testing.T) {
 		return Observed[object]{Object: &object{owner: "x"}, Marker: marker, System: server}
 	}
 	absent := Observed[object]{System: server}
+	successor := func(marker string) Observed[object] {
+		o := exists(marker)
+		o.Successor = true
+		return o
+	}
 
 	type want struct {
 		Got        bool
@@ -166,6 +171,16 @@ func TestObserve(t *testing.T) {
 		"SomeoneElses": {
 			reason: "An object without this resource's marker is a Conflict, and nothing is recorded.",
 			f:      fake{observed: exists("other-uid")},
+			want:   want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"Restored": {
+			reason: "An object whose marker names a UID no resource has any more, sealed for this resource's identity, is this resource's: it was brought back from a backup, and the update that follows re-marks it.",
+			f:      fake{observed: successor("old-uid")},
+			want:   want{Got: true, Recorded: true, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"RestoredButTheOldOneLives": {
+			reason: "A sealed marker whose resource still exists is that resource's, not a copy's: Conflict.",
+			f:      fake{observed: successor("old-uid"), markedBy: conflict.Owner{Kind: "PostgreSQLRole", Namespace: "default", Name: "original"}},
 			want:   want{Done: true, ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
 		},
 		"MarkerRemoved": {
