@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -646,6 +648,140 @@ func TestTenantEndToEnd(t *testing.T) {
 			}
 			_ = c.Close(ctx)
 		}
+	})
+	t.Run("ANamespaceRestoredFromABackup", func(t *testing.T) {
+		// A tenant's namespace is lost with the provider down (nothing on
+		// the server changes), then restored from a backup taken as
+		// docs/operations.md says: no status, new UIDs. A stranger's
+		// claim naming the tenant's database comes first. The tenant's
+		// claim is Ready again on the same database, owner and login
+		// (same OIDs), reads its rows with the credentials it is given,
+		// and the stranger gets nothing.
+		const ns = "ledgers"
+		if err := env.Namespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		claim := tenantClaim(ns, "ledger", `{"instanceRef": {"name": "main"}}`)
+		env.Create(ctx, t, claim)
+		waitClaimReady(ctx, t, core, claim)
+		s, err := env.ConnectionSecret(ctx, ns, "main-ledger-postgresql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := providertest.ConnectWithSecret(ctx, s, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "CREATE TABLE entries (v text); INSERT INTO entries VALUES ('kept')"); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close(ctx)
+		admin := env.Connect(ctx, t, "postgres")
+		oids := func() map[string]uint32 {
+			t.Helper()
+			got := map[string]uint32{}
+			rows, err := admin.Query(ctx, `SELECT 'database ' || datname, oid FROM pg_database WHERE datname = 'ledger'
+				UNION ALL SELECT 'role ' || rolname, oid FROM pg_roles WHERE rolname IN ('ledger', 'ledger_owner')`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var n string
+				var oid uint32
+				if err := rows.Scan(&n, &oid); err != nil {
+					t.Fatal(err)
+				}
+				got[n] = oid
+			}
+			return got
+		}
+		before := oids()
+		if len(before) != 3 {
+			t.Fatalf("the tenant's database, owner and login: %v", before)
+		}
+		kinds := []schema.GroupVersionKind{
+			tenantClaim(ns, "x", "{}").GroupVersionKind(),
+			v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind,
+			v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLBindingGroupVersionKind,
+		}
+		saved := env.Backup(ctx, t, ns, kinds...)
+
+		// Lost, with the provider down: every object goes, finalizers and
+		// all, and the server keeps what it had.
+		if err := env.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		err = providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+			for _, k := range kinds {
+				l := &unstructured.UnstructuredList{}
+				l.SetGroupVersionKind(k.GroupVersion().WithKind(k.Kind + "List"))
+				if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+					return false, err
+				}
+				for i := range l.Items {
+					if o := &l.Items[i]; len(o.GetFinalizers()) > 0 {
+						o.SetFinalizers(nil)
+						if err := env.Kube.Update(ctx, o); client.IgnoreNotFound(err) != nil && !kerrors.IsConflict(err) {
+							return false, err
+						}
+					}
+				}
+			}
+			err := env.Kube.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+			return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			t.Fatalf("the namespace was not deleted: %v", err)
+		}
+		if diff := cmp.Diff(before, oids()); diff != "" {
+			t.Fatalf("losing the namespace changed the server (-before +after):\n%s", diff)
+		}
+
+		// Restored: the namespace, a stranger's claim first, then the
+		// backup, and the provider back.
+		if err := env.Namespace(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		stranger := tenantClaim(ns, "stranger", `{"databaseRef": {"name": "ledger"}}`)
+		env.Create(ctx, t, stranger)
+		env.Create(ctx, t, saved...)
+		if err := env.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		restored := tenantClaim(ns, "ledger", "{}")
+		waitClaimReady(ctx, t, core, restored)
+		if restored.GetUID() == claim.GetUID() {
+			t.Fatal("the claim was not re-created")
+		}
+		if diff := cmp.Diff(before, oids()); diff != "" {
+			t.Errorf("the restore dropped or made again objects on the server (-before +after):\n%s", diff)
+		}
+		s, err = env.ConnectionSecret(ctx, ns, "main-ledger-postgresql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err = providertest.ConnectWithSecret(ctx, s, "")
+		if err != nil {
+			t.Fatalf("the restored tenant cannot log in with the credentials it is given: %v", err)
+		}
+		defer c.Close(ctx) //nolint:errcheck // Test.
+		var v string
+		if err := c.QueryRow(ctx, "SELECT v FROM entries").Scan(&v); err != nil || v != "kept" {
+			t.Errorf("the restored tenant reads %q: %v", v, err)
+		}
+		db := &v1alpha1.PostgreSQLDatabase{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger"}, db); err != nil {
+			t.Fatal(err)
+		}
+		if db.Status.AtProvider.RestoredFrom == "" {
+			t.Error("the restored database does not say which resource it succeeded")
+		}
+		waitBound(ctx, t, core, stranger, "False", "BoundToAnotherTenant")
+		assertNoAccess(ctx, t, ns, "stranger")
 	})
 	t.Run("ANoisyNeighbourDoesNotDelayAClaim", func(t *testing.T) {
 		// Another namespace applies 2,000 roles at once; a claim asked

@@ -680,53 +680,11 @@ func TestHeldDeletionPlan(t *testing.T) {
 	}
 }
 
-// backup is what a namespace backup holds, as docs/operations.md takes
-// it: every object of the kinds listed (Bindings, Databases, Roles) but
-// those Crossplane composes (it composes them again from the restored
-// claims), as a backup tool restores it: spec, labels and annotations,
-// without status and without what the API server assigns (UID,
-// resourceVersion, timestamps, owner references, which name UIDs), nor
-// finalizers.
+// backup is what docs/operations.md backs up of namespace ns, of the
+// kinds these tests make.
 func backup(ctx context.Context, t *testing.T, ns string) []client.Object {
 	t.Helper()
-	var kept []client.Object
-	keep := func(o client.Object) {
-		if _, composed := o.GetLabels()["crossplane.io/composite"]; composed {
-			return
-		}
-		o.SetOwnerReferences(nil)
-		o.SetUID("")
-		o.SetResourceVersion("")
-		o.SetCreationTimestamp(metav1.Time{})
-		o.SetManagedFields(nil)
-		o.SetFinalizers(nil)
-		o.SetGeneration(0)
-		kept = append(kept, o)
-	}
-	var dbs v1alpha1.PostgreSQLDatabaseList
-	var roles v1alpha1.PostgreSQLRoleList
-	var bindings v1alpha1.PostgreSQLBindingList
-	for _, l := range []client.ObjectList{&dbs, &roles, &bindings} {
-		if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range dbs.Items {
-		o := dbs.Items[i].DeepCopy()
-		o.Status = v1alpha1.PostgreSQLDatabaseStatus{}
-		keep(o)
-	}
-	for i := range roles.Items {
-		o := roles.Items[i].DeepCopy()
-		o.Status = v1alpha1.PostgreSQLRoleStatus{}
-		keep(o)
-	}
-	for i := range bindings.Items {
-		o := bindings.Items[i].DeepCopy()
-		o.Status = v1alpha1.PostgreSQLBindingStatus{}
-		keep(o)
-	}
-	return kept
+	return env.Backup(ctx, t, ns, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLBindingGroupVersionKind)
 }
 
 // serverObjects are the OIDs of the namespace's databases and roles on the
@@ -833,7 +791,7 @@ func TestRestore(t *testing.T) {
 	// resource's again, and waits for the binding it was bound to.
 	var bindings []client.Object
 	for _, o := range saved {
-		if _, ok := o.(*v1alpha1.PostgreSQLBinding); ok {
+		if o.GetObjectKind().GroupVersionKind().Kind == v1alpha1.PostgreSQLBindingKind {
 			bindings = append(bindings, o)
 			continue
 		}
