@@ -114,6 +114,7 @@ test: tools ## Every test once, against a real API server and PostgreSQL (PG_VER
 	hack/ensure-postgresql.sh
 	hack/ensure-jdbc.sh >/dev/null
 	hack/ensure-promtool.sh >/dev/null
+	hack/ensure-jq.sh
 	go run ./hack/tiers check
 	@mkdir -p $(OUTPUT_DIR)
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \

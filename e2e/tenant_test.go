@@ -34,6 +34,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/runbook"
 	"github.com/ayatori/provider-postgresql/internal/tenant"
 )
 
@@ -62,6 +63,42 @@ func applyConfiguration(ctx context.Context, t *testing.T, core *crossplane.Core
 	}
 	if err := core.WaitOffered(ctx, env.Kube, configuration.XRDName); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// operations returns a runner of docs/operations.md's steps for namespace
+// ns: the steps named run together, in one shell, with kubectl on PATH and
+// the test cluster's kubeconfig, writing the backup to a directory of t.
+func operations(t *testing.T, ns string) func(ctx context.Context, steps ...string) {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := runbook.Read(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The control plane's binaries, kubectl among them; jq from the system.
+	kubectl := os.Getenv("KUBEBUILDER_ASSETS")
+	dir := t.TempDir()
+	sh := []string{"PATH=" + kubectl + ":/usr/bin:/bin", "HOME=" + dir, "KUBECONFIG=" + env.ControlPlane.Kubeconfig,
+		"NAMESPACE=" + ns, "PROVIDER_NAMESPACE=" + providertest.Namespace, "BACKUP=" + filepath.Join(dir, "backup")}
+	return func(ctx context.Context, steps ...string) {
+		t.Helper()
+		var script strings.Builder
+		for _, name := range steps {
+			s, err := runbook.Find(guide, name)
+			if err != nil {
+				t.Fatalf("docs/operations.md: %v", err)
+			}
+			script.WriteString(s.Script)
+		}
+		out, err := runbook.Run(ctx, dir, sh, script.String())
+		if err != nil {
+			t.Fatalf("docs/operations.md, steps %v: %v\n%s", steps, err, out)
+		}
+		t.Logf("docs/operations.md, steps %v:\n%s", steps, out)
 	}
 }
 
@@ -705,7 +742,9 @@ func TestTenantEndToEnd(t *testing.T) {
 			v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLSchemaGroupVersionKind,
 			v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLBindingGroupVersionKind,
 		}
-		saved := env.Backup(ctx, t, ns, kinds...)
+		// docs/operations.md, as written.
+		runbook := operations(t, ns)
+		runbook(ctx, "where", "strip", "backup-platform", "backup-namespace")
 
 		// Lost, with the provider down: every object goes, finalizers and
 		// all, and the server keeps what it had.
@@ -748,7 +787,7 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 		stranger := tenantClaim(ns, "stranger", `{"databaseRef": {"name": "ledger"}}`)
 		env.Create(ctx, t, stranger)
-		env.Create(ctx, t, saved...)
+		runbook(ctx, "where", "strip", "restore-platform", "restore-namespace")
 		if err := env.Restart(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/registry"
+	"github.com/ayatori/provider-postgresql/internal/fixture/runbook"
 	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
@@ -50,13 +51,13 @@ func TestInstallGuide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, err := guide(filepath.Join(root, "docs", "install.md"))
+	steps, err := runbook.Read(filepath.Join(root, "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, s := range steps {
-		names = append(names, s.name)
+		names = append(names, s.Name)
 	}
 	// The checks below follow these steps; a new step needs its checks.
 	if diff := cmp.Diff([]string{"runtime-config", "cluster-manifests", "install-provider", "activate", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
@@ -170,9 +171,9 @@ true`)
 	run := func(name string) {
 		t.Helper()
 		for _, s := range steps {
-			if s.name == name {
+			if s.Name == name {
 				start := time.Now()
-				b, err := sh(ctx, s.script)
+				b, err := sh(ctx, s.Script)
 				if err != nil {
 					t.Fatalf("step %s of docs/install.md failed: %v\n%s%s", name, err, b, diagnose())
 				}
@@ -432,13 +433,9 @@ func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Serv
 		"PG_ADMIN_PASSWORD=" + pg.AdminPassword,
 	}
 	return func(ctx context.Context, script string) ([]byte, error) {
-		cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+script)
-		cmd.Dir, cmd.Env = root, env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
+		out, err := runbook.Run(ctx, root, env, script)
 		// The admin password is an input of one step; it never shows.
-		return bytes.ReplaceAll(out.Bytes(), []byte(pg.AdminPassword), []byte("<redacted>")), err
+		return bytes.ReplaceAll(out, []byte(pg.AdminPassword), []byte("<redacted>")), err
 	}
 }
 

@@ -6,13 +6,10 @@
 package install
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,61 +57,4 @@ func packages(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return buildDir
-}
-
-// A step is a shell block of docs/install.md marked `<!-- run: name -->`.
-type step struct {
-	name, script string
-}
-
-var (
-	runMarker    = regexp.MustCompile(`^<!-- run: ([a-z0-9-]+) -->$`)
-	notRunMarker = regexp.MustCompile(`^<!-- not run: .+ -->$`)
-)
-
-// guide reads the steps of docs/install.md in order. Every sh block must be
-// marked, either to run or with the reason it does not, so that no command
-// of the guide escapes the test unnoticed.
-func guide(path string) ([]step, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() //nolint:errcheck // Read only.
-	var (
-		steps  []step
-		marker string
-		marked bool
-		in     bool
-		block  strings.Builder
-		line   int
-	)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line++
-		l := sc.Text()
-		switch {
-		case in && l == "```":
-			in = false
-			if marker != "" {
-				steps = append(steps, step{name: marker, script: block.String()})
-			}
-			marker, marked = "", false
-		case in:
-			block.WriteString(l + "\n")
-		case l == "```sh":
-			if !marked {
-				return nil, fmt.Errorf("docs/install.md:%d: a sh block without a <!-- run: name --> or <!-- not run: reason --> marker", line)
-			}
-			in = true
-			block.Reset()
-		case runMarker.MatchString(l):
-			marker, marked = runMarker.FindStringSubmatch(l)[1], true
-		case notRunMarker.MatchString(l):
-			marker, marked = "", true
-		case strings.TrimSpace(l) != "":
-			marker, marked = "", false
-		}
-	}
-	return steps, sc.Err()
 }
