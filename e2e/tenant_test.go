@@ -694,14 +694,14 @@ func TestTenantEndToEnd(t *testing.T) {
 		// claim is Ready again on the same database, owner and login
 		// (same OIDs), reads its rows with the credentials it is given,
 		// and the stranger gets nothing.
-		const ns = "ledgers"
+		const ns = "archives"
 		if err := env.Namespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
-		claim := tenantClaim(ns, "ledger", `{"instanceRef": {"name": "main"}}`)
+		claim := tenantClaim(ns, "archive", `{"instanceRef": {"name": "main"}}`)
 		env.Create(ctx, t, claim)
 		waitClaimReady(ctx, t, core, claim)
-		s, err := env.ConnectionSecret(ctx, ns, "main-ledger-postgresql")
+		s, err := env.ConnectionSecret(ctx, ns, "main-archive-postgresql")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -717,8 +717,8 @@ func TestTenantEndToEnd(t *testing.T) {
 		oids := func() map[string]uint32 {
 			t.Helper()
 			got := map[string]uint32{}
-			rows, err := admin.Query(ctx, `SELECT 'database ' || datname, oid FROM pg_database WHERE datname = 'ledger'
-				UNION ALL SELECT 'role ' || rolname, oid FROM pg_roles WHERE rolname IN ('ledger', 'ledger_owner')`)
+			rows, err := admin.Query(ctx, `SELECT 'database ' || datname, oid FROM pg_database WHERE datname = 'archive'
+				UNION ALL SELECT 'role ' || rolname, oid FROM pg_roles WHERE rolname IN ('archive', 'archive_owner')`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -785,13 +785,13 @@ func TestTenantEndToEnd(t *testing.T) {
 		if err := env.Namespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
-		stranger := tenantClaim(ns, "stranger", `{"databaseRef": {"name": "ledger"}}`)
+		stranger := tenantClaim(ns, "stranger", `{"databaseRef": {"name": "archive"}}`)
 		env.Create(ctx, t, stranger)
 		runbook(ctx, "where", "strip", "restore-platform", "restore-namespace")
 		if err := env.Restart(ctx); err != nil {
 			t.Fatal(err)
 		}
-		restored := tenantClaim(ns, "ledger", "{}")
+		restored := tenantClaim(ns, "archive", "{}")
 		waitClaimReady(ctx, t, core, restored)
 		if restored.GetUID() == claim.GetUID() {
 			t.Fatal("the claim was not re-created")
@@ -799,7 +799,7 @@ func TestTenantEndToEnd(t *testing.T) {
 		if diff := cmp.Diff(before, oids()); diff != "" {
 			t.Errorf("the restore dropped or made again objects on the server (-before +after):\n%s", diff)
 		}
-		s, err = env.ConnectionSecret(ctx, ns, "main-ledger-postgresql")
+		s, err = env.ConnectionSecret(ctx, ns, "main-archive-postgresql")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -813,7 +813,7 @@ func TestTenantEndToEnd(t *testing.T) {
 			t.Errorf("the restored tenant reads %q: %v", v, err)
 		}
 		db := &v1alpha1.PostgreSQLDatabase{}
-		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger"}, db); err != nil {
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive"}, db); err != nil {
 			t.Fatal(err)
 		}
 		if db.Status.AtProvider.RestoredFrom == "" {

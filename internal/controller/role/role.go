@@ -335,12 +335,9 @@ func heirsOf(kube client.Reader) handler.MapFunc {
 type kind struct{ e *external }
 
 // mark is the ownership marker mg writes on its role. An Alternating
-// role's and its logins' carry no seal: restored from a backup, each is
-// handed over by an admin (docs/operations.md).
+// role's logins carry an unsealed one (ownMark): they are known as a
+// restored role's by the marker of the role itself (logins.was).
 func (e *external) mark(mg *v1alpha1.PostgreSQLRole) postgres.Mark {
-	if alternating(mg) {
-		return ownMark(mg)
-	}
 	return e.conn.Mark(mg, sealed(mg))
 }
 
@@ -351,7 +348,8 @@ func sealed(mg *v1alpha1.PostgreSQLRole) oninstance.Sealed {
 	return oninstance.Sealed{Kind: v1alpha1.PostgreSQLRoleKind, Object: mg.RoleName(), Origin: mg.GetAnnotations()[v1alpha1.AnnotationProvisionedFor]}
 }
 
-// ownMark is a marker naming mg, without a seal.
+// ownMark is a marker naming mg, without a seal: an Alternating role's
+// logins'.
 func ownMark(mg *v1alpha1.PostgreSQLRole) postgres.Mark {
 	return postgres.Mark{UID: string(mg.GetUID())}
 }
@@ -367,7 +365,7 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (servero
 	o := serverobject.Observed[postgres.ObservedRole]{Object: got, System: system}
 	if got != nil {
 		o.Marker = got.Owner
-		o.Successor = !alternating(mg) && k.e.conn.Succeeds(mg, sealed(mg), postgres.Mark{UID: got.Owner, Seal: got.Seal})
+		o.Successor = k.e.conn.Succeeds(mg, sealed(mg), postgres.Mark{UID: got.Owner, Seal: got.Seal})
 	}
 	return o, nil
 }

@@ -180,6 +180,25 @@ type logins struct {
 	roles map[string]postgres.ObservedLogin
 	// user and password are the connection Secret's.
 	user, password string
+	// mark is the role's own marker (sealed); zero: ownMark.
+	mark postgres.Mark
+	// was is the UID of the resource this one succeeded, restored from a
+	// backup (the role's marker names it, sealed for this resource): the
+	// logins it marked are this resource's, and are marked again.
+	was string
+}
+
+// baseMark is the marker the role itself carries.
+func (l *logins) baseMark(mg *v1alpha1.PostgreSQLRole) postgres.Mark {
+	if l == nil || l.mark.UID == "" {
+		return ownMark(mg)
+	}
+	return l.mark
+}
+
+// ours reports whether a login marked owner is mg's.
+func (l *logins) ours(mg *v1alpha1.PostgreSQLRole, owner string) bool {
+	return owner == string(mg.GetUID()) || l.was != "" && owner == l.was
 }
 
 // readLogins observes mg's logins (one round trip) and reads its Secret.
@@ -187,7 +206,7 @@ type logins struct {
 // over would hand its holders the role's privileges.
 func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (*logins, error) {
 	base := mg.RoleName()
-	l := &logins{base: base, names: loginNames(base), roles: map[string]postgres.ObservedLogin{}}
+	l := &logins{base: base, names: loginNames(base), roles: map[string]postgres.ObservedLogin{}, mark: e.mark(mg)}
 	got, err := postgres.ObserveLogins(ctx, e.conn.Pool, []string{l.names[0], l.names[1], base}, e.readsVerifier(mg))
 	if err != nil {
 		return nil, err
@@ -195,8 +214,11 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 	for _, o := range got {
 		l.roles[o.Name] = o
 	}
+	if r := l.roles[base].Role; r != nil && e.conn.Succeeds(mg, sealed(mg), postgres.Mark{UID: r.Owner, Seal: r.Seal}) {
+		l.was = r.Owner
+	}
 	for _, n := range l.names {
-		if r := l.roles[n].Role; r != nil && r.Owner != string(mg.GetUID()) {
+		if r := l.roles[n].Role; r != nil && !l.ours(mg, r.Owner) {
 			msg := conflict.Message{
 				Target:    fmt.Sprintf("role %q on PostgreSQLInstance %q", n, e.conn.Instance.GetName()),
 				Found:     fmt.Sprintf("exists but was not created by this PostgreSQLRole as one of its login roles (its comment carries no ownership marker for UID %s)", mg.GetUID()),
@@ -374,7 +396,7 @@ func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 // hand is repaired.
 func plan(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
-	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), ownMark(mg))
+	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), l.baseMark(mg))
 	c := credential(mg)
 	active := l.active()
 	// Past validUntil the server refuses every login, the right password
