@@ -2,7 +2,7 @@
 // provider package (a provider package can carry neither an admission
 // policy nor extra RBAC). They are embedded so that the provider can
 // install its admission policies itself (--install-lock-policy,
-// --install-tenant-policy) and tests apply
+// --install-tenant-policy, --install-in-use-policy) and tests apply
 // exactly what ships.
 package cluster
 
@@ -25,6 +25,13 @@ const (
 const (
 	TenantPolicyName = "provider-postgresql-tenant"
 	TenantPolicyFile = "tenant-policy.yaml"
+)
+
+// Names of the in-use admission policy's objects: it refuses deleting a
+// Bound database or an Instance resources refer to.
+const (
+	InUsePolicyName = "provider-postgresql-in-use"
+	InUsePolicyFile = "in-use-policy.yaml"
 )
 
 // OpenBao policy templates: <mount>, <prefix> and <namespace> are replaced

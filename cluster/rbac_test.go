@@ -63,7 +63,7 @@ func TestInstallRoleIsLimitedToItsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := []string{cluster.LockPolicyName, cluster.TenantPolicyName}
+	own := []string{cluster.LockPolicyName, cluster.TenantPolicyName, cluster.InUsePolicyName}
 	creates := false
 	for _, u := range objs {
 		if u.GetKind() != "ClusterRole" {

@@ -93,6 +93,8 @@ func main() {
 					Default("true").Bool()
 		installTenantPolicy = app.Flag("install-tenant-policy", "On by default. Install the ValidatingAdmissionPolicy that checks PostgreSQLTenant claims naming a registered database (cluster/tenant-policy.yaml), and its binding, at start-up, or bring installed ones in line with this provider's version; needs cluster/rbac-install-lock-policy.yaml. --no-install-tenant-policy leaves it to you.").
 					Default("true").Bool()
+		installInUsePolicy = app.Flag("install-in-use-policy", "On by default. Install the ValidatingAdmissionPolicy that refuses deleting a Bound PostgreSQLDatabase or a PostgreSQLInstance resources refer to (cluster/in-use-policy.yaml), and its binding, at start-up, or bring installed ones in line with this provider's version; needs cluster/rbac-install-lock-policy.yaml. Without it the finalizers still hold such deletions, after accepting them. --no-install-in-use-policy leaves it to you.").
+					Default("true").Bool()
 		enableChangeLogs = app.Flag("enable-changelogs", "Send an entry for every create, update and delete made on a PostgreSQL server to Crossplane's change log sidecar (see docs/install.md, \"Change logs\").").
 					Default("false").Bool()
 		changeLogsSocket = app.Flag("changelogs-socket-path", "The Unix socket the change log sidecar listens on (with --enable-changelogs).").
@@ -219,6 +221,17 @@ func main() {
 				"policy", cluster.TenantPolicyName, "error", err.Error())
 		} else {
 			log.Info("Installed the tenant admission policy", "policy", cluster.TenantPolicyName)
+		}
+	}
+
+	if *installInUsePolicy {
+		// Not fatal: the finalizers hold what is in use, after accepting
+		// its deletion.
+		if err := admission.Install(ctx, direct, cluster.InUsePolicyFile, nil); err != nil {
+			log.Info("Cannot install or update the in-use admission policy: deleting a Bound database or an Instance in use is accepted and held by finalizers, not refused. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/in-use-policy.yaml yourself and run with --no-install-in-use-policy",
+				"policy", cluster.InUsePolicyName, "error", err.Error())
+		} else {
+			log.Info("Installed the in-use admission policy", "policy", cluster.InUsePolicyName)
 		}
 	}
 

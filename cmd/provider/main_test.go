@@ -162,6 +162,14 @@ func TestProviderProcess(t *testing.T) {
 		b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil {
 		t.Errorf("the tenant admission policy's binding: %v, %+v", err, b)
 	}
+	// --install-in-use-policy installed the policy that refuses deleting
+	// what is in use.
+	if _, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "provider-postgresql-in-use", metav1.GetOptions{}); err != nil {
+		t.Errorf("the in-use admission policy: %v", err)
+	}
+	if b, err := kc.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, "provider-postgresql-in-use", metav1.GetOptions{}); err != nil || b.Spec.PolicyName != "provider-postgresql-in-use" {
+		t.Errorf("the in-use admission policy's binding: %v, %+v", err, b)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

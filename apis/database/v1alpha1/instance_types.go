@@ -459,6 +459,14 @@ type PostgreSQLInstanceStatus struct {
 	// +optional
 	Connections *InstanceConnections `json:"connections,omitempty"`
 
+	// UsedBy is how many resources refer to the Instance (databases,
+	// roles, schemas, grants, default privileges, bindings, tenants'
+	// composites), as the provider last counted them: at each look at
+	// the Instance, and whenever one of them goes. The in-use admission
+	// policy refuses deleting the Instance while it is above zero.
+	// +optional
+	UsedBy int32 `json:"usedBy,omitempty"`
+
 	// AvailableExtensions lists the extensions the server can install.
 	// +optional
 	// +listType=map

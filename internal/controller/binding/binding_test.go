@@ -965,3 +965,41 @@ func TestRestoreWithoutItsRecord(t *testing.T) {
 	}
 	bindingReady(ctx, t, stranger, corev1.ConditionFalse, v1alpha1.ReasonBoundToAnotherTenant)
 }
+
+// TestBoundDatabaseDeletionRefused: with the shipped in-use policy, deleting
+// a Bound database is refused at admission, naming its tenant and what to
+// do, so its deletion is never set (where the finalizer would only defer
+// it); once the tenant has gone (Released) the deletion is accepted.
+func TestBoundDatabaseDeletionRefused(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	env.InstallInUsePolicy(ctx, t)
+	b := dynamic("shop", "in-use", "in_use")
+	env.Create(ctx, t, b)
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	db := phase(ctx, t, &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "in-use"}}, v1alpha1.PhaseBound)
+
+	env.DeleteDenied(ctx, t, db, "PostgreSQLDatabase shop/in-use is bound to PostgreSQLTenant shop/in-use: its data is that tenant's. Delete the tenant's claim first")
+	err := env.Kube.Delete(ctx, db)
+	if err == nil || !kerrors.IsForbidden(err) && !kerrors.IsInvalid(err) {
+		t.Fatalf("deleting a Bound database: %v, want refused", err)
+	}
+	if err := env.Kube.DeleteAllOf(ctx, &v1alpha1.PostgreSQLDatabase{}, client.InNamespace("shop"), client.MatchingFields{"metadata.name": "in-use"}); err == nil || !strings.Contains(err.Error(), "is bound to PostgreSQLTenant") {
+		t.Errorf("a DeleteCollection of the Bound database: %v, want refused by the policy", err)
+	}
+	got := &v1alpha1.PostgreSQLDatabase{}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), got); err != nil || got.GetDeletionTimestamp() != nil {
+		t.Fatalf("the refused deletion was set anyway: %v, %v", err, got.GetDeletionTimestamp())
+	}
+
+	deleteAndWait(ctx, t, b)
+	phase(ctx, t, db, v1alpha1.PhaseReleased)
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Delete(ctx, got)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the Released database's deletion is still refused: %v", err)
+	}
+	env.Gone(ctx, t, got)
+}

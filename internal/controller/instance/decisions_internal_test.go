@@ -182,7 +182,9 @@ func TestObserveDecisions(t *testing.T) {
 			mg := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}, Spec: c.spec, Status: c.before}
 			mg.Spec.Endpoint.Database = "postgres"
 			rec := &events{}
-			e := &external{pools: login{err: c.login}, pool: fakedb.New(c.answers...), record: rec}
+			e := &external{pools: login{err: c.login}, pool: fakedb.New(c.answers...), record: rec, references: func(context.Context, *v1alpha1.PostgreSQLInstance) ([]string, error) {
+				return []string{"PostgreSQLRole app/one", "PostgreSQLDatabase app/two"}, nil
+			}}
 			got, err := e.Observe(context.Background(), mg)
 			if c.wantErr == "" && err != nil {
 				t.Fatalf("Observe: %v", err)
@@ -216,6 +218,11 @@ func TestObserveDecisions(t *testing.T) {
 			}
 			if len(rec.got) != c.wantEvents {
 				t.Errorf("%d events, want %d: %v", len(rec.got), c.wantEvents, rec.got)
+			}
+			// Counted whatever the server answers: an Instance whose
+			// server is down is protected from deletion too.
+			if mg.Status.UsedBy != 2 {
+				t.Errorf("status.usedBy = %d, want the 2 resources that refer to it", mg.Status.UsedBy)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -83,7 +84,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	var watches []activation.Watch
 	for _, u := range userKinds {
 		watches = append(watches, activation.Watch{
-			Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance), Predicates: []predicate.Predicate{userLeft()},
+			Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance), Predicates: []predicate.Predicate{usersChanged()},
 		})
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(c, r), watches...)
@@ -123,13 +124,14 @@ func referencedInstance(_ context.Context, obj client.Object) []reconcile.Reques
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 }
 
-// userLeft passes what can end an Instance's held deletion: a user gone,
+// usersChanged passes what changes whether an Instance is in use: a user
+// come (status.usedBy), or gone, which can end a held deletion,
 // or one that now names another Instance or records another's UID. Every
 // other update of a user (its status, several times on its way to Ready,
 // for each of thousands, its first record of the Instance's UID included)
 // would cost the Instance a reconcile, with a fresh login to its server,
 // for nothing.
-func userLeft() predicate.Funcs {
+func usersChanged() predicate.Funcs {
 	p := reconciler.UpdatesWhere(func(was, now client.Object) bool {
 		w, okWas := was.(v1alpha1.InstanceUser)
 		n, okNow := now.(v1alpha1.InstanceUser)
@@ -141,6 +143,10 @@ func userLeft() predicate.Funcs {
 		return wasName != nowName || wasUID != "" && wasUID != nowUID
 	})
 	p.DeleteFunc = func(ctrlevent.DeleteEvent) bool { return true }
+	// A new user is counted at once (status.usedBy, which the in-use
+	// admission policy reads). The queue holds one request per Instance,
+	// so a burst of thousands costs a reconcile or two.
+	p.CreateFunc = func(ctrlevent.CreateEvent) bool { return true }
 	return p
 }
 
@@ -152,7 +158,10 @@ type connector struct {
 }
 
 func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.TypedExternalClient[*v1alpha1.PostgreSQLInstance], error) {
-	e := &external{kube: c.kube, pools: c.pools, record: c.record}
+	kube := c.kube
+	e := &external{pools: c.pools, record: c.record, references: func(ctx context.Context, in *v1alpha1.PostgreSQLInstance) ([]string, error) {
+		return References(ctx, kube, in)
+	}}
 	if meta.WasDeleted(mg) {
 		// Letting go of an Instance needs neither its server nor its
 		// credentials: an unreachable server or a deleted Secret must not
@@ -181,11 +190,12 @@ type sessions interface {
 }
 
 type external struct {
-	kube   client.Reader
-	pools  sessions
-	pool   postgres.DB
-	target postgres.Target
-	record event.Recorder
+	// references lists what refers to an Instance (References).
+	references func(context.Context, *v1alpha1.PostgreSQLInstance) ([]string, error)
+	pools      sessions
+	pool       postgres.DB
+	target     postgres.Target
+	record     event.Recorder
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalObservation, error) {
@@ -194,7 +204,7 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		// Deletion waits while anything refers to the Instance; a failed
 		// look-up is not "no references". Nothing is cascaded, and nothing
 		// exists on the server for an Instance, so nothing is deleted there.
-		users, err := References(ctx, e.kube, mg)
+		users, err := e.references(ctx, mg)
 		if err != nil {
 			err = errors.Wrap(err, errHeldUnknown)
 			mg.SetConditions(xpv2.Deleting().WithMessage(err.Error()))
@@ -210,6 +220,12 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		mg.SetConditions(xpv2.Deleting())
 		e.pools.CloseInstance(string(mg.GetUID()))
 		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	// What the in-use admission policy reads: counted before the server
+	// is reached, so that an Instance whose server is down is protected
+	// too. A failed count keeps the last one.
+	if users, err := e.references(ctx, mg); err == nil {
+		mg.Status.UsedBy = int32(min(len(users), math.MaxInt32))
 	}
 
 	// A fresh login first: Ready must mean the Secret's credential works
@@ -294,7 +310,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) 
 func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalDelete, error) {
 	// Deleting an Instance never touches its server; it only waits for
 	// what refers to it to go first.
-	users, err := References(ctx, e.kube, mg)
+	users, err := e.references(ctx, mg)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}

@@ -632,3 +632,54 @@ func TestRevokePublicConnect(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceInUseRefused: with the shipped in-use policy, deleting an
+// Instance that a database refers to is refused at admission, saying how
+// many resources refer to it, so its deletion is never set; once the
+// database has gone the deletion is accepted.
+func TestInstanceInUseRefused(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	env.InstallInUsePolicy(ctx, t)
+	in, err := env.Instance(ctx, "inuse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Namespace(ctx, "inuse-users"); err != nil {
+		t.Fatal(err)
+	}
+	db := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Name: "inusedb", Namespace: "inuse-users"},
+		Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: "inuse"}},
+	}
+	create(ctx, t, db)
+	got := &v1alpha1.PostgreSQLInstance{}
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), got)
+		return err == nil && got.Status.UsedBy == 1, err
+	})
+	if err != nil {
+		t.Fatalf("status.usedBy = %d, want 1: %v", got.Status.UsedBy, err)
+	}
+	env.DeleteDenied(ctx, t, got, "PostgreSQLInstance inuse is in use: 1 resource(s) refer to it (status.usedBy). Delete them first")
+	if err := env.Kube.Delete(ctx, got); err == nil {
+		t.Fatal("deleting an Instance in use was accepted")
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(in), got); err != nil || got.GetDeletionTimestamp() != nil {
+		t.Fatalf("the refused deletion was set anyway: %v, %v", err, got.GetDeletionTimestamp())
+	}
+
+	// Its user gone, the Instance counts again at once and may go.
+	if err := env.Kube.Delete(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	env.Gone(ctx, t, db)
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Delete(ctx, got)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the unused Instance's deletion is still refused: %v", err)
+	}
+	env.Gone(ctx, t, got)
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
 
-func TestUserLeft(t *testing.T) {
+func TestUsersChanged(t *testing.T) {
 	user := func(instance, uid string) *v1alpha1.PostgreSQLRole {
 		r := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a"}}
 		r.Spec.InstanceRef.Name = instance
@@ -36,17 +36,17 @@ func TestUserLeft(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := userLeft().Update(ctrlevent.UpdateEvent{ObjectOld: tc.was, ObjectNew: tc.now})
+			got := usersChanged().Update(ctrlevent.UpdateEvent{ObjectOld: tc.was, ObjectNew: tc.now})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Update(...): -want, +got:\n%s", diff)
 			}
 		})
 	}
-	p := userLeft()
+	p := usersChanged()
 	if !p.Delete(ctrlevent.DeleteEvent{Object: ready()}) {
 		t.Error("a user gone did not wake the Instance: its held deletion would wait for the back-off")
 	}
-	if p.Create(ctrlevent.CreateEvent{Object: ready()}) {
-		t.Error("a new user woke the Instance: a new user never ends a held deletion")
+	if !p.Create(ctrlevent.CreateEvent{Object: ready()}) {
+		t.Error("a new user did not wake the Instance: status.usedBy, which the in-use policy reads, would wait for the next poll")
 	}
 }

@@ -145,21 +145,6 @@ func message(locks ...string) string {
 	return "resource is protected by Lock(s) [" + strings.Join(locks, ", ") + "]; delete the Lock(s) before deleting this resource"
 }
 
-// waitDeleteDenied waits until a dry-run delete of obj (which passes
-// admission and changes nothing) is refused with want: the policy takes a
-// moment to see a new annotation.
-func waitDeleteDenied(ctx context.Context, t *testing.T, obj client.Object, want string) {
-	t.Helper()
-	var last error
-	err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		last = env.Kube.Delete(ctx, obj, client.DryRunAll)
-		return last != nil && strings.Contains(last.Error(), want), nil
-	})
-	if err != nil {
-		t.Fatalf("deleting %s was not refused with %q; last answer: %v", obj.GetName(), want, last)
-	}
-}
-
 func annotation(ctx context.Context, t *testing.T, obj client.Object) string {
 	t.Helper()
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -203,7 +188,7 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 
 	t.Run("DeleteDeniedNamingEveryLockSorted", func(t *testing.T) {
 		// The fixed part as the contract writes it, then the reasons.
-		waitDeleteDenied(ctx, t, db, message("a-prod", "b-audit")+" (a-prod: Production data)")
+		env.DeleteDenied(ctx, t, db, message("a-prod", "b-audit")+" (a-prod: Production data)")
 		err := env.Kube.Delete(ctx, db)
 		if err == nil || !kerrors.IsForbidden(err) || !strings.Contains(err.Error(), message("a-prod", "b-audit")) {
 			t.Fatalf("a real delete: %v", err)
@@ -259,7 +244,7 @@ func TestLocksAccumulateAndRelease(t *testing.T) {
 		if _, err := usage(ctx, ns, "a-prod", false); !kerrors.IsNotFound(err) {
 			t.Errorf("the Usage of a deleted Lock: %v", err)
 		}
-		waitDeleteDenied(ctx, t, db, message("b-audit"))
+		env.DeleteDenied(ctx, t, db, message("b-audit"))
 		if err := env.Kube.Delete(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -317,7 +302,7 @@ func TestLockTargetAppearingLater(t *testing.T) {
 	}
 	env.Create(ctx, t, r)
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	waitDeleteDenied(ctx, t, r, message("early"))
+	env.DeleteDenied(ctx, t, r, message("early"))
 
 	t.Run("TargetRecreatedWithANewUID", func(t *testing.T) {
 		// Lift the lock on the first object by force, as a cluster admin
@@ -340,7 +325,7 @@ func TestLockTargetAppearingLater(t *testing.T) {
 		if l.Status.TargetUID != string(r2.UID) {
 			t.Errorf("targetUID %s, want the new object's %s", l.Status.TargetUID, r2.UID)
 		}
-		waitDeleteDenied(ctx, t, r2, message("early"))
+		env.DeleteDenied(ctx, t, r2, message("early"))
 	})
 }
 
@@ -365,7 +350,7 @@ func TestReleasedLockStaysReleased(t *testing.T) {
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
 	// Also proves the policy is in force, so that the delete at the end
 	// means something.
-	waitDeleteDenied(ctx, t, r, message(l.Name))
+	env.DeleteDenied(ctx, t, r, message(l.Name))
 
 	server := postgres.Target{Endpoint: postgres.Endpoint{Hostaddr: env.Postgres.Hostaddr, Port: env.Postgres.Port}}
 	release, err := env.Pools.LockRoleNames(ctx, server, []string{"inflight"})
@@ -425,7 +410,7 @@ func TestConcurrentLocksLoseNoEntry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("annotation %q, want %q: %v", annotation(ctx, t, r.DeepCopy()), want, err)
 	}
-	waitDeleteDenied(ctx, t, r, message(names...))
+	env.DeleteDenied(ctx, t, r, message(names...))
 }
 
 func TestClusterLockProtectsAnInstance(t *testing.T) {
@@ -442,7 +427,7 @@ func TestClusterLockProtectsAnInstance(t *testing.T) {
 	}
 	env.Create(ctx, t, cl)
 	env.Ready(ctx, t, cl, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	waitDeleteDenied(ctx, t, spare, message("keep-spare"))
+	env.DeleteDenied(ctx, t, spare, message("keep-spare"))
 	u, err := usage(ctx, "", "keep-spare", true)
 	if err != nil {
 		t.Fatalf("ClusterUsage: %v", err)
@@ -474,7 +459,7 @@ func TestDeleteCollectionRefusesTheLockedOne(t *testing.T) {
 	l := newLock(batch, "keep", v1alpha1.PostgreSQLDatabaseKind, "kept", "")
 	env.Create(ctx, t, locked, l)
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	waitDeleteDenied(ctx, t, locked, message("keep"))
+	env.DeleteDenied(ctx, t, locked, message("keep"))
 	err := env.Kube.DeleteAllOf(ctx, &v1alpha1.PostgreSQLDatabase{}, client.InNamespace(batch))
 	if err == nil || !strings.Contains(err.Error(), message("keep")) {
 		t.Fatalf("DeleteCollection: %v", err)
@@ -536,7 +521,7 @@ func TestGarbageCollectorCannotDeleteALockedDependent(t *testing.T) {
 	env.Ready(ctx, t, locked, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	env.Ready(ctx, t, free, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	waitDeleteDenied(ctx, t, locked, message("keep-gc"))
+	env.DeleteDenied(ctx, t, locked, message("keep-gc"))
 
 	if err := env.Kube.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
@@ -578,7 +563,7 @@ func TestNamespaceDeletionWaitsForAPerson(t *testing.T) {
 	env.Create(ctx, t, db, l)
 	env.Ready(ctx, t, db, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	env.Ready(ctx, t, l, corev1.ConditionTrue, v1alpha1.ReasonLockActive)
-	waitDeleteDenied(ctx, t, db, message("keep-vault"))
+	env.DeleteDenied(ctx, t, db, message("keep-vault"))
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vault}}
 	if err := env.Kube.Delete(ctx, nsObj); err != nil {
