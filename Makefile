@@ -104,8 +104,9 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet, the package layering check and gola
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver, kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready, the KV v2 server (Vault dev mode) and the External Secrets Operator.
+tools: ## Build (or reuse) etcd, kube-apiserver (this version's and the oldest supported), kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready, the KV v2 server (Vault dev mode) and the External Secrets Operator.
 	hack/controlplane-tools.sh
+	hack/controlplane-tools.sh --floor
 	hack/crossplane-tools.sh
 	hack/openbao-tools.sh
 
@@ -119,6 +120,23 @@ test: tools ## Every test once, against a real API server and PostgreSQL (PG_VER
 	@mkdir -p $(OUTPUT_DIR)
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 		$(GO_TEST) $(TEST_ALL) | $(REPORT) -title "make test" -json $(OUTPUT_DIR)/test.json
+
+# The admission-facing tests (CRD validation and defaults, the shipped
+# admission policies, claim validation) on the oldest Kubernetes the
+# provider supports (tools/kubernetes-floor).
+FLOOR_PACKAGES := ./apis/database/v1alpha1/ ./configuration/ ./cluster/ ./internal/controller/lock/
+FLOOR_IN_USE   := TestBoundDatabaseDeletionRefused|TestInstanceInUseRefused
+
+.PHONY: test-floor
+test-floor: tools ## The admission-facing tests on the oldest supported kube-apiserver (tools/kubernetes-floor).
+	hack/ensure-postgresql.sh
+	@mkdir -p $(OUTPUT_DIR)
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --floor --dir)" \
+		PROVIDERTEST_KUBE_VERSION="$$(hack/tool-version.sh kubernetes-floor k8s.io/kubernetes)" \
+		$(GO_TEST) $(FLOOR_PACKAGES) | $(REPORT) -title "make test-floor: policies and CRDs" -json $(OUTPUT_DIR)/test-floor.json
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --floor --dir)" \
+		PROVIDERTEST_KUBE_VERSION="$$(hack/tool-version.sh kubernetes-floor k8s.io/kubernetes)" \
+		$(GO_TEST) -run '^($(FLOOR_IN_USE))$$' ./internal/controller/binding/ ./internal/controller/instance/ | $(REPORT) -title "make test-floor: in use" -json $(OUTPUT_DIR)/test-floor-in-use.json
 
 .PHONY: test-unit
 test-unit: ## The server-free tests alone: no PostgreSQL, no API server, nothing to install.

@@ -7,6 +7,10 @@
 #
 #   hack/controlplane-tools.sh           build what is missing, print progress
 #   hack/controlplane-tools.sh --dir     print the assets folder and exit
+#   hack/controlplane-tools.sh --floor [--dir]
+#                                        the same for the oldest supported
+#                                        kube-apiserver (tools/kubernetes-floor),
+#                                        beside this version's other binaries
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,21 +20,32 @@ K8S_VERSION=$("$root/hack/tool-version.sh" kubernetes k8s.io/kubernetes)
 cache=${PROVIDER_POSTGRESQL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provider-postgresql}
 assets="$cache/controlplane/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
+floor=
+if [[ "${1:-}" == "--floor" ]]; then
+  shift
+  K8S_FLOOR_VERSION=$("$root/hack/tool-version.sh" kubernetes-floor k8s.io/kubernetes)
+  floor="$cache/controlplane/floor-k8s-${K8S_FLOOR_VERSION}-with-${K8S_VERSION}-etcd-${ETCD_VERSION}"
+fi
+
 if [[ "${1:-}" == "--dir" ]]; then
-  echo "$assets"
+  echo "${floor:-$assets}"
   exit 0
 fi
 
 mkdir -p "$assets"
 
-k8s_minor=${K8S_VERSION#v1.}
-k8s_minor=${k8s_minor%%.*}
-k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${k8s_minor} -X k8s.io/component-base/version.gitTreeState=clean"
+# ldflags <version>: the version kube-apiserver and its peers report.
+ldflags() {
+  local minor=${1#v1.}
+  minor=${minor%%.*}
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
+}
+k8s_ldflags=$(ldflags "$K8S_VERSION")
 
-# build <name> <wrapper module dir> <package> <ldflags>
+# build <name> <wrapper module dir> <package> <ldflags> [<dir>]
 build() {
   local name=$1 module=$2 pkg=$3 ldflags=$4
-  local out="$assets/$name"
+  local out="${5:-$assets}/$name"
   if [[ -x "$out" ]]; then
     echo "controlplane-tools: $name cached ($out)"
     return
@@ -46,5 +61,15 @@ build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver kubernetes k8s.io/kubernetes/cmd/kube-apiserver "$k8s_ldflags"
 build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-manager "$k8s_ldflags"
 build kubectl kubernetes k8s.io/kubernetes/cmd/kubectl "$k8s_ldflags"
+
+if [[ -n "$floor" ]]; then
+  mkdir -p "$floor"
+  build kube-apiserver kubernetes-floor k8s.io/kubernetes/cmd/kube-apiserver "$(ldflags "$K8S_FLOOR_VERSION")" "$floor"
+  # The rest of the control plane is this version's: the floor is what the
+  # API server accepts, and the tests that run there use only the garbage
+  # collector and namespace controller of kube-controller-manager.
+  for b in etcd kube-controller-manager kubectl; do ln -sf "$assets/$b" "$floor/$b"; done
+  assets=$floor
+fi
 
 echo "controlplane-tools: ready; export KUBEBUILDER_ASSETS=$assets"
