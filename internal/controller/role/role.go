@@ -130,7 +130,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 				// once, not at the next poll.
 				// Metadata only: the provider caches no Secret data (manager.ClientOptions).
 				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(rolesUsingSecret(kube)), builder.OnlyMetadata).
-				Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube))).
+				Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(rolesOnInstance(kube)), builder.WithPredicates(oninstance.InstanceChanges())).
 				// A role whose deletion waits for another to hand it its objects
 				// goes on as soon as that one is gone.
 				Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(heirsOf(kube)))
