@@ -11,17 +11,7 @@ if command -v java >/dev/null && [[ -r "$jar" ]]; then
   exit 0
 fi
 
-if [[ $(id -u) -ne 0 ]]; then
-  if command -v sudo >/dev/null; then SUDO=sudo; else
-    echo "ensure-jdbc: Java or the PostgreSQL JDBC driver is missing; run as root: apt-get install -y default-jre-headless libpostgresql-jdbc-java" >&2
-    exit 1
-  fi
-else
-  SUDO=
-fi
-
-echo "ensure-jdbc: installing Debian's default-jre-headless and libpostgresql-jdbc-java..." >&2
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq default-jre-headless libpostgresql-jdbc-java >/dev/null
+. "$(dirname "$0")/apt.sh"
+apt_install ensure-jdbc default-jre-headless libpostgresql-jdbc-java
 [[ -r "$jar" ]] || { echo "ensure-jdbc: $jar is still missing after the install" >&2; exit 1; }
 echo "$jar"

@@ -4,15 +4,6 @@
 set -euo pipefail
 
 command -v jq >/dev/null && exit 0
-if [[ $(id -u) -ne 0 ]]; then
-  if command -v sudo >/dev/null; then SUDO=sudo; else
-    echo "ensure-jq: jq is missing; run as root: apt-get install -y jq" >&2
-    exit 1
-  fi
-else
-  SUDO=
-fi
-echo "ensure-jq: installing Debian's jq..." >&2
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq jq >/dev/null
+. "$(dirname "$0")/apt.sh"
+apt_install ensure-jq jq
 command -v jq >/dev/null || { echo "ensure-jq: jq is still missing after the install" >&2; exit 1; }

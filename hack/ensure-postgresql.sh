@@ -8,22 +8,14 @@ if compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || [[ -n "${PG_BIN
   exit 0
 fi
 
-if [[ $(id -u) -ne 0 ]]; then
-  if command -v sudo >/dev/null; then SUDO=sudo; else
-    echo "ensure-postgresql: PostgreSQL is not installed; run as root: apt-get install -y postgresql" >&2
-    exit 1
-  fi
-else
-  SUDO=
-fi
+. "$(dirname "$0")/apt.sh"
+apt_sudo ensure-postgresql postgresql postgresql-contrib
 
-echo "ensure-postgresql: installing Debian's postgresql package..."
 # Tests and make dev start their own servers: do not create (and start) the
 # package's default cluster on port 5432.
 if [[ ! -e /etc/postgresql-common/createcluster.conf ]]; then
   $SUDO mkdir -p /etc/postgresql-common
   echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
 fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+apt_install ensure-postgresql postgresql postgresql-contrib
 echo "ensure-postgresql: installed $(ls -d /usr/lib/postgresql/*/bin | head -n1)"
