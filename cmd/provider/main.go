@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -203,36 +204,33 @@ func main() {
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	kingpin.FatalIfError(err, "Cannot create an API client")
-	if *installLockPolicy {
-		// Not fatal: databases are managed without it, and every Lock
-		// says PolicyMissing (with what to apply) until it is there.
-		if err := admission.InstallLockPolicy(ctx, direct, *namespace); err != nil {
-			log.Info("Cannot install or update the Lock admission policy: Locks are NOT enforced until it is installed. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/lock-policy.yaml yourself and run with --no-install-lock-policy",
-				"policy", "provider-postgresql-lock", "error", err.Error())
-		} else {
-			log.Info("Installed the Lock admission policy", "policy", "provider-postgresql-lock")
+	// Each policy is not fatal: what it enforces is held, later or less
+	// well, without it, and its absence is logged with what to do.
+	for _, p := range []struct {
+		on               bool
+		what, name, file string
+		install          func() error
+		without, noFlag  string
+	}{
+		{*installLockPolicy, "Lock", cluster.LockPolicyName, cluster.LockPolicyFile,
+			func() error { return admission.InstallLockPolicy(ctx, direct, *namespace) },
+			"Locks are NOT enforced until it is installed (every Lock says PolicyMissing)", "--no-install-lock-policy"},
+		{*installTenantPolicy, "tenant", cluster.TenantPolicyName, cluster.TenantPolicyFile,
+			func() error { return admission.Install(ctx, direct, cluster.TenantPolicyFile, nil) },
+			"claims naming a registered database are checked only by the composition", "--no-install-tenant-policy"},
+		{*installInUsePolicy, "in-use", cluster.InUsePolicyName, cluster.InUsePolicyFile,
+			func() error { return admission.Install(ctx, direct, cluster.InUsePolicyFile, nil) },
+			"deleting a Bound database or an Instance in use is accepted and held by finalizers, not refused", "--no-install-in-use-policy"},
+	} {
+		if !p.on {
+			continue
 		}
-	}
-	if *installTenantPolicy {
-		// Not fatal either: the tenant composition makes the same check,
-		// later, on the claim's condition.
-		if err := admission.Install(ctx, direct, cluster.TenantPolicyFile, nil); err != nil {
-			log.Info("Cannot install or update the tenant admission policy: claims naming a registered database are checked only by the composition. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/tenant-policy.yaml yourself and run with --no-install-tenant-policy",
-				"policy", cluster.TenantPolicyName, "error", err.Error())
-		} else {
-			log.Info("Installed the tenant admission policy", "policy", cluster.TenantPolicyName)
+		if err := p.install(); err != nil {
+			log.Info(fmt.Sprintf("Cannot install or update the %s admission policy: %s. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/%s yourself and run with %s",
+				p.what, p.without, p.file, p.noFlag), "policy", p.name, "error", err.Error())
+			continue
 		}
-	}
-
-	if *installInUsePolicy {
-		// Not fatal: the finalizers hold what is in use, after accepting
-		// its deletion.
-		if err := admission.Install(ctx, direct, cluster.InUsePolicyFile, nil); err != nil {
-			log.Info("Cannot install or update the in-use admission policy: deleting a Bound database or an Instance in use is accepted and held by finalizers, not refused. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/in-use-policy.yaml yourself and run with --no-install-in-use-policy",
-				"policy", cluster.InUsePolicyName, "error", err.Error())
-		} else {
-			log.Info("Installed the in-use admission policy", "policy", cluster.InUsePolicyName)
-		}
+		log.Info("Installed the "+p.what+" admission policy", "policy", p.name)
 	}
 
 	// The key that seals ownership markers, made on first start: a
