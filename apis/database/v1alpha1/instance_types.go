@@ -462,7 +462,8 @@ type PostgreSQLInstanceStatus struct {
 	// UsedBy is how many resources refer to the Instance (databases,
 	// roles, schemas, grants, default privileges, bindings, tenants'
 	// composites), as the provider last counted them: at each look at
-	// the Instance, and whenever one of them goes. The in-use admission
+	// the Instance, whenever one of them goes, and seconds after a new one
+	// comes. The in-use admission
 	// policy refuses deleting the Instance while it is above zero.
 	// +optional
 	UsedBy int32 `json:"usedBy,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +86,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	var watches []activation.Watch
 	for _, u := range userKinds {
 		watches = append(watches, activation.Watch{
-			Object: u.object, Handler: handler.EnqueueRequestsFromMapFunc(referencedInstance), Predicates: []predicate.Predicate{usersChanged()},
+			Object: u.object, Handler: usersHandler(), Predicates: []predicate.Predicate{usersChanged()},
 		})
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(c, r), watches...)
@@ -108,6 +110,35 @@ func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
 			}
 		}
 		return reqs
+	}
+}
+
+// recountAfter is how long a new user waits for its Instance to count it
+// (status.usedBy): a burst of thousands costs a recount, with a login to
+// the server, every recountAfter, not one each.
+const recountAfter = 2 * time.Second
+
+// usersHandler wakes the Instance a user refers to: at once for a user
+// gone or moved (a held deletion goes on), recountAfter later for a new
+// one.
+func usersHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
+		for _, o := range objs {
+			for _, r := range referencedInstance(ctx, o) {
+				q.AddAfter(r, after)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, recountAfter, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, 0, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, 0, e.Object)
+		},
 	}
 }
 
@@ -143,9 +174,8 @@ func usersChanged() predicate.Funcs {
 		return wasName != nowName || wasUID != "" && wasUID != nowUID
 	})
 	p.DeleteFunc = func(ctrlevent.DeleteEvent) bool { return true }
-	// A new user is counted at once (status.usedBy, which the in-use
-	// admission policy reads). The queue holds one request per Instance,
-	// so a burst of thousands costs a reconcile or two.
+	// A new user is counted (status.usedBy, which the in-use admission
+	// policy reads), a little later (usersHandler).
 	p.CreateFunc = func(ctrlevent.CreateEvent) bool { return true }
 	return p
 }

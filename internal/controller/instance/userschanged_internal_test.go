@@ -1,12 +1,16 @@
 package instance
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 )
@@ -48,5 +52,53 @@ func TestUsersChanged(t *testing.T) {
 	}
 	if !p.Create(ctrlevent.CreateEvent{Object: ready()}) {
 		t.Error("a new user did not wake the Instance: status.usedBy, which the in-use policy reads, would wait for the next poll")
+	}
+}
+
+// afterQueue records when each request was asked for.
+type afterQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	after map[string]time.Duration
+}
+
+func (q *afterQueue) AddAfter(r reconcile.Request, d time.Duration) { q.after[r.Name] = d }
+
+func TestUsersHandler(t *testing.T) {
+	user := func(instance string) *v1alpha1.PostgreSQLRole {
+		r := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a"}}
+		r.Spec.InstanceRef.Name = instance
+		return r
+	}
+	ctx := context.Background()
+	h := usersHandler()
+	cases := map[string]struct {
+		send func(q *afterQueue)
+		want map[string]time.Duration
+	}{
+		// A burst of thousands of new users costs a recount every
+		// recountAfter, not one each.
+		"ANewUserIsCountedALittleLater": {
+			send: func(q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
+			want: map[string]time.Duration{"main": recountAfter},
+		},
+		"AUserGoneWakesItAtOnce": {
+			send: func(q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
+			want: map[string]time.Duration{"main": 0},
+		},
+		"AUserMovedWakesBoth": {
+			send: func(q *afterQueue) {
+				h.Update(ctx, ctrlevent.UpdateEvent{ObjectOld: user("main"), ObjectNew: user("other")}, q)
+			},
+			want: map[string]time.Duration{"main": 0, "other": 0},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q := &afterQueue{after: map[string]time.Duration{}}
+			tc.send(q)
+			if diff := cmp.Diff(tc.want, q.after); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
