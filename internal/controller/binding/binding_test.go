@@ -781,6 +781,24 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("deleting the resources changed the server (-before +after):\n%s", diff)
 	}
 
+	// Another namespace's admin registers the admin-offered retained
+	// database (no origin) under the very name of the lost resource: the
+	// seal names the namespace too, so it is Conflict and nothing of the
+	// database is changed or read.
+	rival := &v1alpha1.PostgreSQLDatabase{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rival", Name: shared.Name},
+		Spec: v1alpha1.PostgreSQLDatabaseSpec{
+			InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+			ForProvider: v1alpha1.PostgreSQLDatabaseParameters{Name: shared.Spec.ForProvider.Name},
+		},
+	}
+	env.Create(ctx, t, rival)
+	env.Ready(ctx, t, rival, corev1.ConditionFalse, v1alpha1.ReasonConflict)
+	if r := rival.Status.AtProvider; r.Owner != "" || r.RestoredFrom != "" {
+		t.Errorf("another namespace's resource recorded the retained database: %+v", r)
+	}
+	deleteAndWait(ctx, t, rival)
+
 	// Strangers ask for the tenants' databases before anything is back:
 	// the offered one would go to the oldest request.
 	stranger := explicit(ns, "stranger", "orders")
