@@ -120,7 +120,7 @@ spec:
 	}
 
 	testdata := filepath.Join(root, "configuration", "testdata", "render")
-	for _, c := range []string{"defaults", "explicit-names", "extensions", "secret-name", "database-ref", "pending"} {
+	for _, c := range []string{"defaults", "explicit-names", "extensions", "secret-name", "database-ref", "pending", "vault-instance"} {
 		t.Run(c, func(t *testing.T) {
 			args := []string{"composition", "render", filepath.Join(testdata, c+".xr.yaml"), filepath.Join(root, "configuration", "composition.yaml"), functions,
 				"--crossplane-binary=" + filepath.Join(tools, "crossplane"), "--include-full-xr"}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -315,10 +316,10 @@ func TestRegisteredDatabaseClaimNames(t *testing.T) {
 	}
 }
 
-// TestClaimStatusShowsThePlan: the plan the function writes in the
-// composite's status (and Crossplane copies to the claim) survives the
-// claim's schema whole: a field the schema lacked would be pruned. The
-// PENDING column shows its summary.
+// TestClaimStatusShowsThePlan: the status the function writes in the
+// composite (and Crossplane copies to the claim), every field of it with
+// the plan, survives the claim's schema whole: a field the schema lacked
+// would be pruned. The PENDING column shows the plan's summary.
 func TestClaimStatusShowsThePlan(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -333,7 +334,13 @@ func TestClaimStatusShowsThePlan(t *testing.T) {
 			Action: v1alpha1.PlanUpdate, Statements: []string{`ALTER ROLE "planned" PASSWORD '<redacted>'`}, Omitted: 3, Summary: "Update: 4 statements",
 		}},
 	)
-	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tenant.Status{Database: "planned", Plan: plan})
+	written := tenant.Status{
+		Instance: "main", DatabaseRef: &tenant.ObjectRef{Name: "planned", UID: "0d5c1c9e-6b0e-4f4e-9d1e-2f1a0c3b7a11"}, Database: "planned",
+		LoginRole: "planned", SecretName: "main-planned-postgresql", Delivery: tenant.DeliveryMoving,
+		SecretDeliveryEnds: &metav1.Time{Time: time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)},
+		CredentialURL:      "https://openbao:8200/v1/secret/data/postgresql/main/default/planned", Extensions: []string{"pgcrypto"}, Plan: plan,
+	}
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&written)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +357,8 @@ func TestClaimStatusShowsThePlan(t *testing.T) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(plan, back.Plan); diff != "" {
-		t.Errorf("the claim's status.plan as stored (-written +read):\n%s", diff)
+	if diff := cmp.Diff(written, back); diff != "" {
+		t.Errorf("the claim's status as stored (-written +read):\n%s", diff)
 	}
 
 	crds, err := tenantCRDs()

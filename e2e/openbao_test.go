@@ -24,8 +24,9 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/vaultserver"
 )
 
-// openBaoDelivery: with the Composition's delivery: OpenBao, a claim's
-// credentials are written to its Instance's KV v2 engine and projected by
+// openBaoDelivery: a claim's credentials follow its Instance: a claim made
+// before the Instance named a credentialVault moves to it without a failed
+// login (moveToTheVault); one made after has its credentials written to its Instance's KV v2 engine and projected by
 // the External Secrets Operator into the claim's namespace through that
 // namespace's store; the claim is Ready once the ExternalSecret synced and
 // shows the credential's URL; another namespace's store reads nothing of
@@ -76,6 +77,17 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 	env.Create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "vault-token", Labels: map[string]string{v1alpha1.LabelVaultCredential: "true"}},
 		Data: map[string][]byte{"token": []byte(vault.RootToken)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "vault-ca"}, Data: map[string][]byte{"ca.crt": vault.CA}})
+	// The Composition's input names no delivery: tenants' credentials
+	// follow the Instance.
+	setCompositionInput(ctx, t, map[string]any{"openBao": map[string]any{"secretStoreRef": map[string]any{"name": "postgresql"}, "refreshInterval": "5s", "secretGracePeriod": "20s"}})
+	moving := tenantClaim("vshop", "moving", `{"instanceRef": {"name": "main"}}`)
+	env.Create(ctx, t, moving)
+	waitClaimReady(ctx, t, core, moving)
+	if got, _, _ := unstructured.NestedString(moving.Object, "status", "delivery"); got != "Secret" {
+		t.Errorf("on an Instance without a credentialVault the claim's status.delivery is %q, want Secret", got)
+	}
+	watch := watchLogins(ctx, t, "vshop", "main-moving-postgresql")
+
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main"}}
 	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
 		in.Spec.CredentialVault = &v1alpha1.CredentialVault{
@@ -83,7 +95,7 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 			Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: &v1alpha1.VaultTokenReference{Name: "vault-token"}},
 		}
 	})
-	setCompositionInput(ctx, t, map[string]any{"delivery": "OpenBao", "openBao": map[string]any{"secretStoreRef": map[string]any{"name": "postgresql"}, "refreshInterval": "5s"}})
+	moveToTheVault(ctx, t, core, moving, watch)
 
 	claim := tenantClaim("vshop", "ledger", `{"instanceRef": {"name": "main"}}`)
 	env.Create(ctx, t, claim)
@@ -279,6 +291,134 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 			t.Errorf("the database is not Released: %v (%+v)", err, db.Status.Binding)
 		}
 	})
+}
+
+// moveToTheVault: once the claim's Instance names a credentialVault, the
+// claim shows both deliveries and until when, then the vault's alone: the
+// ExternalSecret owns the claim's Secret, the login role writes it no
+// more, the Secret still holds the credential it held (no new password),
+// it never went missing and no login with it failed.
+func moveToTheVault(ctx context.Context, t *testing.T, core *crossplane.Core, claim *unstructured.Unstructured, watch *loginWatch) {
+	t.Helper()
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(claim.Object, append([]string{"status"}, path...)...)
+		return v
+	}
+	seen := map[string]bool{}
+	err := providertest.Wait(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
+			return false, err
+		}
+		if d := str("delivery"); d == "SecretAndOpenBao" && str("secretDeliveryEnds") != "" {
+			seen["moving"] = true
+		}
+		return str("delivery") == "OpenBao", nil
+	})
+	if err != nil {
+		t.Fatalf("the claim's delivery is %q, not OpenBao: %v; core's log:\n%s", str("delivery"), err, core.LogTail())
+	}
+	if !seen["moving"] {
+		t.Error("the claim never showed both deliveries (status.delivery SecretAndOpenBao with status.secretDeliveryEnds)")
+	}
+	waitClaimReady(ctx, t, core, claim)
+	sec := &corev1.Secret{}
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: claim.GetNamespace(), Name: "main-moving-postgresql"}, sec); err != nil {
+			return false, err
+		}
+		c := metav1.GetControllerOf(sec)
+		return c != nil && c.Kind == "ExternalSecret" && c.Name == "main-moving-postgresql", nil
+	})
+	if err != nil {
+		t.Errorf("the ExternalSecret did not take the claim's Secret over: %v (owners %+v)", err, sec.GetOwnerReferences())
+	}
+	r := &v1alpha1.PostgreSQLRole{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: claim.GetNamespace(), Name: "moving-login"}, r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Spec.WriteConnectionSecretToReference != nil || r.Spec.WriteConnectionDetailsToVault == nil {
+		t.Errorf("the login role delivers to Secret %+v and vault %+v, want the vault alone", r.Spec.WriteConnectionSecretToReference, r.Spec.WriteConnectionDetailsToVault)
+	}
+	db := &v1alpha1.PostgreSQLDatabase{}
+	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: claim.GetNamespace(), Name: "moving"}, db); err != nil {
+		t.Fatal(err)
+	}
+	if str("databaseRef", "name") != db.Name || str("databaseRef", "uid") != string(db.UID) || str("database") != db.Status.AtProvider.Name {
+		t.Errorf("the claim's status names database %s (%s), %q; want %s (%s), %q", str("databaseRef", "name"), str("databaseRef", "uid"), str("database"), db.Name, db.UID, db.Status.AtProvider.Name)
+	}
+	time.Sleep(2 * time.Second) // Logins after the hand-over.
+	logins, failures, missing := watch.stop()
+	if string(sec.Data["password"]) != watch.first {
+		t.Error("the move gave the claim a new password: clients holding the old one would fail")
+	}
+	if len(failures) > 0 || missing > 0 || logins < 20 {
+		t.Errorf("during the move: %d logins with the Secret, %d failed (%v), %d times the Secret was missing; want none failed or missing", logins, len(failures), failures, missing)
+	}
+	t.Logf("moved to the vault: %d logins with the Secret meanwhile, none failed", logins)
+}
+
+// loginWatch logs in with whatever a Secret holds, every 200 ms, from
+// start to stop: a client that reads its credentials before each login.
+type loginWatch struct {
+	first  string
+	done   chan struct{}
+	result chan watched
+}
+
+// watched is what a loginWatch saw.
+type watched struct {
+	logins, missing int
+	failures        []string
+}
+
+func watchLogins(ctx context.Context, t *testing.T, namespace, name string) *loginWatch {
+	t.Helper()
+	first, err := env.ConnectionSecret(ctx, namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &loginWatch{first: string(first["password"]), done: make(chan struct{}), result: make(chan watched, 1)}
+	go func() {
+		var r watched
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.done:
+				w.result <- r
+				return
+			case <-tick.C:
+			}
+			s := &corev1.Secret{}
+			if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+				r.missing++
+				continue
+			}
+			r.logins++
+			c, err := providertest.ConnectWithSecret(ctx, s.Data, "")
+			if err != nil {
+				r.failures = append(r.failures, err.Error())
+				continue
+			}
+			_ = c.Close(ctx)
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-w.done:
+		default:
+			close(w.done)
+		}
+	})
+	return w
+}
+
+// stop ends the watch: how many logins it tried, which failed, and how
+// many times the Secret was missing.
+func (w *loginWatch) stop() (logins int, failures []string, missing int) {
+	close(w.done)
+	r := <-w.result
+	return r.logins, r.failures, r.missing
 }
 
 // setCompositionInput merges fields into the input of the tenant

@@ -871,9 +871,11 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("OpenBaoDelivery", func(t *testing.T) {
-		// Last: the platform switches the Composition to OpenBao
-		// delivery, which the claims above, whose login roles deliver to
-		// Secrets, cannot follow (a role's delivery never moves).
+		// Last: the platform gives the Instance a credentialVault. The
+		// claims above start their move to it too, and keep their
+		// Secrets: their namespaces have no store, so their
+		// ExternalSecrets never sync and the provider keeps writing the
+		// Secrets.
 		openBaoDelivery(ctx, t, core)
 	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))

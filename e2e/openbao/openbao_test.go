@@ -214,6 +214,11 @@ func TestVaultDelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := &v1alpha1.VaultDelivery{Path: ordersPath, URL: kv.URL(ordersPath)}
+		if v := got.Status.AtProvider.Vault; v == nil || v.Since == nil || v.Since.After(time.Now()) {
+			t.Errorf("status.atProvider.vault does not say since when the path holds the credential: %+v", v)
+		} else {
+			want.Since = v.Since
+		}
 		if diff := cmp.Diff(want, got.Status.AtProvider.Vault); diff != "" {
 			t.Errorf("status.atProvider.vault (-want +got):\n%s", diff)
 		}
@@ -258,6 +263,10 @@ func TestVaultDelivery(t *testing.T) {
 		if after := versions(ctx, t, ordersPath); after != before+1 {
 			t.Errorf("a rotation took the path from %d to %d versions, want one more", before, after)
 		}
+	})
+
+	t.Run("AMoveFromASecretKeepsTheCredential", func(t *testing.T) {
+		moveFromASecret(ctx, t, in)
 	})
 
 	t.Run("APathSomeoneElseWroteIsRefused", func(t *testing.T) {
@@ -689,4 +698,77 @@ func (r *loginRecorder) tokens() []claims {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.seen)
+}
+
+// moveFromASecret: a login role that writes a connection Secret and is
+// given a vault path delivers to both: the path gets the Secret's
+// credential, not a new one, and a rotation reaches both alike. With the
+// Secret reference removed the role lets go of the Secret: it keeps its
+// data and the role as an owner (it still goes with the role), with no
+// controller, so an ExternalSecret may take it over.
+func moveFromASecret(ctx context.Context, t *testing.T, in *v1alpha1.PostgreSQLInstance) {
+	const path = "postgresql/vaulted/" + ns + "/moving"
+	r := vaultRole(in, "moving-login", "moving", func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Name = ptr.To("moving")
+		r.Spec.WriteConnectionDetailsToVault = nil
+		r.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "moving-conn"}
+	})
+	env.Create(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	before, err := env.ConnectionSecret(ctx, ns, "moving-conn")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: "moving"}
+	})
+	moved := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+	if string(moved["password"]) != string(before["password"]) || string(moved["username"]) != string(before["username"]) {
+		t.Errorf("the vault got login %s with another password than the Secret's: the move made a new credential", moved["username"])
+	}
+	if err := logsIn(ctx, moved); err != nil {
+		t.Errorf("the moved credential does not log in: %v", err)
+	}
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+		v := r.Status.AtProvider.Vault
+		return err == nil && v != nil && v.Since != nil && r.Status.AtProvider.ConnectionSecret == "moving-conn", err
+	})
+	if err != nil {
+		t.Errorf("the role's status does not show both deliveries: vault %+v, connectionSecret %q: %v", r.Status.AtProvider.Vault, r.Status.AtProvider.ConnectionSecret, err)
+	}
+
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+		meta.AddAnnotations(r, map[string]string{v1alpha1.AnnotationRotatePassword: "moving-1"})
+	})
+	rotated(ctx, t, r, "moving-1")
+	next := credential(ctx, t, path, func(d map[string][]byte) bool { return string(d["password"]) != string(before["password"]) })
+	if s, err := env.ConnectionSecret(ctx, ns, "moving-conn"); err != nil || string(s["password"]) != string(next["password"]) {
+		t.Errorf("after a rotation the Secret and the vault differ (%v)", err)
+	}
+
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) { r.Spec.WriteConnectionSecretToReference = nil })
+	sec := &corev1.Secret{}
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moving-conn"}, sec); err != nil {
+			return false, err
+		}
+		return metav1.GetControllerOf(sec) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the role keeps controlling the Secret it no longer writes: %v (owners %+v)", err, sec.GetOwnerReferences())
+	}
+	if !slices.ContainsFunc(sec.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.GetUID() }) {
+		t.Errorf("the released Secret lost the role as an owner, so it would outlive it: %+v", sec.GetOwnerReferences())
+	}
+	if string(sec.Data["password"]) != string(next["password"]) {
+		t.Error("letting go of the Secret changed its credential")
+	}
+	if err := logsIn(ctx, sec.Data); err != nil {
+		t.Errorf("the released Secret's credential does not log in: %v", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil || r.Status.AtProvider.ConnectionSecret != "" {
+		t.Errorf("status.atProvider.connectionSecret is %q once released (%v), want empty", r.Status.AtProvider.ConnectionSecret, err)
+	}
 }

@@ -92,7 +92,11 @@ func (o *openBao) setUp(ctx context.Context, kube client.Client) error {
 }
 
 // setDelivery sets the tenant Composition's input to OpenBao delivery
-// through each namespace's SecretStore "postgresql".
+// through each namespace's SecretStore "postgresql". Unset, delivery
+// follows the Instance; it is set here because the example claim is
+// applied together with the example Instance, before the Instance gets
+// its credentialVault, and would start with a Secret and move to the vault
+// only after the grace period.
 func setDelivery(ctx context.Context, kube client.Client) error {
 	comp := &unstructured.Unstructured{}
 	comp.SetAPIVersion("apiextensions.crossplane.io/v1")

@@ -6,6 +6,8 @@
 package tenant
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -38,30 +40,51 @@ type Delivery string
 
 // Deliveries.
 const (
+	// DeliveryInstance (the default): through the Instance's
+	// credentialVault where it names one (OpenBao), else a Secret the
+	// provider writes (Secret).
+	DeliveryInstance Delivery = ""
 	// DeliverySecret: the provider writes a Secret in the claim's
-	// namespace (the default).
+	// namespace.
 	DeliverySecret Delivery = "Secret"
 	// DeliveryOpenBao: the provider writes the credentials to the
 	// Instance's credentialVault, and an ExternalSecret projects them.
 	DeliveryOpenBao Delivery = "OpenBao"
+	// DeliveryMoving is shown in a claim's status.delivery while its
+	// credentials move from the Secret to the vault: both deliver until
+	// status.secretDeliveryEnds and the ExternalSecret has synced.
+	DeliveryMoving Delivery = "SecretAndOpenBao"
+)
+
+// Defaults of the OpenBao delivery.
+const (
+	DefaultSecretStore       = "postgresql"
+	DefaultRefreshInterval   = "1m"
+	DefaultSecretGracePeriod = 24 * time.Hour
 )
 
 // OpenBao is the platform's store for OpenBao delivery.
 type OpenBao struct {
 	// SecretStoreRef names the External Secrets Operator store every
-	// claim's ExternalSecret reads through: by default a SecretStore of
-	// that name in the claim's namespace, which the platform sets up per
-	// namespace with a vault policy that reads that namespace's paths only
-	// (cluster/openbao-namespace-policy.hcl).
+	// claim's ExternalSecret reads through: a SecretStore of that name in
+	// the claim's namespace (default postgresql), which the platform sets
+	// up per namespace with a vault policy that reads that namespace's
+	// paths only (cluster/openbao-namespace-policy.hcl).
 	SecretStoreRef StoreRef `json:"secretStoreRef"`
 	// RefreshInterval is how often the ExternalSecret reads the path: how
 	// soon a rotation reaches the Secret. Default 1m.
 	RefreshInterval string `json:"refreshInterval,omitempty"`
+	// SecretGracePeriod is how long a claim whose credentials came in a
+	// Secret the provider wrote keeps that delivery beside the vault's
+	// once its Instance names a credentialVault, before the ExternalSecret
+	// takes the Secret over (and never before the ExternalSecret has
+	// synced). Default 24h.
+	SecretGracePeriod string `json:"secretGracePeriod,omitempty"`
 }
 
 // StoreRef names an External Secrets Operator store.
 type StoreRef struct {
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// Kind is SecretStore, the only kind taken: a ClusterSecretStore's
 	// vault role would read every namespace's credentials.
 	Kind string `json:"kind,omitempty"`
@@ -100,8 +123,9 @@ type Options struct {
 	// how tenants' credentials rotate. Unset, they rotate only when the
 	// tenant asks (spec.rotateCredentials), in place.
 	CredentialRotation *v1alpha1.PasswordRotation
-	// Delivery is how credentials reach the claim's namespace: Secret
-	// (default) or OpenBao.
+	// Delivery is how credentials reach the claim's namespace: by
+	// default through the Instance's credentialVault where it names one,
+	// else a Secret; Secret or OpenBao whatever the Instance names.
 	Delivery Delivery
 	// OpenBao is the store OpenBao delivery reads through.
 	OpenBao *OpenBao
@@ -109,10 +133,20 @@ type Options struct {
 
 // Status is what the claim's status shows.
 type Status struct {
-	Instance   string `json:"instance,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// DatabaseRef is the PostgreSQLDatabase bound to the tenant.
+	DatabaseRef *ObjectRef `json:"databaseRef,omitempty"`
+	// Database is the database's name on the server.
 	Database   string `json:"database,omitempty"`
 	LoginRole  string `json:"loginRole,omitempty"`
 	SecretName string `json:"secretName,omitempty"`
+	// Delivery is how the credentials reach the Secret: Secret, OpenBao,
+	// or SecretAndOpenBao while they move from the first to the second.
+	Delivery Delivery `json:"delivery,omitempty"`
+	// SecretDeliveryEnds is, while the credentials move to the vault,
+	// when the provider stops writing the Secret and the ExternalSecret
+	// takes it over (once it has synced).
+	SecretDeliveryEnds *metav1.Time `json:"secretDeliveryEnds,omitempty"`
 	// CredentialURL is the OpenBao API URL of the credential (OpenBao
 	// delivery), without any token.
 	CredentialURL string `json:"credentialURL,omitempty"`
@@ -124,10 +158,28 @@ type Status struct {
 	Plan *v1alpha1.ProvisioningPlan `json:"plan,omitempty"`
 }
 
+// ObjectRef names an object of the claim's namespace, and which one.
+type ObjectRef struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
 // Composed is the result of a composition.
 type Composed struct {
 	Resources map[string]client.Object
 	Status    Status
+	// Again is how soon the composition should run again, unasked (0:
+	// when Crossplane would anyway): the end of a grace period.
+	Again time.Duration
+}
+
+// Seen is what the function observed of the tenant's composed resources.
+type Seen struct {
+	// Login is the login role, nil before it exists.
+	Login *v1alpha1.PostgreSQLRole
+	// CredentialsSynced: the ExternalSecret has projected the credential
+	// into the Secret (its Ready condition).
+	CredentialsSynced bool
 }
 
 // Request composes a tenant's binding: for a dynamic request, one that
@@ -169,7 +221,7 @@ func Request(s Spec, o Options) (*v1alpha1.PostgreSQLBinding, error) {
 // what the tenant creates belongs to the retained owner), with its
 // credentials Secret in the claim's namespace. It is dropped with the
 // claim, so the tenant can no longer log in while the data stays.
-func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDelivery) (*Composed, error) {
+func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Time) (*Composed, error) {
 	if d.Instance == "" || d.Database == "" || d.Owner == "" {
 		return nil, errors.New("the bound database's instance, name and owner are not known yet")
 	}
@@ -213,31 +265,101 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, vault *v1alpha1.VaultDe
 	}
 	c := &Composed{
 		Resources: map[string]client.Object{LoginRole: role},
-		Status:    Status{Instance: d.Instance, Database: d.Database, LoginRole: login, SecretName: secret, Extensions: d.Extensions},
+		Status: Status{Instance: d.Instance, DatabaseRef: &ObjectRef{Name: d.Name, UID: d.UID}, Database: d.Database,
+			LoginRole: login, SecretName: secret, Delivery: DeliverySecret, Extensions: d.Extensions},
 	}
-	switch o.Delivery {
-	case "", DeliverySecret:
-		return c, nil
-	case DeliveryOpenBao:
-	default:
-		return nil, errors.Errorf("the Composition's input delivery is %q: Secret or OpenBao", o.Delivery)
+	vault, err := o.toVault(d, seen.Login)
+	if err != nil || !vault {
+		return c, err
 	}
-	if o.OpenBao == nil || o.OpenBao.SecretStoreRef.Name == "" {
-		return nil, errors.New("the Composition's input sets delivery: OpenBao without openBao.secretStoreRef.name, the store the ExternalSecret reads through")
+	store, err := o.store()
+	if err != nil {
+		return nil, err
 	}
-	if k := o.OpenBao.SecretStoreRef.Kind; k != "" && k != "SecretStore" {
-		return nil, errors.Errorf("the Composition's input names a %s as openBao.secretStoreRef.kind: only a SecretStore is taken, one per namespace with a vault role that reads that namespace's paths. "+
-			"A ClusterSecretStore's vault role reads every namespace's paths, so whoever may create an ExternalSecret in any namespace would read every tenant's credentials", k)
+	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}
+	c.Status.Delivery = DeliveryOpenBao
+	var delivered *v1alpha1.VaultDelivery
+	if seen.Login != nil {
+		delivered = seen.Login.Status.AtProvider.Vault
+	}
+	if delivered != nil {
+		c.Status.CredentialURL = delivered.URL
+	}
+	name := SecretName(instance, s.ClaimName)
+	if seen.Login != nil && seen.Login.Spec.WriteConnectionSecretToReference != nil {
+		// Moving from the Secret: the login role delivers to both, the
+		// vault first, until the grace period has passed since the vault
+		// first held the credential and the ExternalSecret, merging into
+		// the Secret meanwhile, has synced. Then the role stops writing
+		// the Secret and lets go of it, and the ExternalSecret takes it
+		// over: the Secret never goes missing, and its credential always
+		// logs in.
+		var ends *metav1.Time
+		if delivered != nil && delivered.Since != nil {
+			ends = &metav1.Time{Time: delivered.Since.Add(store.grace)}
+		}
+		if ends == nil || now.Before(ends.Time) || !seen.CredentialsSynced {
+			c.Status.Delivery, c.Status.SecretDeliveryEnds = DeliveryMoving, ends
+			if ends != nil && now.Before(ends.Time) {
+				c.Again = ends.Sub(now)
+			}
+			if ends != nil {
+				c.Resources[Credentials] = externalSecret(s, store, name, secret, delivered.Path, false)
+				c.Resources[CredentialsOrder] = credentialsOrder(s, name, role.GetName())
+			}
+			return c, nil
+		}
 	}
 	role.Spec.WriteConnectionSecretToReference = nil
-	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}
-	if vault != nil {
-		name := SecretName(instance, s.ClaimName)
-		c.Status.CredentialURL = vault.URL
-		c.Resources[Credentials] = externalSecret(s, o.OpenBao, name, secret, vault.Path)
+	if delivered != nil {
+		c.Resources[Credentials] = externalSecret(s, store, name, secret, delivered.Path, true)
 		c.Resources[CredentialsOrder] = credentialsOrder(s, name, role.GetName())
 	}
 	return c, nil
+}
+
+// toVault decides whether a tenant's credentials go through the
+// Instance's credentialVault. A login role that delivers there keeps
+// doing so: its path never moves or goes.
+func (o Options) toVault(d v1alpha1.BoundDatabase, login *v1alpha1.PostgreSQLRole) (bool, error) {
+	var want bool
+	switch o.Delivery {
+	case DeliveryInstance:
+		want = d.CredentialVault
+	case DeliverySecret:
+	case DeliveryOpenBao:
+		want = true
+	default:
+		return false, errors.Errorf("the Composition's input delivery is %q: leave it unset (through the Instance's credentialVault where it names one), or set Secret or OpenBao", o.Delivery)
+	}
+	return want || login != nil && login.Spec.WriteConnectionDetailsToVault != nil, nil
+}
+
+// store is the Composition's OpenBao input with its defaults.
+type store struct {
+	name, kind, refresh string
+	grace               time.Duration
+}
+
+func (o Options) store() (store, error) {
+	in := OpenBao{}
+	if o.OpenBao != nil {
+		in = *o.OpenBao
+	}
+	st := store{name: def(in.SecretStoreRef.Name, DefaultSecretStore), kind: def(in.SecretStoreRef.Kind, "SecretStore"),
+		refresh: def(in.RefreshInterval, DefaultRefreshInterval), grace: DefaultSecretGracePeriod}
+	if st.kind != "SecretStore" {
+		return st, errors.Errorf("the Composition's input names a %s as openBao.secretStoreRef.kind: only a SecretStore is taken, one per namespace with a vault role that reads that namespace's paths. "+
+			"A ClusterSecretStore's vault role reads every namespace's paths, so whoever may create an ExternalSecret in any namespace would read every tenant's credentials", st.kind)
+	}
+	if g := in.SecretGracePeriod; g != "" {
+		d, err := time.ParseDuration(g)
+		if err != nil || d < 0 {
+			return st, errors.Errorf("the Composition's input openBao.secretGracePeriod is %q: a duration such as 24h or 30m", g)
+		}
+		st.grace = d
+	}
+	return st, nil
 }
 
 // credentialsOrder is the Usage that orders a claim's deletion: the
@@ -262,22 +384,26 @@ func credentialsOrder(s Spec, externalSecret, login string) *unstructured.Unstru
 
 // externalSecret projects the KV path into the Secret target, in the
 // claim's namespace; it is named <instance>-<claim>-postgresql whatever
-// the Secret is named. The Secret is the ExternalSecret's own: it goes
-// with it.
-func externalSecret(s Spec, o *OpenBao, name, target, path string) *unstructured.Unstructured {
-	kind := def(o.SecretStoreRef.Kind, "SecretStore")
-	u := &unstructured.Unstructured{Object: map[string]any{
+// the Secret is named. Owning, the Secret is the ExternalSecret's own: it
+// goes with it. Not owning (while the provider still writes the Secret,
+// during a move to the vault), it only merges the same keys into it, and
+// keeps it when it goes.
+func externalSecret(s Spec, st store, name, target, path string, owning bool) *unstructured.Unstructured {
+	policy := map[string]any{"name": target, "creationPolicy": "Owner", "deletionPolicy": "Delete"}
+	if !owning {
+		policy = map[string]any{"name": target, "creationPolicy": "Merge", "deletionPolicy": "Retain"}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "external-secrets.io/v1",
 		"kind":       "ExternalSecret",
 		"metadata":   map[string]any{"namespace": s.ClaimNamespace, "name": name},
 		"spec": map[string]any{
-			"refreshInterval": def(o.RefreshInterval, "1m"),
-			"secretStoreRef":  map[string]any{"name": o.SecretStoreRef.Name, "kind": kind},
-			"target":          map[string]any{"name": target, "creationPolicy": "Owner", "deletionPolicy": "Delete"},
+			"refreshInterval": st.refresh,
+			"secretStoreRef":  map[string]any{"name": st.name, "kind": st.kind},
+			"target":          policy,
 			"dataFrom":        []any{map[string]any{"extract": map[string]any{"key": path}}},
 		},
 	}}
-	return u
 }
 
 // MaxNames is how long an Instance's name and a claim's may be together:

@@ -74,8 +74,12 @@ func TestRequestRefusesWhatItCannotCompose(t *testing.T) {
 	}
 }
 
+// now is the time the compositions below run at.
+var now = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+
 func TestAccess(t *testing.T) {
 	bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: "main", Database: "legacy_db", Owner: "legacy_owner"}
+	ref := &ObjectRef{Name: "legacy", UID: "u"}
 	cases := map[string]struct {
 		reason   string
 		spec     Spec
@@ -87,12 +91,12 @@ func TestAccess(t *testing.T) {
 		"Defaults": {
 			reason: "Names default to the claim's; the Secret to <instance>-<claim>-postgresql.",
 			spec:   Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "reports"},
-			status: Status{Instance: "main", Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql"},
+			status: Status{Instance: "main", DatabaseRef: ref, Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql", Delivery: DeliverySecret},
 		},
 		"ExplicitPathTakesTheInstanceFromTheDatabase": {
 			reason: "With databaseRef the Instance, and so the default Secret name, come from the bound database.",
 			spec:   Spec{DatabaseRef: "legacy", LoginRole: "reports_app", SecretName: "creds", ClaimNamespace: "shop", ClaimName: "reports"},
-			status: Status{Instance: "main", Database: "legacy_db", LoginRole: "reports_app", SecretName: "creds"},
+			status: Status{Instance: "main", DatabaseRef: ref, Database: "legacy_db", LoginRole: "reports_app", SecretName: "creds", Delivery: DeliverySecret},
 		},
 		"RotationIsThePlatformsTheRequestTheTenants": {
 			reason: "The Composition's input sets when and how credentials rotate; the claim's rotateCredentials asks for one now.",
@@ -100,7 +104,7 @@ func TestAccess(t *testing.T) {
 			opts: Options{CredentialRotation: &v1alpha1.PasswordRotation{
 				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
 			}},
-			status: Status{Instance: "main", Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql"},
+			status: Status{Instance: "main", DatabaseRef: ref, Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql", Delivery: DeliverySecret},
 			rotation: &v1alpha1.PasswordRotation{
 				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
 			},
@@ -109,7 +113,7 @@ func TestAccess(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Access(tc.spec, tc.opts, bound, nil)
+			c, err := Access(tc.spec, tc.opts, bound, Seen{}, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +149,7 @@ func TestAccess(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, Options{}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}, nil); err == nil {
+	if _, err := Access(Spec{ClaimNamespace: "shop", ClaimName: "x"}, Options{}, v1alpha1.BoundDatabase{Instance: "main", Database: "x"}, Seen{}, now); err == nil {
 		t.Error("composed access without knowing the database's owner")
 	}
 }
@@ -155,7 +159,7 @@ func TestAccess(t *testing.T) {
 // then keeps from being removed.
 func TestAccessShowsInstalledExtensions(t *testing.T) {
 	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner", Extensions: []string{"pgcrypto"}}
-	c, err := Access(Spec{InstanceRef: "main", Extensions: []string{"pgcrypto", "pgcrytpo"}, ClaimNamespace: "shop", ClaimName: "orders"}, Options{}, bound, nil)
+	c, err := Access(Spec{InstanceRef: "main", Extensions: []string{"pgcrypto", "pgcrytpo"}, ClaimNamespace: "shop", ClaimName: "orders"}, Options{}, bound, Seen{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +179,14 @@ func TestAccessRefusesOverLongNames(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
-			c, err := Access(s, Options{}, bound, nil)
+			c, err := Access(s, Options{}, bound, Seen{}, now)
 			if err == nil || !strings.Contains(err.Error(), "exceed 241 characters") {
 				t.Fatalf("composed %v, error %v; want a refusal naming the 241-character rule", c, err)
 			}
 		})
 	}
 	bound := v1alpha1.BoundDatabase{Name: "legacy", UID: "u", Instance: long, Database: "legacy_db", Owner: "legacy_owner"}
-	if _, err := Access(Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 41)}, Options{}, bound, nil); err != nil {
+	if _, err := Access(Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: strings.Repeat("c", 41)}, Options{}, bound, Seen{}, now); err != nil {
 		t.Errorf("241 characters exactly: %v", err)
 	}
 }
@@ -197,7 +201,7 @@ func TestAccessOpenBao(t *testing.T) {
 	opts := Options{Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretStoreRef: StoreRef{Name: "postgresql"}}}
 	spec := Spec{InstanceRef: "main", SecretName: "orders-db", ClaimNamespace: "shop", ClaimName: "orders"}
 
-	before, err := Access(spec, opts, bound, nil)
+	before, err := Access(spec, opts, bound, Seen{}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +215,7 @@ func TestAccessOpenBao(t *testing.T) {
 	}
 
 	vault := &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders", URL: "https://openbao:8200/v1/secret/data/postgresql/main/shop/orders"}
-	after, err := Access(spec, opts, bound, vault)
+	after, err := Access(spec, opts, bound, Seen{Login: delivering(login, vault)}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,15 +257,23 @@ func TestAccessOpenBao(t *testing.T) {
 	}
 
 	for name, o := range map[string]Options{
-		"NoStore":         {Delivery: DeliveryOpenBao},
 		"UnknownDelivery": {Delivery: "Carrier pigeon"},
+		"BadGracePeriod":  {Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretGracePeriod: "a day"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if c, err := Access(spec, o, bound, vault); err == nil {
+			if c, err := Access(spec, o, bound, Seen{Login: delivering(login, vault)}, now); err == nil {
 				t.Errorf("composed %v, want a refusal naming the input", c.Resources)
 			}
 		})
 	}
+}
+
+// delivering is the login role r as the provider shows it once it has
+// delivered to vault.
+func delivering(r *v1alpha1.PostgreSQLRole, vault *v1alpha1.VaultDelivery) *v1alpha1.PostgreSQLRole {
+	r = r.DeepCopy()
+	r.Status.AtProvider.Vault = vault
+	return r
 }
 
 // TestAccessRefusesAClusterSecretStore: a ClusterSecretStore's vault role
@@ -272,11 +284,137 @@ func TestAccessRefusesAClusterSecretStore(t *testing.T) {
 	bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner"}
 	opts := Options{Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretStoreRef: StoreRef{Name: "postgresql", Kind: "ClusterSecretStore"}}}
 	spec := Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "orders"}
-	got, err := Access(spec, opts, bound, &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders"})
+	login := &v1alpha1.PostgreSQLRole{Spec: v1alpha1.PostgreSQLRoleSpec{WriteConnectionDetailsToVault: &v1alpha1.VaultPath{Name: "orders"}}}
+	got, err := Access(spec, opts, bound, Seen{Login: delivering(login, &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders"})}, now)
 	if err == nil || !strings.Contains(err.Error(), "every tenant's credentials") {
 		t.Errorf("Access with a ClusterSecretStore: %v, want a refusal that says why", err)
 	}
 	if got != nil {
 		t.Errorf("Access composed %v with a ClusterSecretStore, want nothing", got.Resources)
+	}
+}
+
+// TestAccessFollowsTheInstance: unless the Composition chooses, a tenant's
+// credentials go through its Instance's credentialVault where it names
+// one, else in a Secret the provider writes; a claim that had a Secret
+// moves to the vault with both delivering for a grace period, until the
+// ExternalSecret (merging into the Secret meanwhile) has synced, and then
+// the ExternalSecret takes the Secret over; a login role that delivers to
+// the vault keeps doing so.
+func TestAccessFollowsTheInstance(t *testing.T) {
+	spec := Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "orders"}
+	const secret = "main-orders-postgresql"
+	vault := func(since time.Duration) *v1alpha1.VaultDelivery {
+		return &v1alpha1.VaultDelivery{Path: "postgresql/main/shop/orders", URL: "https://openbao:8200/v1/secret/data/postgresql/main/shop/orders",
+			Since: &metav1.Time{Time: now.Add(-since)}}
+	}
+	login := func(toSecret, toVault bool, delivered *v1alpha1.VaultDelivery) *v1alpha1.PostgreSQLRole {
+		r := &v1alpha1.PostgreSQLRole{}
+		if toSecret {
+			r.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: secret}
+		}
+		if toVault {
+			r.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: "orders"}
+		}
+		r.Status.AtProvider.Vault = delivered
+		return r
+	}
+	// got is what a composition delivers, in a few words.
+	type got struct {
+		ToSecret, ToVault bool
+		// ExternalSecret is its target's creationPolicy, "" for none.
+		ExternalSecret string
+		Usage          bool
+		Delivery       Delivery
+		Ends           *metav1.Time
+		Again          time.Duration
+	}
+	ends := &metav1.Time{Time: now.Add(-time.Hour).Add(DefaultSecretGracePeriod)}
+	cases := map[string]struct {
+		vaultOnInstance bool
+		opts            Options
+		seen            Seen
+		want            got
+	}{
+		"NoVaultOnTheInstance": {
+			want: got{ToSecret: true, Delivery: DeliverySecret},
+		},
+		"NewClaimOnAVaultInstance": {
+			vaultOnInstance: true,
+			want:            got{ToVault: true, Delivery: DeliveryOpenBao},
+		},
+		"NewClaimDelivered": {
+			vaultOnInstance: true, seen: Seen{Login: login(false, true, vault(0))},
+			want: got{ToVault: true, ExternalSecret: "Owner", Usage: true, Delivery: DeliveryOpenBao},
+		},
+		"TheCompositionChoosesASecret": {
+			vaultOnInstance: true, opts: Options{Delivery: DeliverySecret},
+			want: got{ToSecret: true, Delivery: DeliverySecret},
+		},
+		"TheCompositionChoosesOpenBao": {
+			opts: Options{Delivery: DeliveryOpenBao},
+			want: got{ToVault: true, Delivery: DeliveryOpenBao},
+		},
+		"AVaultRoleStaysWhenTheInstanceLosesIt": {
+			seen: Seen{Login: login(false, true, vault(0))},
+			want: got{ToVault: true, ExternalSecret: "Owner", Usage: true, Delivery: DeliveryOpenBao},
+		},
+		"MoveStarts": {
+			vaultOnInstance: true, seen: Seen{Login: login(true, false, nil)},
+			want: got{ToSecret: true, ToVault: true, Delivery: DeliveryMoving},
+		},
+		"MoveWaitsForTheFirstDelivery": {
+			vaultOnInstance: true, seen: Seen{Login: login(true, true, nil)},
+			want: got{ToSecret: true, ToVault: true, Delivery: DeliveryMoving},
+		},
+		"MoveWithinTheGracePeriod": {
+			vaultOnInstance: true, seen: Seen{Login: login(true, true, vault(time.Hour)), CredentialsSynced: true},
+			want: got{ToSecret: true, ToVault: true, ExternalSecret: "Merge", Usage: true, Delivery: DeliveryMoving, Ends: ends, Again: DefaultSecretGracePeriod - time.Hour},
+		},
+		"GracePeriodOverButNotSynced": {
+			vaultOnInstance: true, seen: Seen{Login: login(true, true, vault(25*time.Hour))},
+			want: got{ToSecret: true, ToVault: true, ExternalSecret: "Merge", Usage: true, Delivery: DeliveryMoving, Ends: &metav1.Time{Time: now.Add(-time.Hour)}},
+		},
+		"GracePeriodOverAndSynced": {
+			vaultOnInstance: true, seen: Seen{Login: login(true, true, vault(25*time.Hour)), CredentialsSynced: true},
+			want: got{ToVault: true, ExternalSecret: "Owner", Usage: true, Delivery: DeliveryOpenBao},
+		},
+		"AShorterGracePeriod": {
+			vaultOnInstance: true, opts: Options{OpenBao: &OpenBao{SecretGracePeriod: "30m"}},
+			seen: Seen{Login: login(true, true, vault(31*time.Minute)), CredentialsSynced: true},
+			want: got{ToVault: true, ExternalSecret: "Owner", Usage: true, Delivery: DeliveryOpenBao},
+		},
+		"Moved": {
+			vaultOnInstance: true, seen: Seen{Login: login(false, true, vault(48*time.Hour)), CredentialsSynced: true},
+			want: got{ToVault: true, ExternalSecret: "Owner", Usage: true, Delivery: DeliveryOpenBao},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			bound := v1alpha1.BoundDatabase{Name: "orders", UID: "u", Instance: "main", Database: "orders", Owner: "orders_owner", CredentialVault: tc.vaultOnInstance}
+			c, err := Access(spec, tc.opts, bound, tc.seen, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Resources[LoginRole].(*v1alpha1.PostgreSQLRole)
+			g := got{ToSecret: r.Spec.WriteConnectionSecretToReference != nil, ToVault: r.Spec.WriteConnectionDetailsToVault != nil,
+				Delivery: c.Status.Delivery, Ends: c.Status.SecretDeliveryEnds, Again: c.Again}
+			if es, ok := c.Resources[Credentials].(*unstructured.Unstructured); ok {
+				g.ExternalSecret, _, _ = unstructured.NestedString(es.Object, "spec", "target", "creationPolicy")
+				if target, _, _ := unstructured.NestedString(es.Object, "spec", "target", "name"); target != secret {
+					t.Errorf("the ExternalSecret writes %q, want the claim's Secret %q", target, secret)
+				}
+			}
+			_, g.Usage = c.Resources[CredentialsOrder]
+			if diff := cmp.Diff(tc.want, g); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if g.ToSecret && r.Spec.WriteConnectionSecretToReference.Name != secret {
+				t.Errorf("the login role writes Secret %q, want %q", r.Spec.WriteConnectionSecretToReference.Name, secret)
+			}
+			if want := (&ObjectRef{Name: "orders", UID: "u"}); !cmp.Equal(want, c.Status.DatabaseRef) {
+				t.Errorf("status.databaseRef %+v, want %+v", c.Status.DatabaseRef, want)
+			}
+		})
 	}
 }

@@ -3,7 +3,9 @@ package tenant
 import (
 	"context"
 	"encoding/json"
+	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,10 +93,15 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	// Access is composed only once the database is bound to this
 	// tenant's binding; a binding that stops being Bound takes it away.
 	if bound, reason, msg := boundOf(observed[resource.Name(Binding)]); bound != nil {
-		a, err := Access(s, Options(in), *bound, vaultOf(observed[resource.Name(LoginRole)]))
+		a, err := Access(s, Options(in), *bound, seenOf(observed), time.Now())
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
+		}
+		if a.Again > 0 && a.Again < response.DefaultTTL {
+			// The end of a grace period: composed again then, not a
+			// minute later.
+			rsp.Meta.Ttl = durationpb.New(a.Again)
 		}
 		a.Resources[Binding] = binding
 		c = a
@@ -190,17 +197,20 @@ func planOf(observed map[resource.Name]resource.ObservedComposed) *v1alpha1.Prov
 	return pending.Steps(steps...)
 }
 
-// vaultOf reads where the observed login role delivered its credentials
-// to a vault (nil before it has, or with Secret delivery).
-func vaultOf(o resource.ObservedComposed) *v1alpha1.VaultDelivery {
-	if o.Resource == nil {
-		return nil
+// seenOf reads what the composition needs of the observed login role and
+// ExternalSecret.
+func seenOf(observed map[resource.Name]resource.ObservedComposed) Seen {
+	var seen Seen
+	if o := observed[resource.Name(LoginRole)]; o.Resource != nil {
+		r := &v1alpha1.PostgreSQLRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, r); err == nil {
+			seen.Login = r
+		}
 	}
-	r := &v1alpha1.PostgreSQLRole{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, r); err != nil {
-		return nil
+	if o := observed[resource.Name(Credentials)]; o.Resource != nil {
+		seen.CredentialsSynced = o.Resource.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 	}
-	return r.Status.AtProvider.Vault
+	return seen
 }
 
 // specOf reads a tenant composite's spec.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -113,14 +114,14 @@ func TestRunFunction(t *testing.T) {
 			reason: "Once Bound, the login role is composed for the bound database and its owner.", spec: dynamic,
 			observed: observedBinding(boundStatus),
 			composed: []string{Binding, LoginRole},
-			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "delivery": "Secret", "databaseRef": map[string]any{"name": "orders", "uid": "d-1"}},
 			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
 		},
 		"ExplicitBound": {
 			reason: "The explicit path delivers the same way, once Bound.", spec: `"databaseRef": {"name": "orders"}`,
 			observed: observedBinding(boundStatus),
 			composed: []string{Binding, LoginRole},
-			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "delivery": "Secret", "databaseRef": map[string]any{"name": "orders", "uid": "d-1"}},
 			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
 		},
 		"ProvisioningPlanOnTheClaim": {
@@ -137,7 +138,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "Once bound, the login role's pending plan shows on the claim.", spec: dynamic,
 			observed: withLoginRole(observedBinding(boundStatus), `{"atProvider": {"plan": {"action": "Update", "statements": ["ALTER ROLE \"orders\" PASSWORD '<redacted>'"], "summary": "Update: 1 statement"}}}`),
 			composed: []string{Binding, LoginRole},
-			status: map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "plan": map[string]any{
+			status: map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "delivery": "Secret", "databaseRef": map[string]any{"name": "orders", "uid": "d-1"}, "plan": map[string]any{
 				"summary": "Update: 1 statement in 1 resource", "steps": []any{
 					map[string]any{"kind": "PostgreSQLRole", "name": "orders-login", "plan": map[string]any{"action": "Update", "statements": []any{`ALTER ROLE "orders" PASSWORD '<redacted>'`}, "summary": "Update: 1 statement"}},
 				}}},
@@ -147,7 +148,7 @@ func TestRunFunction(t *testing.T) {
 			reason: "A login role with nothing pending adds no plan.", spec: dynamic,
 			observed: withLoginRole(observedBinding(boundStatus), `{"atProvider": {"name": "orders"}}`),
 			composed: []string{Binding, LoginRole},
-			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql"},
+			status:   map[string]any{"instance": "main", "database": "orders", "loginRole": "orders", "secretName": "main-orders-postgresql", "delivery": "Secret", "databaseRef": map[string]any{"name": "orders", "uid": "d-1"}},
 			cond:     fnv1.Status_STATUS_CONDITION_TRUE, condWhy: "Bound",
 		},
 		"PhaseWithoutReadyIsNotBound": {
@@ -188,5 +189,59 @@ func TestRunFunctionInput(t *testing.T) {
 	pol, _, _ := unstructured.NestedSlice(rsp.GetDesired().GetResources()[Binding].GetResource().AsMap(), "spec", "provision", "managementPolicies")
 	if diff := cmp.Diff([]any{"*"}, pol); diff != "" {
 		t.Errorf("deleteData: provisioned database policies (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunFunctionMovesToTheVault: on an Instance that gained a
+// credentialVault, a claim whose login role writes a Secret keeps that
+// Secret and the vault's delivery beside it, is composed again when the
+// grace period ends (not a minute later), and once the grace period is
+// over and the observed ExternalSecret reports Ready, the login role no
+// longer writes the Secret and the ExternalSecret takes it over.
+func TestRunFunctionMovesToTheVault(t *testing.T) {
+	bound := strings.Replace(boundStatus, `"owner": "orders_owner"`, `"owner": "orders_owner", "credentialVault": true`, 1)
+	observed := func(since time.Time, esReady string) map[string]*fnv1.Resource {
+		o := observedBinding(bound)
+		o[LoginRole] = &fnv1.Resource{Resource: resource.MustStructJSON(`{
+		  "apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLRole",
+		  "metadata": {"name": "orders-login", "namespace": "shop", "uid": "r-1"},
+		  "spec": {"instanceRef": {"name": "main"}, "writeConnectionSecretToRef": {"name": "main-orders-postgresql"}, "writeConnectionDetailsToVault": {"name": "orders"}},
+		  "status": {"atProvider": {"vault": {"path": "postgresql/main/shop/orders", "url": "https://openbao:8200/v1/secret/data/postgresql/main/shop/orders", "since": "` + since.UTC().Format(time.RFC3339) + `"}}}}`)}
+		o[Credentials] = &fnv1.Resource{Resource: resource.MustStructJSON(`{
+		  "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "metadata": {"name": "main-orders-postgresql", "namespace": "shop"},
+		  "status": {"conditions": [{"type": "Ready", "status": "` + esReady + `", "reason": "SecretSynced", "lastTransitionTime": "2026-11-29T10:00:00Z"}]}}`)}
+		return o
+	}
+	input := resource.MustStructJSON(`{"apiVersion": "tenant.fn.database.ayatori.ddupan.top/v1alpha1", "kind": "Input", "openBao": {"secretGracePeriod": "30s"}}`)
+	delivery := func(rsp *fnv1.RunFunctionResponse) (toSecret bool, policy string, st map[string]any) {
+		r := rsp.GetDesired().GetResources()[LoginRole].GetResource().AsMap()
+		_, toSecret, _ = unstructured.NestedMap(r, "spec", "writeConnectionSecretToRef")
+		es := rsp.GetDesired().GetResources()[Credentials].GetResource().AsMap()
+		policy, _, _ = unstructured.NestedString(es, "spec", "target", "creationPolicy")
+		return toSecret, policy, rsp.GetDesired().GetComposite().GetResource().GetFields()["status"].GetStructValue().AsMap()
+	}
+
+	req := runRequest(`"instanceRef": {"name": "main"}`, observed(time.Now().Add(-10*time.Second), "True"))
+	req.Input = input
+	rsp := run(t, req)
+	toSecret, policy, st := delivery(rsp)
+	if !toSecret || policy != "Merge" || st["delivery"] != string(DeliveryMoving) || st["secretDeliveryEnds"] == nil {
+		t.Errorf("within the grace period: Secret %t, ExternalSecret %q, status %v; want the Secret kept, a merging ExternalSecret and the move shown", toSecret, policy, st)
+	}
+	if ttl := rsp.GetMeta().GetTtl().AsDuration(); ttl <= 0 || ttl > 20*time.Second {
+		t.Errorf("composed again after %s, want at the grace period's end, within 20s", ttl)
+	}
+
+	req = runRequest(`"instanceRef": {"name": "main"}`, observed(time.Now().Add(-time.Minute), "False"))
+	req.Input = input
+	if toSecret, policy, _ := delivery(run(t, req)); !toSecret || policy != "Merge" {
+		t.Errorf("grace period over, ExternalSecret not synced: Secret %t, ExternalSecret %q; want the Secret kept", toSecret, policy)
+	}
+
+	req = runRequest(`"instanceRef": {"name": "main"}`, observed(time.Now().Add(-time.Minute), "True"))
+	req.Input = input
+	toSecret, policy, st = delivery(run(t, req))
+	if toSecret || policy != "Owner" || st["delivery"] != string(DeliveryOpenBao) || st["secretDeliveryEnds"] != nil {
+		t.Errorf("grace period over, ExternalSecret synced: Secret %t, ExternalSecret %q, status %v; want the ExternalSecret owning the Secret", toSecret, policy, st)
 	}
 }

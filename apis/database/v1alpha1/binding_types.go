@@ -125,6 +125,11 @@ type BoundDatabase struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	Extensions []string `json:"extensions,omitempty"`
+	// CredentialVault is true when the PostgreSQLInstance names a
+	// spec.credentialVault: the tenant's credentials are delivered through
+	// it (unless the tenant Composition asks for a Secret).
+	// +optional
+	CredentialVault bool `json:"credentialVault,omitempty"`
 }
 
 // A PostgreSQLBindingStatus is the binding as the provider last saw it.

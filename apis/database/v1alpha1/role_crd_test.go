@@ -159,36 +159,63 @@ func TestRoleRotationModeOneWay(t *testing.T) {
 	}
 }
 
-// TestVaultDeliveryValidation: a role delivers to one place, and its vault
-// path is fixed at creation; an Instance's credentialVault is https, with
-// exactly one way to log in.
+// TestVaultDeliveryValidation: a role's vault path is set once, at
+// creation or added to a role that writes a connection Secret (a move to
+// the vault, both delivering meanwhile), and never changes or goes; an
+// Instance's credentialVault is https, with exactly one way to log in.
 func TestVaultDeliveryValidation(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
-	role := func(name string) *v1alpha1.PostgreSQLRole {
-		return &v1alpha1.PostgreSQLRole{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-			Spec: v1alpha1.PostgreSQLRoleSpec{
-				InstanceRef:                   v1alpha1.InstanceReference{Name: "main"},
-				ForProvider:                   v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
-				WriteConnectionDetailsToVault: &v1alpha1.VaultPath{Name: "orders"},
-			},
-		}
-	}
-	both := role("both-places")
-	both.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "orders"}
-	if err := kube.Create(ctx, both); err == nil || !strings.Contains(err.Error(), "set one of writeConnectionSecretToRef and writeConnectionDetailsToVault") {
-		t.Errorf("a role delivering to a Secret and a vault: %v, want a refusal", err)
-	}
-	r := role("vaulted")
-	if err := kube.Create(ctx, r); err != nil {
-		t.Fatalf("a role delivering to a vault was refused: %v", err)
-	}
-	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), r) })
-	moved := r.DeepCopy()
-	moved.Spec.WriteConnectionDetailsToVault.Name = "elsewhere"
-	if err := kube.Update(ctx, moved); err == nil || !strings.Contains(err.Error(), "writeConnectionDetailsToVault cannot be set, changed or removed") {
-		t.Errorf("moving a role's vault path: %v, want a refusal", err)
+	secret := &xpv2.LocalSecretReference{Name: "orders"}
+	vault := &v1alpha1.VaultPath{Name: "orders"}
+	const refused = "writeConnectionDetailsToVault cannot be changed or removed after creation, and is added later only to a role that writes a connection Secret"
+	for name, tc := range map[string]struct {
+		secret, vault       bool
+		update              func(*v1alpha1.PostgreSQLRoleSpec)
+		wantRefusalOnUpdate bool
+	}{
+		"VaultAddedToASecretRole": {secret: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) { s.WriteConnectionDetailsToVault = vault }},
+		"SecretRemovedOnceBoth":   {secret: true, vault: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) { s.WriteConnectionSecretToReference = nil }},
+		"VaultAddedToNothing":     {update: func(s *v1alpha1.PostgreSQLRoleSpec) { s.WriteConnectionDetailsToVault = vault }, wantRefusalOnUpdate: true},
+		"VaultAddedAsSecretGoes": {secret: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) {
+			s.WriteConnectionDetailsToVault, s.WriteConnectionSecretToReference = vault, nil
+		}},
+		"VaultMoved": {vault: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) {
+			s.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: "elsewhere"}
+		}, wantRefusalOnUpdate: true},
+		"VaultRemoved": {secret: true, vault: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) { s.WriteConnectionDetailsToVault = nil }, wantRefusalOnUpdate: true},
+		"VaultSwappedForASecret": {vault: true, update: func(s *v1alpha1.PostgreSQLRoleSpec) {
+			s.WriteConnectionDetailsToVault, s.WriteConnectionSecretToReference = nil, secret
+		}, wantRefusalOnUpdate: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &v1alpha1.PostgreSQLRole{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "delivery-" + strings.ToLower(name)},
+				Spec: v1alpha1.PostgreSQLRoleSpec{
+					InstanceRef: v1alpha1.InstanceReference{Name: "main"},
+					ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("delivery"), Login: ptr.To(true)},
+				},
+			}
+			if tc.secret {
+				r.Spec.WriteConnectionSecretToReference = secret
+			}
+			if tc.vault {
+				r.Spec.WriteConnectionDetailsToVault = vault
+			}
+			if err := kube.Create(ctx, r); err != nil {
+				t.Fatalf("creating the role (Secret %t, vault %t) was refused: %v", tc.secret, tc.vault, err)
+			}
+			t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), r) })
+			changed := r.DeepCopy()
+			tc.update(&changed.Spec)
+			err := kube.Update(ctx, changed)
+			if tc.wantRefusalOnUpdate && (err == nil || !strings.Contains(err.Error(), refused)) {
+				t.Errorf("update: %v, want a refusal", err)
+			}
+			if !tc.wantRefusalOnUpdate && err != nil {
+				t.Errorf("update refused: %v", err)
+			}
+		})
 	}
 
 	instance := func(name string, cv v1alpha1.CredentialVault) *v1alpha1.PostgreSQLInstance {

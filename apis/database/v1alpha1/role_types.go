@@ -218,8 +218,7 @@ type PasswordRotation struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.ownedObjectsOnDelete) || self.ownedObjectsOnDelete != 'Reassign' || has(self.reassignOwnedTo)",message="ownedObjectsOnDelete Reassign needs reassignOwnedTo"
 // +kubebuilder:validation:XValidation:rule="has(self.forProvider.name) == has(oldSelf.forProvider.name) && (!has(self.forProvider.name) || self.forProvider.name == oldSelf.forProvider.name)",message="forProvider.name cannot be changed: create a new PostgreSQLRole instead"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || (has(self.forProvider.login) && self.forProvider.login && (has(self.writeConnectionSecretToRef) || has(self.writeConnectionDetailsToVault)) && !has(self.forProvider.passwordSecretRef))",message="passwordRotation mode Alternating needs forProvider.login true and writeConnectionSecretToRef or writeConnectionDetailsToVault, without forProvider.passwordSecretRef: the provider generates the logins' passwords"
-// +kubebuilder:validation:XValidation:rule="!(has(self.writeConnectionSecretToRef) && has(self.writeConnectionDetailsToVault))",message="set one of writeConnectionSecretToRef and writeConnectionDetailsToVault: the credentials go to one place"
-// +kubebuilder:validation:XValidation:rule="has(self.writeConnectionDetailsToVault) == has(oldSelf.writeConnectionDetailsToVault) && (!has(self.writeConnectionDetailsToVault) || self.writeConnectionDetailsToVault == oldSelf.writeConnectionDetailsToVault)",message="writeConnectionDetailsToVault cannot be set, changed or removed after creation: clients read the credentials where they were delivered"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.writeConnectionDetailsToVault) ? has(self.writeConnectionDetailsToVault) && self.writeConnectionDetailsToVault == oldSelf.writeConnectionDetailsToVault : !has(self.writeConnectionDetailsToVault) || has(oldSelf.writeConnectionSecretToRef)",message="writeConnectionDetailsToVault cannot be changed or removed after creation, and is added later only to a role that writes a connection Secret (a move to the vault, both delivering meanwhile): clients read the credentials where they were delivered"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || (!has(self.passwordRotation.maxAge) && !has(self.passwordRotation.schedule)) || !has(self.forProvider.passwordSecretRef)",message="passwordRotation maxAge and schedule rotate generated passwords: remove them, or forProvider.passwordSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.passwordRotation) || oldSelf.passwordRotation.mode != 'Alternating' || (has(self.passwordRotation) && self.passwordRotation.mode == 'Alternating')",message="passwordRotation mode Alternating cannot be turned back to InPlace: clients may hold the login roles' credentials"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || !has(self.forProvider.name) || size(self.forProvider.name) <= 61",message="passwordRotation mode Alternating needs a role name of at most 61 characters: the login roles are <name>_a and <name>_b"
@@ -248,7 +247,10 @@ type PostgreSQLRoleSpec struct {
 	// database, sslmode, uri, jdbc-url, pgpass (a libpq password file line),
 	// pg_service.conf (a libpq service named after the role, without the
 	// password) and (when the Instance has a CA bundle) ca.crt. An
-	// Observe-only import publishes nothing.
+	// Observe-only import publishes nothing. Removed or renamed, the role
+	// stops writing the Secret and lets go of it: the Secret keeps its data
+	// and still goes with the role, but another controller (an
+	// ExternalSecret projecting the same credential) may take it over.
 	// +optional
 	WriteConnectionSecretToReference *xpv2.LocalSecretReference `json:"writeConnectionSecretToRef,omitempty"`
 
@@ -257,7 +259,10 @@ type PostgreSQLRoleSpec struct {
 	// the Instance's spec.credentialVault (an OpenBao or Vault KV v2
 	// engine), a new version whenever one of them changes, and destroys
 	// the path when the role is dropped. The namespace in the path is this
-	// resource's own. Not with writeConnectionSecretToRef.
+	// resource's own. Set once: at creation, or added to a role that
+	// writes a connection Secret, which then delivers to both, the vault
+	// first, until writeConnectionSecretToRef is removed (a move to the
+	// vault without a failed login). It never changes or goes.
 	// +optional
 	WriteConnectionDetailsToVault *VaultPath `json:"writeConnectionDetailsToVault,omitempty"`
 
@@ -330,6 +335,12 @@ type PostgreSQLRoleObservation struct {
 	// credentials: no authentication material, only the location.
 	// +optional
 	Vault *VaultDelivery `json:"vault,omitempty"`
+	// ConnectionSecret is the Secret this role writes its connection
+	// details to and controls. Once spec.writeConnectionSecretToRef no
+	// longer names it, the role lets go of it (it stays the Secret's
+	// owner, no longer its controller) and clears this field.
+	// +optional
+	ConnectionSecret string `json:"connectionSecret,omitempty"`
 	// DriftStatus reports changes made to the role on the server, not
 	// through this resource (lastDrift).
 	DriftStatus `json:",inline"`
@@ -347,6 +358,10 @@ type VaultDelivery struct {
 	// URL is the API URL of the credential's data, without any token:
 	// reading it takes a token the vault's policy allows.
 	URL string `json:"url"`
+	// Since is when the path first held this role's credentials: the
+	// start of a move from a connection Secret to the vault.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // PreviousLoginState is where the login the Secret held before the last

@@ -80,8 +80,10 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		Watches(&v1alpha1.PostgreSQLDatabase{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOf)).
 		// A provisioned owner role's plan shows in the binding's.
 		Watches(&v1alpha1.PostgreSQLRole{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOfOwnerRole)).
-		// A binding waiting for its Instance provisions as soon as it exists.
-		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(r.provisionersOn), builder.WithPredicates(oninstance.InstanceChanges())).
+		// A binding waiting for its Instance provisions as soon as it
+		// exists; a bound one shows whether the Instance names a
+		// credentialVault.
+		Watches(&v1alpha1.PostgreSQLInstance{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOn), builder.WithPredicates(oninstance.InstanceChanges())).
 		Complete(errors.WithSilentRequeueOnConflict(r))
 }
 
@@ -122,15 +124,17 @@ func (r *reconciler) bindingsNaming(ctx context.Context, ns, db string) []reconc
 	return out
 }
 
-// provisionersOn maps an Instance to the bindings that provision on it.
-func (r *reconciler) provisionersOn(ctx context.Context, o client.Object) []reconcile.Request {
+// bindingsOn maps an Instance to the bindings that provision on it or
+// are bound to a database on it.
+func (r *reconciler) bindingsOn(ctx context.Context, o client.Object) []reconcile.Request {
 	l := &v1alpha1.PostgreSQLBindingList{}
-	if err := r.kube.List(ctx, l); err != nil {
+	if err := r.kube.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
 	for _, b := range l.Items {
-		if p := b.Spec.Provision; p != nil && p.InstanceRef.Name == o.GetName() {
+		p, d := b.Spec.Provision, b.Status.Database
+		if p != nil && p.InstanceRef.Name == o.GetName() || d != nil && d.Instance == o.GetName() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
 		}
 	}
@@ -181,6 +185,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		plan = pending.Steps(role, pending.Step(db, v1alpha1.PostgreSQLDatabaseKind))
 	}
 	c, delivered := state(b, db)
+	if delivered != nil {
+		// Where the tenant's credentials go follows the Instance: through
+		// its credentialVault when it names one.
+		in := &v1alpha1.PostgreSQLInstance{}
+		if err := r.kube.Get(ctx, client.ObjectKey{Name: delivered.Instance}, in); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, errors.Wrapf(err, "cannot get PostgreSQLInstance %q", delivered.Instance)
+		}
+		delivered.CredentialVault = in.Spec.CredentialVault != nil
+	}
 	return reconcile.Result{}, r.report(ctx, b, c, delivered, plan)
 }
 

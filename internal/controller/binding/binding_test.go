@@ -1021,3 +1021,41 @@ func TestBoundDatabaseDeletionRefused(t *testing.T) {
 	}
 	env.Gone(ctx, t, got)
 }
+
+// TestBoundShowsTheCredentialVault: a Bound binding says whether its
+// database's Instance names a credentialVault (the tenant Composition
+// delivers through it when it does), and follows the Instance when it
+// gains one or loses it, for a registered database's binding too (which
+// provisions nothing on the Instance).
+func TestBoundShowsTheCredentialVault(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	db := registered(ctx, t, "shop", "vaulted_app")
+	b := explicit("shop", "vaulted", db.Name)
+	env.Create(ctx, t, b)
+	vault := func(want bool) {
+		t.Helper()
+		got := &v1alpha1.PostgreSQLBinding{}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(b), got)
+			d := got.Status.Database
+			return err == nil && d != nil && d.CredentialVault == want, err
+		})
+		if err != nil {
+			t.Fatalf("status.database %+v, want credentialVault %t: %v", got.Status.Database, want, err)
+		}
+	}
+	bindingReady(ctx, t, b, corev1.ConditionTrue, v1alpha1.ReasonBound)
+	vault(false)
+	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main"}}
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+		in.Spec.CredentialVault = &v1alpha1.CredentialVault{Address: "https://openbao.invalid:8200",
+			Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: &v1alpha1.VaultTokenReference{Name: "vault-token"}}}
+	})
+	t.Cleanup(func() {
+		providertest.Update(context.WithoutCancel(ctx), t, env, in, func(in *v1alpha1.PostgreSQLInstance) { in.Spec.CredentialVault = nil })
+	})
+	vault(true)
+	providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) { in.Spec.CredentialVault = nil })
+	vault(false)
+}

@@ -210,12 +210,17 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		if err := e.holdForHeirs(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-	} else if publishes(mg) && !management.ObserveOnly(mg) {
-		// Before anything is published into it (crossplane-runtime's
-		// publisher takes over a Secret that has no controller; a vault
-		// path another wrote is refused likewise).
-		if _, err := e.published(ctx, mg); err != nil {
+	} else {
+		if err := e.releaseSecret(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
+		}
+		if publishes(mg) && !management.ObserveOnly(mg) {
+			// Before anything is published into it (crossplane-runtime's
+			// publisher takes over a Secret that has no controller; a vault
+			// path another wrote is refused likewise).
+			if _, err := e.published(ctx, mg); err != nil {
+				return managed.ExternalObservation{}, err
+			}
 		}
 	}
 	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLRole, postgres.ObservedRole](ctx, kind{e}, e.conn.Instance, mg)
@@ -1192,6 +1197,45 @@ func (e *external) connectionSecret(ctx context.Context, mg *v1alpha1.PostgreSQL
 	}.String()
 	mg.SetConditions(v1alpha1.Conflict(msg))
 	return nil, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
+}
+
+// releaseSecret lets go of the connection Secret mg wrote when
+// spec.writeConnectionSecretToRef no longer names it (removed, as at the
+// end of a move to the vault, or renamed): mg stays one of the Secret's
+// owners, so it still goes with mg, but no longer its controller, so
+// another controller may take it over. An ExternalSecret projecting the
+// same credential into the same name does, and the Secret never goes
+// missing on the way. Nothing in the Secret changes.
+func (e *external) releaseSecret(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
+	want := ""
+	if ref := mg.Spec.WriteConnectionSecretToReference; ref != nil {
+		want = ref.Name
+	}
+	had := mg.Status.AtProvider.ConnectionSecret
+	if had != "" && had != want {
+		s := &corev1.Secret{}
+		err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: had}, s)
+		switch {
+		case kerrors.IsNotFound(err):
+		case err != nil:
+			return errors.Wrapf(err, "cannot read connection Secret %s, which this role no longer writes", had)
+		case metav1.IsControlledBy(s, mg):
+			refs := s.GetOwnerReferences()
+			for i := range refs {
+				if refs[i].UID == mg.GetUID() {
+					refs[i].Controller = nil
+				}
+			}
+			s.SetOwnerReferences(refs)
+			if err := e.kube.Update(ctx, s); err != nil {
+				return errors.Wrapf(err, "cannot let go of connection Secret %s, which this role no longer writes", had)
+			}
+			e.events.Event(mg, event.Normal("ReleasedConnectionSecret", fmt.Sprintf(
+				"no longer writes connection Secret %s: it keeps its data and still goes with this role, and another controller may take it over", had)))
+		}
+	}
+	mg.Status.AtProvider.ConnectionSecret = want
+	return nil
 }
 
 // passwordUpToDate returns the password the role should have (without

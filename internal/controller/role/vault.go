@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -178,7 +180,11 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 	if err != nil {
 		return nil, err
 	}
-	r.Status.AtProvider.Vault = &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
+	d := &v1alpha1.VaultDelivery{Path: path, URL: c.URL(path)}
+	if was := r.Status.AtProvider.Vault; was != nil && was.Path == path {
+		d.Since = was.Since
+	}
+	r.Status.AtProvider.Vault = d
 	// A path whose latest version was deleted (its older ones still
 	// readable) is still whoever's its metadata says.
 	s, err := c.Observe(ctx, path)
@@ -205,7 +211,16 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 		r.SetConditions(v1alpha1.Conflict(msg))
 		return nil, xperrors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 	}
-	return &vaultView{c: c, path: path, s: s}, nil
+	w := &vaultView{c: c, path: path, s: s}
+	w.held(r)
+	return w, nil
+}
+
+// held notes in r's status when its path first held its credentials.
+func (w *vaultView) held(r *v1alpha1.PostgreSQLRole) {
+	if d := r.Status.AtProvider.Vault; d != nil && d.Since == nil && w.s != nil && !w.s.Deleted {
+		d.Since = ptr.To(metav1.Now())
+	}
 }
 
 // data is the view's published connection details (none yet, or the
@@ -255,6 +270,7 @@ func (w *vaultView) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, det
 		return xperrors.Wrapf(err, "cannot write the credential to the Instance's credentialVault at %s", w.c.URL(w.path))
 	}
 	w.s = &openbao.Secret{Data: want, Version: v, Custom: map[string]string{ownerKey: string(r.GetUID())}}
+	w.held(r)
 	return nil
 }
 
@@ -302,26 +318,36 @@ func deliveredTo(r *v1alpha1.PostgreSQLRole) string {
 	return "nothing"
 }
 
-// published returns r's connection details as delivered: its connection
-// Secret's data, or its vault path's (empty before the first delivery).
-// The vault path is read once per reconcile (the external client lives
-// for one): Observe, the password check and the delivery share the read.
+// published returns r's connection details as delivered: its vault
+// path's, or its connection Secret's data (empty before the first
+// delivery). A role moving from its Secret to the vault (both set) reads
+// the Secret until the vault holds the credential, so the first delivery
+// copies the current credential there instead of making a new one. The
+// vault path is read once per reconcile (the external client lives for
+// one): Observe, the password check and the delivery share the read.
 func (e *external) published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
-	if r.Spec.WriteConnectionDetailsToVault != nil {
-		w, err := e.vaultPath(ctx, r)
+	var fromSecret map[string][]byte
+	if r.Spec.WriteConnectionSecretToReference != nil {
+		s, err := e.connectionSecret(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		return w.data(), nil
+		fromSecret = s.Data
+		if fromSecret == nil {
+			fromSecret = map[string][]byte{}
+		}
 	}
-	s, err := e.connectionSecret(ctx, r)
+	if r.Spec.WriteConnectionDetailsToVault == nil {
+		return fromSecret, nil
+	}
+	w, err := e.vaultPath(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if s.Data == nil {
-		return map[string][]byte{}, nil
+	if d := w.data(); len(d) > 0 || fromSecret == nil {
+		return d, nil
 	}
-	return s.Data, nil
+	return fromSecret, nil
 }
 
 // vaultPath is r's vault path as this reconcile read it.
@@ -336,32 +362,44 @@ func (e *external) vaultPath(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*
 	return e.vaultRead, nil
 }
 
-// publish delivers details where r's go: its vault path, or its
-// connection Secret (crossplane-runtime's publisher). The rotation steps
-// stage new passwords through it.
+// publish delivers details where r's go: its vault path, then its
+// connection Secret (crossplane-runtime's publisher); a role moving from
+// its Secret to the vault writes both, the vault first, so the Secret
+// never holds a credential the vault lacks. The rotation steps stage new
+// passwords through it.
 func (e *external) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
-	if r.Spec.WriteConnectionDetailsToVault == nil {
-		_, err := e.publisher.PublishConnection(ctx, r, details)
-		return err
+	if r.Spec.WriteConnectionDetailsToVault != nil {
+		w, err := e.vaultPath(ctx, r)
+		if err != nil {
+			return err
+		}
+		if err := w.publish(ctx, r, details); err != nil {
+			return err
+		}
 	}
-	w, err := e.vaultPath(ctx, r)
-	if err != nil {
-		return err
+	if r.Spec.WriteConnectionSecretToReference == nil {
+		return nil
 	}
-	return w.publish(ctx, r, details)
+	_, err := e.publisher.PublishConnection(ctx, r, details)
+	return err
 }
 
 // deliver publishes to r's vault path what crossplane-runtime would have
 // published to its Secret: the details of an observation, a create or an
 // update. crossplane-runtime's publisher cannot be replaced for namespaced
 // kinds, so a role delivering to a vault publishes there itself, at the
-// same points, and its finalizer destroys the path; nothing is written
-// when the path holds the details already.
+// same points (before crossplane-runtime writes the Secret of a role
+// delivering to both), and its finalizer destroys the path; nothing is
+// written when the path holds the details already.
 func (e *external) deliver(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
 	if !vaultDelivering(r) {
 		return nil
 	}
-	return xperrors.Wrap(e.publish(ctx, r, details), "cannot deliver the connection details to the vault")
+	w, err := e.vaultPath(ctx, r)
+	if err == nil {
+		err = w.publish(ctx, r, details)
+	}
+	return xperrors.Wrap(err, "cannot deliver the connection details to the vault")
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
