@@ -79,10 +79,19 @@ func count(n int) string {
 // read-only, the message says the plan is what widening its management
 // policies would send; nothing is.
 func Set(mg resource.Managed, at **v1alpha1.Plan, action v1alpha1.PlanAction, stmts []string) {
+	SetWhy(mg, at, action, stmts, "")
+}
+
+// SetWhy is Set for a plan that holds something the spec change does not
+// explain: why says what, after the summary.
+func SetWhy(mg resource.Managed, at **v1alpha1.Plan, action v1alpha1.PlanAction, stmts []string, why string) {
 	*at = Of(action, stmts)
 	if *at == nil {
 		mg.SetConditions(upToDate())
 		return
+	}
+	if why != "" {
+		(*at).Summary += "; " + why
 	}
 	msg := fmt.Sprintf("%s pending; status.atProvider.plan lists them", (*at).Summary)
 	if management.ObserveOnly(mg) {

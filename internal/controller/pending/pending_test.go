@@ -117,6 +117,7 @@ func TestSet(t *testing.T) {
 		reason   string
 		policies xpv2.ManagementPolicies
 		stmts    []string
+		why      string
 		want     want
 		says     string
 	}{
@@ -133,6 +134,14 @@ func TestSet(t *testing.T) {
 			want:     want{Summary: "Update: 1 statement", Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonChangesPending},
 			says:     "widening the policies sends them",
 		},
+		"Why": {
+			reason:   "A statement the spec change does not explain (a password set again) says why, in the summary and the condition.",
+			policies: xpv2.ManagementPolicies{xpv2.ManagementActionAll},
+			stmts:    []string{"ALTER ROLE r WITH CONNECTION LIMIT 5", "ALTER ROLE r PASSWORD 'x'"},
+			why:      "the password is set again",
+			want:     want{Summary: "Update: 2 statements; the password is set again", Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonChangesPending},
+			says:     "Update: 2 statements; the password is set again pending",
+		},
 		"UpToDate": {
 			reason:   "Nothing pending: no plan, and the condition says so.",
 			policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve},
@@ -143,7 +152,7 @@ func TestSet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			mg := &v1alpha1.PostgreSQLDatabase{}
 			mg.Spec.ManagementPolicies = tc.policies
-			Set(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, tc.stmts)
+			SetWhy(mg, &mg.Status.AtProvider.Plan, v1alpha1.PlanUpdate, tc.stmts, tc.why)
 			c := mg.GetCondition(v1alpha1.TypeUpToDate)
 			got := want{Status: c.Status, Reason: c.Reason}
 			if p := mg.Status.AtProvider.Plan; p != nil {

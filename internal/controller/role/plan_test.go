@@ -18,6 +18,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // TestPlanIsTheTruth: a change applied with managementPolicies [Observe]
@@ -44,6 +45,14 @@ func TestPlanIsTheTruth(t *testing.T) {
 			},
 			Says: []string{"CREATEDB", "CONNECTION LIMIT 4"},
 		},
+		"LoginAttributes": {
+			// A login whose password is as its Secret holds: widened, the
+			// change sends the connection limit and leaves the password.
+			Existing: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(true) },
+			Change:   func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](5) },
+			Says:     []string{"CONNECTION LIMIT 5"},
+			Lacks:    []string{"PASSWORD"},
+		},
 		"AlternatingRotation": {
 			// The rotation's next step: the login the Secret does not
 			// use gets a new password and takes over.
@@ -61,6 +70,21 @@ func TestPlanIsTheTruth(t *testing.T) {
 			Change:   func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"readers_p"} },
 			Says:     []string{`GRANT "readers_p" TO`},
 		},
+	}
+	if !tier.ManagedAdmin() {
+		// A managed-service admin cannot read the stored verifier: a
+		// password checked once is remembered, and one changed by hand
+		// shows at the next rotation, not here.
+		cases["LoginPasswordChangedByHand"] = providertest.PlanCase[*v1alpha1.PostgreSQLRole]{
+			// Someone changed the password on the server meanwhile: the
+			// plan sets the delivered one again (and its summary says why).
+			Existing: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(true) },
+			Change: func(r *v1alpha1.PostgreSQLRole) {
+				env.AdminSQL(ctx, t, "postgres", `ALTER ROLE "rp_loginpasswordchangedbyhand" PASSWORD 'changed-by-hand'`)
+				r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](6)
+			},
+			Says: []string{"CONNECTION LIMIT 6", "PASSWORD '<redacted>'"},
+		}
 	}
 	providertest.PlanCases(ctx, t, env, cases, func(name string) (*v1alpha1.PostgreSQLRole, string) {
 		role := "rp_" + strings.ToLower(name)

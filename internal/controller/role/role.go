@@ -203,6 +203,8 @@ type external struct {
 	whose boundary.Lookup
 	// drift reports changes made to the role on the server.
 	drift drift.Recorder
+	// note is why the last plan sets the password (kind.Note).
+	note string
 }
 
 func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
@@ -434,10 +436,44 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 		return postgres.UpdateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), g, k.e.mark(mg)), nil
 	}
 	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, k.e.mark(mg))
-	if setsPassword(mg) {
+	k.e.note = ""
+	if !setsPassword(mg) {
+		return stmts, nil
+	}
+	if why, err := k.passwordSet(ctx, mg, got); err != nil || why != "" {
+		k.e.note = why
 		stmts = append(stmts, postgres.SetPasswordStatement(mg.RoleName(), pending.Redacted))
+		return stmts, err
 	}
 	return stmts, nil
+}
+
+// passwordSet says why widening the policies of a login role previewed
+// read-only would set its password ("" when it would not). An import's
+// is set: the provider does not know what it has. A role of the
+// provider's own keeps the password it delivered unless none was, a
+// rotation is asked for or due, or the stored verifier (read by a
+// superuser admin) says the server's is another. A preview never logs in
+// as the role to find out.
+func (k kind) passwordSet(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (string, error) {
+	if got.Owner != string(mg.GetUID()) {
+		return "an imported role is given the password the provider delivers", nil
+	}
+	pw, err := k.e.password(ctx, mg, false)
+	switch {
+	case err != nil:
+		return "", errors.Wrap(err, errPassword)
+	case pw == "" && wantsGeneratedPassword(mg):
+		return "a new password is set: none was delivered yet, or a rotation is asked for or due", nil
+	case pw != "" && got.VerifierRead && !postgres.VerifierMatches(got.Verifier, pw):
+		return "the password is set again: the server's is not the one delivered", nil
+	}
+	return "", nil
+}
+
+// Note says why the plan UpdateStatements just made sets the password.
+func (k kind) Note(*v1alpha1.PostgreSQLRole) string {
+	return k.e.note
 }
 
 func (k kind) Drift(mg *v1alpha1.PostgreSQLRole) (*v1alpha1.DriftStatus, drift.Recorder) {

@@ -107,6 +107,13 @@ type Planner[T resource.Managed, O any] interface {
 	UpdateStatements(ctx context.Context, mg T, got *O) ([]string, error)
 }
 
+// A Noter is a Planner whose plan may hold a statement its spec change
+// does not explain (a password set again): Note says why, in the plan's
+// summary, for the plan UpdateStatements or CreateStatements just made.
+type Noter[T resource.Managed] interface {
+	Note(mg T) string
+}
+
 // A DeletePlanner is a Planner that also shows what deleting its object
 // sends.
 type DeletePlanner[T resource.Managed, O any] interface {
@@ -134,7 +141,11 @@ func Planned[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T,
 	if err != nil {
 		return false, err
 	}
-	pending.Set(mg, p.Plan(mg), action, stmts)
+	why := ""
+	if n, ok := k.(Noter[T]); ok {
+		why = n.Note(mg)
+	}
+	pending.SetWhy(mg, p.Plan(mg), action, stmts, why)
 	return len(stmts) == 0, nil
 }
 
