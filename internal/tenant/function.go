@@ -31,6 +31,10 @@ import (
 // NotOffered, ObserveOnly, Conflict, PrivilegedOwner, …) and message.
 const ConditionDatabaseBound = "DatabaseBound"
 
+// reasonUnknown is DatabaseBound's reason when the function cannot read
+// the tenant's binding.
+const reasonUnknown = "Unknown"
+
 // Input is the function's input in a Composition step.
 type Input struct {
 	// DeleteData: see Options.
@@ -162,7 +166,7 @@ func boundOf(o resource.ObservedComposed) (*v1alpha1.BoundDatabase, string, stri
 	}
 	b := &v1alpha1.PostgreSQLBinding{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, b); err != nil {
-		return nil, "Unknown", "cannot read the tenant's PostgreSQLBinding: " + err.Error()
+		return nil, reasonUnknown, "cannot read the tenant's PostgreSQLBinding: " + err.Error()
 	}
 	c := b.GetCondition(xpv2.TypeReady)
 	reason, msg := string(c.Reason), c.Message
