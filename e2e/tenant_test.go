@@ -878,7 +878,82 @@ func TestTenantEndToEnd(t *testing.T) {
 		// Secrets.
 		openBaoDelivery(ctx, t, core)
 	})
+	t.Run("NoMessageCarriesASecret", func(t *testing.T) {
+		noSecretInMessages(ctx, t)
+	})
 	t.Logf("end to end in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// noSecretInMessages: after the whole run (claims bound, refused, in
+// conflict, racing, restored, a vault down mid-rotation), no condition
+// message of any object of the provider's group or of Crossplane's
+// composites and claims, no event, and no line the provider logged holds
+// a password or token that any Secret in the cluster holds.
+func noSecretInMessages(ctx context.Context, t *testing.T) {
+	secrets := &corev1.SecretList{}
+	if err := env.Kube.List(ctx, secrets); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for _, s := range secrets.Items {
+		for k, v := range s.Data {
+			if k := strings.ToLower(k); (strings.Contains(k, "password") || strings.Contains(k, "token")) && len(v) >= 8 {
+				values = append(values, string(v))
+			}
+		}
+	}
+	if len(values) < 5 {
+		t.Fatalf("only %d passwords and tokens in the cluster's Secrets: nothing to check against", len(values))
+	}
+	crds := &unstructured.UnstructuredList{}
+	crds.SetAPIVersion("apiextensions.k8s.io/v1")
+	crds.SetKind("CustomResourceDefinitionList")
+	if err := env.Kube.List(ctx, crds); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	reasons := map[string]bool{}
+	for _, crd := range crds.Items {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		if group != v1alpha1.Group {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		l := &unstructured.UnstructuredList{}
+		l.SetAPIVersion(v1alpha1.SchemeGroupVersion.String())
+		l.SetKind(kind + "List")
+		if err := env.Kube.List(ctx, l); err != nil {
+			t.Fatalf("listing %s: %v", kind, err)
+		}
+		for _, o := range l.Items {
+			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok {
+					msg, _ := m["message"].(string)
+					reason, _ := m["reason"].(string)
+					texts = append(texts, fmt.Sprintf("%s %s/%s: %s", kind, o.GetNamespace(), o.GetName(), msg))
+					reasons[reason] = true
+				}
+			}
+		}
+	}
+	events := &corev1.EventList{}
+	if err := env.Kube.List(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		texts = append(texts, fmt.Sprintf("event %s on %s %s/%s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message))
+	}
+	texts = append(texts, strings.Split(env.ProviderLog(), "\n")...)
+	for _, text := range texts {
+		for _, v := range values {
+			if strings.Contains(text, v) {
+				// The text, never the value.
+				t.Errorf("a password or token appears in: %.120s…", strings.ReplaceAll(text, v, "<the value>"))
+			}
+		}
+	}
+	t.Logf("%d condition messages, events and log lines checked against %d passwords and tokens; reasons seen: %d", len(texts), len(values), len(reasons))
 }
 
 // waitTenantLogin waits until a tenant's Secret holds login user.
