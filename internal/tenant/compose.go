@@ -272,10 +272,21 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Tim
 	if err != nil || !vault {
 		return c, err
 	}
-	store, err := o.store()
+	st, err := o.store()
 	if err != nil {
 		return nil, err
 	}
+	throughVault(c, s, st, role, SecretName(instance, s.ClaimName), seen, now)
+	return c, nil
+}
+
+// throughVault turns c, composed with Secret delivery, into delivery
+// through the Instance's credentialVault: the login role writes to the
+// vault (under the claim's name), and once it has, the ExternalSecret
+// named name projects the credential into the claim's Secret, with the
+// Usage that orders their deletion.
+func throughVault(c *Composed, s Spec, st store, role *v1alpha1.PostgreSQLRole, name string, seen Seen, now time.Time) {
+	secret := role.Spec.WriteConnectionSecretToReference.Name
 	role.Spec.WriteConnectionDetailsToVault = &v1alpha1.VaultPath{Name: s.ClaimName}
 	c.Status.Delivery = DeliveryOpenBao
 	var delivered *v1alpha1.VaultDelivery
@@ -285,7 +296,6 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Tim
 	if delivered != nil {
 		c.Status.CredentialURL = delivered.URL
 	}
-	name := SecretName(instance, s.ClaimName)
 	if seen.Login != nil && seen.Login.Spec.WriteConnectionSecretToReference != nil {
 		// Moving from the Secret: the login role delivers to both, the
 		// vault first, until the grace period has passed since the vault
@@ -296,7 +306,7 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Tim
 		// logs in.
 		var ends *metav1.Time
 		if delivered != nil && delivered.Since != nil {
-			ends = &metav1.Time{Time: delivered.Since.Add(store.grace)}
+			ends = &metav1.Time{Time: delivered.Since.Add(st.grace)}
 		}
 		if ends == nil || now.Before(ends.Time) || !seen.CredentialsSynced {
 			c.Status.Delivery, c.Status.SecretDeliveryEnds = DeliveryMoving, ends
@@ -304,18 +314,17 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Tim
 				c.Again = ends.Sub(now)
 			}
 			if ends != nil {
-				c.Resources[Credentials] = externalSecret(s, store, name, secret, delivered.Path, false)
+				c.Resources[Credentials] = externalSecret(s, st, name, secret, delivered.Path, false)
 				c.Resources[CredentialsOrder] = credentialsOrder(s, name, role.GetName())
 			}
-			return c, nil
+			return
 		}
 	}
 	role.Spec.WriteConnectionSecretToReference = nil
 	if delivered != nil {
-		c.Resources[Credentials] = externalSecret(s, store, name, secret, delivered.Path, true)
+		c.Resources[Credentials] = externalSecret(s, st, name, secret, delivered.Path, true)
 		c.Resources[CredentialsOrder] = credentialsOrder(s, name, role.GetName())
 	}
-	return c, nil
 }
 
 // toVault decides whether a tenant's credentials go through the

@@ -396,7 +396,10 @@ func TestAccessFollowsTheInstance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := c.Resources[LoginRole].(*v1alpha1.PostgreSQLRole)
+			r, ok := c.Resources[LoginRole].(*v1alpha1.PostgreSQLRole)
+			if !ok {
+				t.Fatalf("composed %v, want a login role", c.Resources)
+			}
 			g := got{ToSecret: r.Spec.WriteConnectionSecretToReference != nil, ToVault: r.Spec.WriteConnectionDetailsToVault != nil,
 				Delivery: c.Status.Delivery, Ends: c.Status.SecretDeliveryEnds, Again: c.Again}
 			if es, ok := c.Resources[Credentials].(*unstructured.Unstructured); ok {
