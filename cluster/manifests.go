@@ -6,7 +6,11 @@
 // exactly what ships.
 package cluster
 
-import "embed"
+import (
+	"embed"
+	"regexp"
+	"strings"
+)
 
 // Manifests are the YAML files of this folder, and the OpenBao policies
 // (HCL) a platform writes for the credentials' delivery.
@@ -40,3 +44,31 @@ const (
 	OpenBaoProviderPolicyFile  = "openbao-provider-policy.hcl"
 	OpenBaoNamespacePolicyFile = "openbao-namespace-policy.hcl"
 )
+
+// Files of the RBAC that a provider package cannot carry: Crossplane v2's
+// package format has no permission requests, and its RBAC manager grants
+// a provider its own kinds, Secrets, ConfigMaps, events and leases only.
+const (
+	RBACFile              = "rbac.yaml"
+	RBACInstallPolicyFile = "rbac-install-lock-policy.yaml"
+)
+
+// Source is where the released manifests are published, by tag.
+const Source = "https://raw.githubusercontent.com/ayatori/provider-postgresql"
+
+// GrantCommand is the one command that grants a provider of version what
+// Locks (and the rest of cluster/rbac.yaml) need, from the manifests of
+// that version: a release tag's, or main's for a development build. It
+// binds the ServiceAccount crossplane-system/provider-postgresql, which
+// a DeploymentRuntimeConfig pins (docs/install.md, step 1).
+func GrantCommand(version string) string {
+	ref := version
+	if !releaseTag.MatchString(version) || strings.HasPrefix(version, "v0.0.0") {
+		ref = "main"
+	}
+	return "kubectl apply -f " + Source + "/" + ref + "/cluster/" + RBACFile + " -f " + Source + "/" + ref + "/cluster/" + RBACInstallPolicyFile
+}
+
+// releaseTag matches vMAJOR.MINOR.PATCH with an optional pre-release (not
+// a commit's describe, v0.1.0-3-gabcdef).
+var releaseTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?$`)

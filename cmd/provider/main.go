@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -226,8 +227,12 @@ func main() {
 			continue
 		}
 		if err := p.install(); err != nil {
-			log.Info(fmt.Sprintf("Cannot install or update the %s admission policy: %s. Bind cluster/rbac-install-lock-policy.yaml to the provider's ServiceAccount and restart it, or apply cluster/%s yourself and run with %s",
-				p.what, p.without, p.file, p.noFlag), "policy", p.name, "error", err.Error())
+			log.Info(fmt.Sprintf("Cannot install or update the %s admission policy: %s. Grant the provider what a package cannot ask for (%s): it keeps trying and installs it then, no restart needed. Or apply cluster/%s yourself and run with %s",
+				p.what, p.without, cluster.GrantCommand(version.Version), p.file, p.noFlag), "policy", p.name, "error", err.Error())
+			// Crossplane v2's packages cannot request this RBAC, so
+			// a plain package install starts without it: once an admin
+			// grants it, the policy goes in.
+			go retryInstall(ctx, log, p.what, p.name, p.install)
 			continue
 		}
 		log.Info("Installed the "+p.what+" admission policy", "policy", p.name)
@@ -235,7 +240,7 @@ func main() {
 
 	// The key that seals ownership markers, made on first start: a
 	// resource restored from a backup is recognised by it (package seal).
-	key, err := seal.Ensure(ctx, direct, *namespace)
+	key, err := ensureSeal(ctx, direct, *namespace)
 	kingpin.FatalIfError(err, "Cannot set up the marker seal key (the provider needs to read, or once create, this Secret in its namespace)")
 
 	kingpin.FatalIfError(pgcontroller.SetupGated(ctx, mgr, config.Config{
@@ -256,3 +261,43 @@ func main() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// retryInstall tries install again, ten seconds after the first failure
+// and then twice as long each time up to a minute, until it succeeds
+// or ctx ends.
+func retryInstall(ctx context.Context, log logging.Logger, what, name string, install func() error) {
+	wait := 10 * time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := install(); err != nil {
+			log.Debug("Still cannot install the "+what+" admission policy", "policy", name, "error", err.Error())
+			wait = min(2*wait, time.Minute)
+			continue
+		}
+		log.Info("Installed the "+what+" admission policy", "policy", name)
+		return
+	}
+}
+
+// ensureSeal is seal.Ensure, retried for up to half a minute while the
+// API server forbids it: a pod started from a fresh package install may
+// run before Crossplane's RBAC manager has bound its ServiceAccount to
+// the Secrets of its namespace.
+func ensureSeal(ctx context.Context, kube client.Client, namespace string) (*seal.Key, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		key, err := seal.Ensure(ctx, kube, namespace)
+		if err == nil || !kerrors.IsForbidden(err) || time.Now().After(deadline) {
+			return key, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

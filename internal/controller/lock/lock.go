@@ -224,7 +224,8 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 		r.record.Event(l, event.Normal("Protected", fmt.Sprintf("%s %s carries this Lock in its %s annotation", ref.Kind, r.describe(l, ref.Name), v1alpha1.AnnotationLocked)))
 	}
 	st.TargetUID = uid
-	if err := r.ensureUsage(ctx, l, gvk); err != nil {
+	note, err := r.ensureUsage(ctx, l, gvk)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	ok, why := r.opts.Policy.Covers(ctx, Target{
@@ -234,7 +235,10 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	if !ok {
 		l.SetConditions(v1alpha1.NotReady(v1alpha1.ReasonPolicyMissing,
 			fmt.Sprintf("%s %s is annotated, but deletes are NOT refused: %s", ref.Kind, r.describe(l, ref.Name), why)))
-		return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
+		// Checked again sooner than a protected Lock: a missing guard
+		// is worth noticing as soon as it is in place (the policy is
+		// read at most once per its TTL anyway).
+		return reconcile.Result{RequeueAfter: min(r.opts.Resync, 15*time.Second)}, nil
 	}
 	st.Active = true
 	msg := fmt.Sprintf("deleting %s %s is refused while this Lock exists", ref.Kind, r.describe(l, ref.Name))
@@ -243,6 +247,9 @@ func (r *reconciler) protect(ctx context.Context, l object) (reconcile.Result, e
 	}
 	if st.Usage != "" {
 		msg += "; Crossplane Usage " + st.Usage + " protects it too"
+	}
+	if note != "" {
+		msg += "; " + note
 	}
 	l.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonLockActive, Message: msg, LastTransitionTime: metav1.Now()})
 	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
 // A PolicyChecker reports whether the Lock admission policy refuses the
@@ -86,20 +87,25 @@ func (p *PolicyChecker) load(ctx context.Context) (*admissionv1.ValidatingAdmiss
 }
 
 func (p *PolicyChecker) read(ctx context.Context) (*admissionv1.ValidatingAdmissionPolicy, []admissionv1.ValidatingAdmissionPolicyBinding, string) {
-	const apply = "bind cluster/rbac-install-lock-policy.yaml to the provider and restart it (it installs the policy at start-up), or apply cluster/lock-policy.yaml yourself"
+	// A provider package cannot ask for this RBAC (Crossplane v2's
+	// packages have no permission requests): the message gives the one
+	// command that grants it, and the provider, which keeps trying to
+	// install the policy, turns the Lock Active without a restart.
+	grant := cluster.GrantCommand(version.Version)
+	apply := "grant the provider what a package cannot ask for: " + grant + " (it then installs the policy itself within minutes, no restart), or apply cluster/lock-policy.yaml yourself"
 	vap := &admissionv1.ValidatingAdmissionPolicy{}
 	err := p.Reader.Get(ctx, client.ObjectKey{Name: cluster.LockPolicyName}, vap)
 	switch {
 	case kerrors.IsNotFound(err):
 		return nil, nil, fmt.Sprintf("the ValidatingAdmissionPolicy %s is not installed; %s", cluster.LockPolicyName, apply)
 	case kerrors.IsForbidden(err):
-		return nil, nil, "the provider may not read ValidatingAdmissionPolicies, so it cannot tell whether deletes are refused; apply cluster/rbac.yaml"
+		return nil, nil, "the provider may not read ValidatingAdmissionPolicies, so it cannot tell whether deletes are refused; " + apply
 	case err != nil:
 		return nil, nil, fmt.Sprintf("cannot read the ValidatingAdmissionPolicy %s: %v", cluster.LockPolicyName, err)
 	}
 	list := &admissionv1.ValidatingAdmissionPolicyBindingList{}
 	if err := p.Reader.List(ctx, list); err != nil {
-		return nil, nil, fmt.Sprintf("cannot list ValidatingAdmissionPolicyBindings: %v; apply cluster/rbac.yaml", err)
+		return nil, nil, fmt.Sprintf("cannot list ValidatingAdmissionPolicyBindings: %v; %s", err, apply)
 	}
 	var deny []admissionv1.ValidatingAdmissionPolicyBinding
 	for _, b := range list.Items {

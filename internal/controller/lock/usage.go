@@ -20,6 +20,8 @@ import (
 	protectionv1beta1 "github.com/crossplane/crossplane/apis/v2/protection/v1beta1"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/cluster"
+	"github.com/ayatori/provider-postgresql/internal/version"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -103,39 +105,46 @@ func (r *reconciler) usageFor(l object, target schema.GroupVersionKind) (*unstru
 
 // ensureUsage creates or updates the Usage mirroring l, when Crossplane's
 // protection API is served, and records its name in status.
-func (r *reconciler) ensureUsage(ctx context.Context, l object, target schema.GroupVersionKind) error {
+func (r *reconciler) ensureUsage(ctx context.Context, l object, target schema.GroupVersionKind) (string, error) {
 	st := l.GetLockStatus()
 	if !r.opts.Usages.Served() {
 		st.Usage = ""
-		return nil
+		return "", nil
 	}
 	want, err := r.usageFor(l, target)
 	if err != nil {
-		return err
+		return "", err
 	}
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(want.GroupVersionKind())
-	err = r.kube.Get(ctx, client.ObjectKeyFromObject(want), got)
+	// Read through the API server, not the cache: a provider that may not
+	// read Usages (a plain package install) hears so at once, where a
+	// cache would wait for an informer that never syncs.
+	err = r.reader.Get(ctx, client.ObjectKeyFromObject(want), got)
+	if kerrors.IsForbidden(err) {
+		st.Usage = ""
+		return "no Crossplane " + want.GetKind() + " mirrors it: the provider may not read or write " + want.GetKind() + "s; " + cluster.GrantCommand(version.Version) + " grants it", nil
+	}
 	switch {
 	case kerrors.IsNotFound(err):
 		if err := r.kube.Create(ctx, want); err != nil {
-			return errors.Wrapf(err, "cannot create the Crossplane %s", want.GetKind())
+			return "", errors.Wrapf(err, "cannot create the Crossplane %s", want.GetKind())
 		}
 	case err != nil:
-		return errors.Wrapf(err, "cannot get the Crossplane %s", want.GetKind())
+		return "", errors.Wrapf(err, "cannot get the Crossplane %s", want.GetKind())
 	default:
 		if !metav1.IsControlledBy(got, l) {
-			return errors.Errorf("a Crossplane %s named %s exists and does not belong to this %s; rename one of them", want.GetKind(), want.GetName(), r.kind.name)
+			return "", errors.Errorf("a Crossplane %s named %s exists and does not belong to this %s; rename one of them", want.GetKind(), want.GetName(), r.kind.name)
 		}
 		if !equalSpec(got, want) {
 			got.Object["spec"] = want.Object["spec"]
 			if err := r.kube.Update(ctx, got); err != nil {
-				return errors.Wrapf(err, "cannot update the Crossplane %s", want.GetKind())
+				return "", errors.Wrapf(err, "cannot update the Crossplane %s", want.GetKind())
 			}
 		}
 	}
 	st.Usage = want.GetName()
-	return nil
+	return "", nil
 }
 
 // deleteUsage deletes the Usage mirroring l and reports whether it is gone.
