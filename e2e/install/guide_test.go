@@ -26,6 +26,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/configuration"
 	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
@@ -60,7 +61,7 @@ func TestInstallGuide(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	// The checks below follow these steps; a new step needs its checks.
-	if diff := cmp.Diff([]string{"runtime-config", "cluster-manifests", "install-provider", "activate", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"runtime-config", "install-provider", "activate", "cluster-manifests", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
 		t.Fatalf("the guide's steps changed (-checked +guide):\n%s", diff)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -185,8 +186,6 @@ true`)
 	}
 
 	run("runtime-config")
-	run("cluster-manifests")
-
 	run("install-provider")
 	rev := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
 	// The package declares safe-start: with no policy activating them, the
@@ -200,15 +199,10 @@ true`)
 		t.Errorf("the Deployment's args %q miss the runtime config's flags", args)
 	}
 	// Crossplane's RBAC manager binds the pinned ServiceAccount to the
-	// provider's own CRDs; cluster/rbac.yaml adds the rest.
-	for _, ra := range []authzv1.ResourceAttributes{
-		{Group: "database.ayatori.ddupan.top", Resource: "postgresqldatabases", Verb: "update", Namespace: "shop"},
-		{Group: "database.ayatori.ddupan.top", Resource: "postgresqltenants", Verb: "patch", Namespace: "shop"},
-		{Group: "protection.crossplane.io", Resource: "usages", Verb: "create", Namespace: "shop"},
-		{Resource: "namespaces", Verb: "list"},
-	} {
-		waitAllowed(ctx, t, kc, "system:serviceaccount:crossplane-system:"+serviceAccount, ra)
-	}
+	// provider's own CRDs, and nothing more (cluster/rbac.yaml adds the
+	// rest, later).
+	waitAllowed(ctx, t, kc, "system:serviceaccount:crossplane-system:"+serviceAccount,
+		authzv1.ResourceAttributes{Group: "database.ayatori.ddupan.top", Resource: "postgresqldatabases", Verb: "update", Namespace: "shop"})
 	if sa, err := kl.ready(ctx, 1, 2*time.Minute); err != nil {
 		t.Fatalf("the provider did not become ready as its Deployment's ServiceAccount: %v%s", err, diagnose())
 	} else {
@@ -222,6 +216,22 @@ true`)
 		"locks": true, "clusterlocks": true,
 	}
 	checkActivation(ctx, t, kube, root, active)
+	checkControllers(ctx, t, kl, 1, active, diagnose)
+
+	// A plain package install: Locks cannot be enforced yet, and a Lock
+	// says so with the one command; the guide's next step grants the
+	// same files, and the running provider installs the policy and the
+	// Lock turns Active, without a restart.
+	probe := lockProbe(ctx, t, kube, sh)
+	run("cluster-manifests")
+	for _, ra := range []authzv1.ResourceAttributes{
+		{Group: "database.ayatori.ddupan.top", Resource: "postgresqltenants", Verb: "patch", Namespace: "shop"},
+		{Group: "protection.crossplane.io", Resource: "usages", Verb: "create", Namespace: "shop"},
+		{Resource: "namespaces", Verb: "list"},
+	} {
+		waitAllowed(ctx, t, kc, "system:serviceaccount:crossplane-system:"+serviceAccount, ra)
+	}
+	probe(ctx)
 	checkControllers(ctx, t, kl, 1, active, diagnose)
 
 	run("register-instance")
@@ -665,5 +675,82 @@ func waitReady(ctx context.Context, t *testing.T, kube client.Client, apiVersion
 		return conditionTrue(u, "Ready"), nil
 	}); err != nil {
 		t.Errorf("%s %s/%s is not Ready: %v", kind, ns, name, err)
+	}
+}
+
+// lockProbe locks a PostgreSQLInstance of no server (a ClusterLock) on a
+// provider installed from its package alone: the Lock says PolicyMissing,
+// with the command that grants what a package cannot ask for (for the
+// packaged provider's version), and the Instance can still be deleted.
+// The function it returns waits, once that is granted, until the Lock is
+// Active and the delete is refused, then removes both.
+func lockProbe(ctx context.Context, t *testing.T, kube client.Client, sh func(context.Context, string) ([]byte, error)) func(context.Context) {
+	t.Helper()
+	in := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLInstance",
+		"metadata": map[string]any{"name": "lock-probe"},
+		"spec": map[string]any{
+			"endpoint":           map[string]any{"host": "probe.invalid", "hostaddr": "127.0.0.1"},
+			"adminCredentialRef": map[string]any{"name": "lock-probe-admin"},
+		},
+	}}
+	lock := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "ClusterLock",
+		"metadata": map[string]any{"name": "lock-probe"},
+		"spec":     map[string]any{"targetRef": map[string]any{"kind": "PostgreSQLInstance", "name": "lock-probe"}, "reason": "probe"},
+	}}
+	for _, o := range []client.Object{in, lock} {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(reason string) string {
+		t.Helper()
+		var msg, got string
+		err := providertest.Wait(ctx, 4*time.Minute, func(ctx context.Context) (bool, error) {
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(lock), lock); err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(lock.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+					got, _ = m["reason"].(string)
+					msg, _ = m["message"].(string)
+				}
+			}
+			return got == reason, nil
+		})
+		if err != nil {
+			t.Fatalf("the ClusterLock is %s, not %s: %v (%q)", got, reason, err, msg)
+		}
+		return msg
+	}
+	msg := ready("PolicyMissing")
+	grant := cluster.GrantCommand("v0.1.0")
+	if !strings.Contains(msg, grant) {
+		t.Errorf("the Lock's PolicyMissing message does not give the one command %q: %q", grant, msg)
+	}
+	t.Logf("a Lock after a plain package install: %s", msg)
+	return func(ctx context.Context) {
+		t.Helper()
+		start := time.Now()
+		msg := ready("Active")
+		t.Logf("the Lock turned Active %s after the grant, without a restart: %s", time.Since(start).Round(time.Second), msg)
+		if b, err := sh(ctx, "kubectl delete postgresqlinstances.database.ayatori.ddupan.top lock-probe --dry-run=server"); err == nil {
+			t.Errorf("the locked Instance could be deleted: %s", b)
+		}
+		// The Lock first: its target is deletable once it is gone.
+		if err := kube.Delete(ctx, lock); err != nil {
+			t.Fatal(err)
+		}
+		if err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			err := kube.Get(ctx, client.ObjectKeyFromObject(lock), lock)
+			return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}); err != nil {
+			t.Fatalf("the ClusterLock did not go: %v", err)
+		}
+		if err := kube.Delete(ctx, in); err != nil {
+			t.Fatalf("the Instance, no longer locked: %v", err)
+		}
 	}
 }
