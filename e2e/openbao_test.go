@@ -79,7 +79,7 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "vault-ca"}, Data: map[string][]byte{"ca.crt": vault.CA}})
 	// The Composition's input names no delivery: tenants' credentials
 	// follow the Instance.
-	setCompositionInput(ctx, t, map[string]any{"openBao": map[string]any{"secretStoreRef": map[string]any{"name": "postgresql"}, "refreshInterval": "5s", "secretGracePeriod": "20s"}})
+	setCompositionInput(ctx, t, map[string]any{"openBao": map[string]any{"secretStoreRef": map[string]any{"name": "postgresql"}, "refreshInterval": "5s", "secretGracePeriod": "5s"}})
 	moving := tenantClaim("vshop", "moving", `{"instanceRef": {"name": "main"}}`)
 	env.Create(ctx, t, moving)
 	waitClaimReady(ctx, t, core, moving)
@@ -351,7 +351,7 @@ func moveToTheVault(ctx context.Context, t *testing.T, core *crossplane.Core, cl
 	if string(sec.Data["password"]) != watch.first {
 		t.Error("the move gave the claim a new password: clients holding the old one would fail")
 	}
-	if len(failures) > 0 || missing > 0 || logins < 20 {
+	if len(failures) > 0 || missing > 0 || logins < 10 {
 		t.Errorf("during the move: %d logins with the Secret, %d failed (%v), %d times the Secret was missing; want none failed or missing", logins, len(failures), failures, missing)
 	}
 	t.Logf("moved to the vault: %d logins with the Secret meanwhile, none failed", logins)

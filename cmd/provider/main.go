@@ -262,12 +262,16 @@ func main() {
 
 func ptr[T any](v T) *T { return &v }
 
-// retryInstall tries install again, ten seconds after the first failure
-// and then twice as long each time up to a minute, until it succeeds
-// or ctx ends.
+// retryInstall tries install again every ten seconds for five minutes
+// (an admin granting the RBAC after a package install is usually at it),
+// then every minute, until it succeeds or ctx ends.
 func retryInstall(ctx context.Context, log logging.Logger, what, name string, install func() error) {
-	wait := 10 * time.Second
+	start := time.Now()
 	for {
+		wait := 10 * time.Second
+		if time.Since(start) > 5*time.Minute {
+			wait = time.Minute
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -275,7 +279,6 @@ func retryInstall(ctx context.Context, log logging.Logger, what, name string, in
 		}
 		if err := install(); err != nil {
 			log.Debug("Still cannot install the "+what+" admission policy", "policy", name, "error", err.Error())
-			wait = min(2*wait, time.Minute)
 			continue
 		}
 		log.Info("Installed the "+what+" admission policy", "policy", name)
