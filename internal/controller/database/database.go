@@ -6,6 +6,7 @@ package database
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -247,8 +249,23 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (ser
 
 // Restored records the resource mg succeeded: the binder gives such a
 // database, without its binding record, to no tenant until an admin says.
-func (kind) Restored(mg *v1alpha1.PostgreSQLDatabase, from string) {
+// It is written at once, not with the reconcile's status: that write can
+// lose a conflict (the binder writes the same status) after the update
+// has rewritten the marker, and the next observation would find nothing
+// to say the database came back from a backup.
+func (k kind) Restored(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, from string) error {
 	mg.Status.AtProvider.RestoredFrom = from
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"atProvider": map[string]any{"restoredFrom": from}}})
+	if err != nil {
+		return err
+	}
+	cp := mg.DeepCopy()
+	if err := k.e.kube.Status().Patch(ctx, cp, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return errors.Wrap(err, "cannot record that the database was restored from a backup")
+	}
+	// The reconcile's own writes follow this one, not conflict with it.
+	mg.SetResourceVersion(cp.GetResourceVersion())
+	return nil
 }
 
 func (kind) Binding(mg *v1alpha1.PostgreSQLDatabase) (*string, *string) {

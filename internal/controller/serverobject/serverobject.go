@@ -83,8 +83,10 @@ type Describer[T resource.Managed] interface {
 // A Restorer is a Kind that records the resource a restored one succeeded
 // (Observed.Successor).
 type Restorer[T resource.Managed] interface {
-	// Restored records in mg that it succeeded the resource of UID from.
-	Restored(mg T, from string)
+	// Restored records in mg that it succeeded the resource of UID from,
+	// durably: the update that follows rewrites the marker, after which
+	// nothing on the server says so any more.
+	Restored(ctx context.Context, mg T, from string) error
 }
 
 // A Drifter is a Kind whose changes made on the server, not through the
@@ -271,7 +273,9 @@ func refused[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T,
 			// Restored: the object is mg's, and the update that follows
 			// writes mg's own marker on it.
 			if r, ok := k.(Restorer[T]); ok {
-				r.Restored(mg, o.Marker)
+				if err := r.Restored(ctx, mg, o.Marker); err != nil {
+					return true, err
+				}
 			}
 			return false, nil
 		}
