@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
 )
 
 // conditionConstructors are crossplane's condition constructors, by name,
@@ -48,7 +50,10 @@ var classes = []string{"Progress", "Notice", "Retry", "Conflict", "Refused", "In
 // reason the code can set. The reasons are read from the code, so a new
 // one fails here until the table says what it means.
 func TestEveryReasonIsClassified(t *testing.T) {
-	root := repoRoot(t)
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	set := map[string]string{} // reason -> where
 	for _, dir := range []string{"apis", "cmd", "internal"} {
 		scan(t, filepath.Join(root, dir), set, true)
@@ -170,23 +175,4 @@ func importName(f *ast.File, path string) string {
 func eventReason(typ ast.Expr) bool {
 	sel, ok := typ.(*ast.SelectorExpr)
 	return ok && sel.Sel.Name == "Reason"
-}
-
-// repoRoot is the folder holding go.mod, above the test's.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
 }
