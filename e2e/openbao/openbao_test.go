@@ -309,9 +309,16 @@ func TestVaultDelivery(t *testing.T) {
 			t.Error("another role was created to deliver to a path whose latest version was deleted")
 		}
 		// a's next version follows the deleted one and logs in; b's
-		// attempt left a's mark alone.
-		d := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
-		if err := logsIn(ctx, d); err != nil {
+		// attempt left a's mark alone. The path is written before the
+		// server (so a provider stopped in between finds the password
+		// there), so the version logs in once a has applied it, not as
+		// soon as it appears.
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			d := credential(ctx, t, path, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+			err := logsIn(ctx, d)
+			return err == nil, err
+		})
+		if err != nil {
 			t.Errorf("the version written after the deleted one does not log in: %v", err)
 		}
 		if got, err := kv.Observe(ctx, path); err != nil || got == nil || got.Custom["provider-postgresql-owner"] != string(a.GetUID()) {
