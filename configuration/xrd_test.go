@@ -328,7 +328,7 @@ func TestClaimStatusShowsThePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kube.Delete(context.WithoutCancel(ctx), c) })
-	plan := pending.Steps(
+	plan := v1alpha1.ProvisioningPlanOf(
 		&v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "planned-owner", Plan: *pending.Of(v1alpha1.PlanCreate, []string{`CREATE ROLE "planned_owner"`})},
 		&v1alpha1.ProvisioningStep{Kind: v1alpha1.PostgreSQLRoleKind, Name: "planned-login", Plan: v1alpha1.Plan{
 			Action: v1alpha1.PlanUpdate, Statements: []string{`ALTER ROLE "planned" PASSWORD '<redacted>'`}, Omitted: 3, Summary: "Update: 4 statements",

@@ -22,7 +22,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
-	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 )
 
 // ConditionDatabaseBound is the condition the function sets on the
@@ -195,10 +194,10 @@ func planOf(observed map[resource.Name]resource.ObservedComposed) *v1alpha1.Prov
 	if o := observed[resource.Name(LoginRole)]; o.Resource != nil {
 		r := &v1alpha1.PostgreSQLRole{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Resource.Object, r); err == nil {
-			steps = append(steps, pending.Step(r, v1alpha1.PostgreSQLRoleKind))
+			steps = append(steps, v1alpha1.StepOf(r, v1alpha1.PostgreSQLRoleKind))
 		}
 	}
-	return pending.Steps(steps...)
+	return v1alpha1.ProvisioningPlanOf(steps...)
 }
 
 // seenOf reads what the composition needs of the observed login role and

@@ -41,7 +41,6 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
-	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 )
 
 // maxIdentifier is PostgreSQL's identifier length.
@@ -180,9 +179,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// owned by it.
 		var role *v1alpha1.ProvisioningStep
 		if owner != nil {
-			role = pending.Step(owner, v1alpha1.PostgreSQLRoleKind)
+			role = v1alpha1.StepOf(owner, v1alpha1.PostgreSQLRoleKind)
 		}
-		plan = pending.Steps(role, pending.Step(db, v1alpha1.PostgreSQLDatabaseKind))
+		plan = v1alpha1.ProvisioningPlanOf(role, v1alpha1.StepOf(db, v1alpha1.PostgreSQLDatabaseKind))
 	}
 	c, delivered := state(b, db)
 	if delivered != nil {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -63,15 +62,8 @@ func Of(action v1alpha1.PlanAction, stmts []string) *v1alpha1.Plan {
 		}
 		p.Statements = append(p.Statements, s)
 	}
-	p.Summary = fmt.Sprintf("%s: %s", action, count(len(stmts)))
+	p.Summary = fmt.Sprintf("%s: %s", action, v1alpha1.Statements(len(stmts)))
 	return p
-}
-
-func count(n int) string {
-	if n == 1 {
-		return "1 statement"
-	}
-	return fmt.Sprintf("%d statements", n)
 }
 
 // Set records the plan of action for stmts in *at and says in mg's
@@ -114,48 +106,4 @@ func upToDate() xpv2.Condition {
 		Type: v1alpha1.TypeUpToDate, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(),
 		Reason: v1alpha1.ReasonNoChangesPending,
 	}
-}
-
-// Step is one resource's pending plan, nil when it has none.
-func Step(mg interface {
-	resource.Object
-	v1alpha1.Planned
-}, kind string) *v1alpha1.ProvisioningStep {
-	p := mg.GetPlan()
-	if p == nil {
-		return nil
-	}
-	return &v1alpha1.ProvisioningStep{Kind: kind, Name: mg.GetName(), Plan: *p.DeepCopy()}
-}
-
-// Steps gathers the pending plans of several resources, in the order the
-// provider sends them, with a summary over all of them; nil when none has
-// anything pending. A resource's statements are already bounded by its
-// own plan, so the whole is bounded by the number of resources.
-func Steps(steps ...*v1alpha1.ProvisioningStep) *v1alpha1.ProvisioningPlan {
-	p := &v1alpha1.ProvisioningPlan{}
-	var actions []string
-	n := 0
-	for _, s := range steps {
-		if s == nil {
-			continue
-		}
-		p.Steps = append(p.Steps, *s)
-		if a := string(s.Plan.Action); !slices.Contains(actions, a) {
-			actions = append(actions, a)
-		}
-		n += len(s.Plan.Statements) + int(s.Plan.Omitted)
-	}
-	if len(p.Steps) == 0 {
-		return nil
-	}
-	p.Summary = fmt.Sprintf("%s: %s in %s", strings.Join(actions, ", "), count(n), resources(len(p.Steps)))
-	return p
-}
-
-func resources(n int) string {
-	if n == 1 {
-		return "1 resource"
-	}
-	return fmt.Sprintf("%d resources", n)
 }
