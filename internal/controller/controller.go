@@ -29,38 +29,58 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
 )
 
-// A kind is a controller and the kinds whose CRDs must be served before it
-// can start: its own and those it cannot work without. Under Crossplane's
-// safe-start an admin activates kinds one by one, so a controller waits for
-// nothing else: it watches other kinds once they are served (see package
-// activation) and reads a kind that is not as one without objects.
-type kind struct {
+// A controller reconciles one kind (v1alpha1.Kinds declares them). It
+// waits for the CRDs of its own kind, of the Instance when its kind lives
+// on one, and of what else it cannot work without (also). Under
+// Crossplane's safe-start an admin activates kinds one by one, so a
+// controller waits for nothing else: it watches other kinds once they are
+// served (see package activation) and reads a kind that is not as one
+// without objects.
+type controller struct {
+	kind  string
 	name  string
-	gvks  []schema.GroupVersionKind
+	also  []string
 	setup func(ctrl.Manager, config.Config) error
 }
 
-// kinds lists every controller of the provider. Every managed kind needs
-// PostgreSQLInstance, the server it lives on; a PostgreSQLBinding
-// provisions a PostgreSQLDatabase and its owner PostgreSQLRole. docs/install.md
-// lists these as the activation groups.
-var kinds = []kind{
-	{name: "PostgreSQLInstance", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: instance.Setup},
-	{name: "PostgreSQLDatabase", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: database.Setup},
+// controllers lists every controller of the provider: each kind's, and the
+// binder. A PostgreSQLBinding provisions a PostgreSQLDatabase and its
+// owner PostgreSQLRole. docs/install.md lists these as the activation
+// groups.
+var controllers = []controller{
+	{kind: v1alpha1.PostgreSQLInstanceKind, setup: instance.Setup},
+	{kind: v1alpha1.PostgreSQLDatabaseKind, setup: database.Setup},
 	// The binder decides every database's binding; it needs no server.
-	{name: "PostgreSQLDatabase binder", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLDatabaseGroupVersionKind}, setup: binding.SetupBinder},
-	{name: "PostgreSQLBinding", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLBindingGroupVersionKind, v1alpha1.PostgreSQLDatabaseGroupVersionKind, v1alpha1.PostgreSQLRoleGroupVersionKind,
-		v1alpha1.PostgreSQLInstanceGroupVersionKind,
-	}, setup: binding.Setup},
-	{name: "PostgreSQLRole", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLRoleGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: role.Setup},
-	{name: "PostgreSQLSchema", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLSchemaGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: pgschema.Setup},
-	{name: "PostgreSQLGrant", gvks: []schema.GroupVersionKind{v1alpha1.PostgreSQLGrantGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind}, setup: grant.SetupGrant},
-	{name: "PostgreSQLDefaultPrivileges", gvks: []schema.GroupVersionKind{
-		v1alpha1.PostgreSQLDefaultPrivilegesGroupVersionKind, v1alpha1.PostgreSQLInstanceGroupVersionKind,
-	}, setup: defaultprivileges.Setup},
-	{name: "Lock", gvks: []schema.GroupVersionKind{v1alpha1.LockGroupVersionKind}, setup: lock.SetupLock},
-	{name: "ClusterLock", gvks: []schema.GroupVersionKind{v1alpha1.ClusterLockGroupVersionKind}, setup: lock.SetupClusterLock},
+	{kind: v1alpha1.PostgreSQLDatabaseKind, name: "PostgreSQLDatabase binder", setup: binding.SetupBinder},
+	{kind: v1alpha1.PostgreSQLBindingKind, also: []string{v1alpha1.PostgreSQLDatabaseKind, v1alpha1.PostgreSQLRoleKind}, setup: binding.Setup},
+	{kind: v1alpha1.PostgreSQLRoleKind, setup: role.Setup},
+	{kind: v1alpha1.PostgreSQLSchemaKind, setup: pgschema.Setup},
+	{kind: v1alpha1.PostgreSQLGrantKind, setup: grant.Setup},
+	{kind: v1alpha1.PostgreSQLDefaultPrivilegesKind, setup: defaultprivileges.Setup},
+	{kind: v1alpha1.LockKind, setup: lock.Setup},
+	{kind: v1alpha1.ClusterLockKind, setup: lock.SetupClusterLock},
+}
+
+// String names the controller in errors.
+func (c controller) String() string {
+	if c.name != "" {
+		return c.name
+	}
+	return c.kind
+}
+
+// gvks are the kinds whose CRDs must be served before c can start.
+func (c controller) gvks() []schema.GroupVersionKind {
+	out := []schema.GroupVersionKind{v1alpha1.SchemeGroupVersion.WithKind(c.kind)}
+	for _, k := range v1alpha1.Kinds {
+		if k.Kind == c.kind && k.OnInstance {
+			out = append(out, v1alpha1.PostgreSQLInstanceGroupVersionKind)
+		}
+	}
+	for _, k := range c.also {
+		out = append(out, v1alpha1.SchemeGroupVersion.WithKind(k))
+	}
+	return out
 }
 
 // Setup starts every controller now. It suits tests, where the CRDs are
@@ -70,9 +90,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range kinds {
+	for _, k := range controllers {
 		if err := k.setup(mgr, c); err != nil {
-			return errors.Wrapf(err, "cannot set up the %s controller", k.name)
+			return errors.Wrapf(err, "cannot set up the %s controller", k)
 		}
 	}
 	return nil
@@ -96,18 +116,18 @@ func SetupGated(ctx context.Context, mgr ctrl.Manager, c config.Config, fail fun
 	if err != nil {
 		return err
 	}
-	for _, k := range kinds {
+	for _, k := range controllers {
 		c.Gate.Register(func() {
 			// Setup indexes the cache by the kind's fields, which needs the
 			// kind in discovery, a moment behind its CRD's Established.
-			if err := activation.WaitMapped(ctx, mgr.GetRESTMapper(), discoveryLag, k.gvks...); err != nil {
-				fail(errors.Wrapf(err, "cannot set up the %s controller", k.name))
+			if err := activation.WaitMapped(ctx, mgr.GetRESTMapper(), discoveryLag, k.gvks()...); err != nil {
+				fail(errors.Wrapf(err, "cannot set up the %s controller", k))
 				return
 			}
 			if err := k.setup(mgr, c); err != nil {
-				fail(errors.Wrapf(err, "cannot set up the %s controller", k.name))
+				fail(errors.Wrapf(err, "cannot set up the %s controller", k))
 			}
-		}, k.gvks...)
+		}, k.gvks()...)
 	}
 	return nil
 }
@@ -127,20 +147,20 @@ func withInstanceSecrets(mgr ctrl.Manager, c config.Config) (config.Config, erro
 // and the pools': the age of each managed credential, and the changes
 // made on the server outside the provider.
 func Collectors(kube client.Reader) []prometheus.Collector {
-	plans := pending.Metrics{Kube: kube, Lists: map[string]func() resource.ManagedList{
-		v1alpha1.PostgreSQLRoleKind:              func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
-		v1alpha1.PostgreSQLDatabaseKind:          func() resource.ManagedList { return &v1alpha1.PostgreSQLDatabaseList{} },
-		v1alpha1.PostgreSQLSchemaKind:            func() resource.ManagedList { return &v1alpha1.PostgreSQLSchemaList{} },
-		v1alpha1.PostgreSQLGrantKind:             func() resource.ManagedList { return &v1alpha1.PostgreSQLGrantList{} },
-		v1alpha1.PostgreSQLDefaultPrivilegesKind: func() resource.ManagedList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} },
-	}}
+	plans := pending.Metrics{Kube: kube, Lists: map[string]func() resource.ManagedList{}}
+	for _, k := range v1alpha1.KindsWhere(func(k v1alpha1.KindInfo) bool { return k.Planned }) {
+		plans.Lists[k.Kind] = func() resource.ManagedList {
+			return k.NewList().(resource.ManagedList) //nolint:forcetypeassert // A planned kind is managed: TestEveryKindIsEverywhere.
+		}
+	}
 	return []prometheus.Collector{role.CredentialMetrics{Roles: kube}, drift.Detected, plans}
 }
 
 // ManagedKinds are the names of the managed kinds the provider polls.
 func ManagedKinds() []string {
-	return []string{
-		v1alpha1.PostgreSQLInstanceKind, v1alpha1.PostgreSQLRoleKind, v1alpha1.PostgreSQLDatabaseKind, v1alpha1.PostgreSQLSchemaKind,
-		v1alpha1.PostgreSQLGrantKind, v1alpha1.PostgreSQLDefaultPrivilegesKind,
+	var out []string
+	for _, k := range v1alpha1.KindsWhere(func(k v1alpha1.KindInfo) bool { return k.Managed }) {
+		out = append(out, k.Kind)
 	}
+	return out
 }

@@ -11,25 +11,32 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/ayatori/provider-postgresql/internal/controller"
 )
 
 const module = "github.com/ayatori/provider-postgresql/"
 
-// kinds are the packages that each reconcile one kind. They are leaves of
+// kindPackages are the packages that each reconcile one kind, read from
+// the registration (every controller's setup function). They are leaves of
 // the controller tree: what two of them share lives in a package of its
 // own (oninstance, serverobject, privilege, locked, ...), so that changing
 // one kind never means reading another, and the Instance controller is one
 // user of the contract the kinds share rather than its home.
-var kinds = []string{
-	"internal/controller/instance",
-	"internal/controller/role",
-	"internal/controller/database",
-	"internal/controller/schema",
-	"internal/controller/grant",
-	"internal/controller/defaultprivileges",
-	"internal/controller/binding",
-	"internal/controller/lock",
+func kindPackages() []string {
+	var out []string
+	for _, pkgs := range controller.ControllerPackages(module) {
+		for _, p := range pkgs {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
+
+var kinds = kindPackages()
 
 // registration is the one package that imports the kinds: it sets them up.
 const registration = "internal/controller"

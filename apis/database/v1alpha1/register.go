@@ -101,13 +101,7 @@ var (
 const AnnotationRotatePassword = Group + "/rotate-password"
 
 func init() {
-	SchemeBuilder.Register(&PostgreSQLInstance{}, &PostgreSQLInstanceList{})
-	SchemeBuilder.Register(&PostgreSQLRole{}, &PostgreSQLRoleList{})
-	SchemeBuilder.Register(&PostgreSQLDatabase{}, &PostgreSQLDatabaseList{})
-	SchemeBuilder.Register(&PostgreSQLSchema{}, &PostgreSQLSchemaList{})
-	SchemeBuilder.Register(&PostgreSQLGrant{}, &PostgreSQLGrantList{})
-	SchemeBuilder.Register(&PostgreSQLDefaultPrivileges{}, &PostgreSQLDefaultPrivilegesList{})
-	SchemeBuilder.Register(&PostgreSQLBinding{}, &PostgreSQLBindingList{})
-	SchemeBuilder.Register(&Lock{}, &LockList{})
-	SchemeBuilder.Register(&ClusterLock{}, &ClusterLockList{})
+	for _, k := range Kinds {
+		SchemeBuilder.Register(k.object, k.list)
+	}
 }

@@ -81,7 +81,7 @@ func newGrant(change ...func(*v1alpha1.PostgreSQLGrant)) *v1alpha1.PostgreSQLGra
 
 // newExternal returns the external client of a grant whose server is db,
 // and the log of its status writes, each with the statements sent by then.
-func newExternal(db *fakedb.DB) (*grantExternal, *statuslog.Log) {
+func newExternal(db *fakedb.DB) (*external, *statuslog.Log) {
 	in := &v1alpha1.PostgreSQLInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"},
 		// Database app is shared with the namespace by policy: the
@@ -89,7 +89,7 @@ func newExternal(db *fakedb.DB) (*grantExternal, *statuslog.Log) {
 		Spec: v1alpha1.PostgreSQLInstanceSpec{Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"app"}}},
 	}
 	kube := &statuslog.Log{Snapshot: decision.Committed(db)}
-	return &grantExternal{kube: kube, conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
+	return &external{kube: kube, conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db })}, kube
 }
 
 func TestObserveDecisions(t *testing.T) {

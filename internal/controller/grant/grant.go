@@ -35,8 +35,8 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
-// SetupGrant adds the PostgreSQLGrant controller to mgr.
-func SetupGrant(mgr ctrl.Manager, c config.Config) error {
+// Setup adds the PostgreSQLGrant controller to mgr.
+func Setup(mgr ctrl.Manager, c config.Config) error {
 	kube := mgr.GetClient()
 	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLGrantKind, Events: event.NewAPIRecorder(mgr.GetEventRecorderFor(managed.ControllerName(v1alpha1.PostgreSQLGrantGroupKind)))} //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	drifts.Declare("privileges", "member", "withAdminOption")
@@ -45,7 +45,7 @@ func SetupGrant(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLGrant { return &v1alpha1.PostgreSQLGrant{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLGrantList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLGrant] {
-			return &grantExternal{kube: kube, conn: conn, drift: drifts}
+			return &external{kube: kube, conn: conn, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			// A grant has no name of its own in PostgreSQL.
@@ -74,9 +74,9 @@ func references(o client.Object) []reference.Ref {
 	)
 }
 
-// grantExternal observes once per reconcile and keeps what it found for
+// external observes once per reconcile and keeps what it found for
 // Create, Update and Delete, which run right after in the same reconcile.
-type grantExternal struct {
+type external struct {
 	kube client.Client
 	conn *oninstance.Connection
 	// drift reports changes made to the grant on the server.
@@ -123,7 +123,7 @@ var objectKinds = map[v1alpha1.GrantObjectType]postgres.ObjectKind{
 // the spec while the grant lives, from what was recorded once it is being
 // deleted (a referenced resource may be gone by then). It reports false
 // when a deleted grant never recorded them: nothing was granted.
-func (e *grantExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (bool, error) {
+func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (bool, error) {
 	ap := &mg.Status.AtProvider
 	if meta.WasDeleted(mg) {
 		return ap.Role != "", nil
@@ -154,7 +154,7 @@ func (e *grantExternal) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant)
 	return true, nil
 }
 
-func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
 	e.seen = nil
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
@@ -173,7 +173,7 @@ func (e *grantExternal) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGran
 
 // observation is what this reconcile's Observe found, with the status it
 // left restored on mg.
-func (e *grantExternal) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObservation, error) {
+func (e *external) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObservation, error) {
 	if e.seen == nil {
 		return nil, errors.New(privilege.ErrNotObserved)
 	}
@@ -182,7 +182,7 @@ func (e *grantExternal) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObserva
 }
 
 // prepare sets the target and the pool the grant's statements run on.
-func (e *grantExternal) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
+func (e *external) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.target = postgres.GrantTarget{
 		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema,
@@ -233,7 +233,7 @@ func (o *grantObservation) split(listed []string, objects []postgres.ObservedObj
 	}
 }
 
-func (e *grantExternal) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
+func (e *external) observePrivileges(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	if err := checkSystemSchema(mg); err != nil {
 		return managed.ExternalObservation{}, err
@@ -336,7 +336,7 @@ func (o *grantObservation) statements(role string, applied []string) []string {
 // plan decides what a managed grant needs, from what it holds (held) of
 // its wanted privileges (of which there are wanted): the plan, the Ready
 // condition and whether anything is to be done.
-func (e *grantExternal) plan(mg *v1alpha1.PostgreSQLGrant, o *grantObservation, held []postgres.Held, wanted int) managed.ExternalObservation {
+func (e *external) plan(mg *v1alpha1.PostgreSQLGrant, o *grantObservation, held []postgres.Held, wanted int) managed.ExternalObservation {
 	ap := &mg.Status.AtProvider
 	o.plan = postgres.PlanPrivileges(o.want, held)
 	removedHeld := len(privilege.Revocable(ap.AppliedPrivileges, heldOf(o.removed))) > 0
@@ -355,7 +355,7 @@ func (e *grantExternal) plan(mg *v1alpha1.PostgreSQLGrant, o *grantObservation, 
 // guard lets a grant that would change something act only in a database
 // managed from its own namespace (or one the Instance's policy allows),
 // checked against the database's ownership marker now.
-func (e *grantExternal) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o managed.ExternalObservation) (managed.ExternalObservation, error) {
+func (e *external) guard(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o managed.ExternalObservation) (managed.ExternalObservation, error) {
 	if o.ResourceUpToDate || meta.WasDeleted(mg) {
 		return o, nil
 	}
@@ -378,12 +378,12 @@ func checkSystemSchema(mg *v1alpha1.PostgreSQLGrant) error {
 	return nil
 }
 
-func (e *grantExternal) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalCreation, error) {
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalCreation, error) {
 	_, err := e.Update(ctx, mg)
 	return managed.ExternalCreation{}, err
 }
 
-func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalUpdate, error) {
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalUpdate, error) {
 	o, err := e.observation(mg)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
@@ -412,7 +412,7 @@ func (e *grantExternal) Update(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	return managed.ExternalUpdate{}, nil
 }
 
-func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalDelete, error) {
+func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalDelete, error) {
 	mg.SetConditions(xpv2.Deleting())
 	o, err := e.observation(mg)
 	if err != nil {
@@ -433,13 +433,13 @@ func (e *grantExternal) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLGrant
 	return managed.ExternalDelete{}, nil
 }
 
-func (e *grantExternal) Disconnect(context.Context) error { return nil }
+func (e *external) Disconnect(context.Context) error { return nil }
 
 // asOwners runs privilege statements with the privileges of the objects'
 // owners and of their schema's, which GRANT and REVOKE ask of a
 // non-superuser admin (see postgres.ActingAs): held for the statements
 // alone.
-func (e *grantExternal) asOwners(ctx context.Context, o *grantObservation, stmts []string) error {
+func (e *external) asOwners(ctx context.Context, o *grantObservation, stmts []string) error {
 	if len(stmts) == 0 {
 		return nil
 	}
@@ -454,7 +454,7 @@ func (e *grantExternal) asOwners(ctx context.Context, o *grantObservation, stmts
 // role another namespace manages: whose members it has is that
 // namespace's to read, whatever this grant's policies. A grant being
 // deleted lets go of what it granted.
-func (e *grantExternal) checkGroupNotOthers(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
+func (e *external) checkGroupNotOthers(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) error {
 	if meta.WasDeleted(mg) {
 		return nil
 	}
@@ -462,7 +462,7 @@ func (e *grantExternal) checkGroupNotOthers(ctx context.Context, mg *v1alpha1.Po
 	return privilege.Checker(e.kube, e.conn).CheckNotOthers(ctx, mg, group)
 }
 
-func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
+func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.pool = e.conn.Pool
 	if err := e.checkGroupNotOthers(ctx, mg); err != nil {
@@ -528,11 +528,11 @@ func (e *grantExternal) observeMembership(ctx context.Context, mg *v1alpha1.Post
 }
 
 // drifted tells the drift recorder what an observation found.
-func (e *grantExternal) drifted(mg *v1alpha1.PostgreSQLGrant, found drift.Fields, inSync bool) {
+func (e *external) drifted(mg *v1alpha1.PostgreSQLGrant, found drift.Fields, inSync bool) {
 	e.drift.Observe(mg, &mg.Status.AtProvider.DriftStatus, drift.Observation{Found: found, InSync: inSync, ObserveOnly: management.ObserveOnly(mg)})
 }
 
-func (e *grantExternal) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
+func (e *external) updateMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
 	ap, p := &mg.Status.AtProvider, mg.Spec.ForProvider
 	admin := p.WithAdminOption != nil && *p.WithAdminOption
 	ap.AppliedMembership = ap.AppliedMembership || !o.membership.Member

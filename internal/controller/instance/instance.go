@@ -84,9 +84,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	// A held deletion proceeds as soon as the last user goes; a kind of
 	// user that is not active has none.
 	var watches []activation.Watch
-	for _, u := range userKinds {
+	for _, u := range v1alpha1.KindsWhere(onInstance) {
 		watches = append(watches, activation.Watch{
-			Object: u.object, Handler: usersHandler(), Predicates: []predicate.Predicate{usersChanged()},
+			Object: u.New(), Handler: usersHandler(), Predicates: []predicate.Predicate{usersChanged()},
 		})
 	}
 	return activation.Complete(mgr, c.Gate, c.Logger.WithValues("controller", name), b, config.Reconciler(c, r), watches...)
@@ -350,21 +350,8 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) 
 	return managed.ExternalDelete{}, nil
 }
 
-// userKinds are the kinds of resource that live on an Instance.
-var userKinds = []struct {
-	kind   string
-	object client.Object
-	list   func() client.ObjectList
-}{
-	{kind: v1alpha1.PostgreSQLDatabaseKind, object: &v1alpha1.PostgreSQLDatabase{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLDatabaseList{} }},
-	{kind: v1alpha1.PostgreSQLRoleKind, object: &v1alpha1.PostgreSQLRole{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} }},
-	{kind: v1alpha1.PostgreSQLSchemaKind, object: &v1alpha1.PostgreSQLSchema{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLSchemaList{} }},
-	{kind: v1alpha1.PostgreSQLGrantKind, object: &v1alpha1.PostgreSQLGrant{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLGrantList{} }},
-	{kind: v1alpha1.PostgreSQLDefaultPrivilegesKind, object: &v1alpha1.PostgreSQLDefaultPrivileges{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLDefaultPrivilegesList{} }},
-	// A binding that provisions holds the Instance before its database
-	// exists: a tenant's claim names the Instance from the start.
-	{kind: v1alpha1.PostgreSQLBindingKind, object: &v1alpha1.PostgreSQLBinding{}, list: func() client.ObjectList { return &v1alpha1.PostgreSQLBindingList{} }},
-}
+// onInstance selects the kinds that live on an Instance: its users.
+func onInstance(k v1alpha1.KindInfo) bool { return k.OnInstance }
 
 // References lists the resources of every kind living on an Instance, in
 // every namespace, that refer to it, as "Kind namespace/name".
@@ -380,16 +367,16 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 		return nil, err
 	}
 	var users []string
-	for _, k := range userKinds {
-		l := k.list()
+	for _, k := range v1alpha1.KindsWhere(onInstance) {
+		l := k.NewList()
 		// Read only, every poll of the Instance: no copy of thousands of
 		// cached resources.
 		if err := activation.List(ctx, kube, l, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", k.kind)
+			return nil, errors.Wrapf(err, "cannot list the %ss that may refer to this Instance", k.Kind)
 		}
 		items, err := apimeta.ExtractList(l)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot read the list of %ss", k.kind)
+			return nil, errors.Wrapf(err, "cannot read the list of %ss", k.Kind)
 		}
 		for _, o := range items {
 			u, ok := o.(v1alpha1.InstanceUser)
@@ -401,7 +388,7 @@ func References(ctx context.Context, kube client.Reader, in *v1alpha1.PostgreSQL
 			if name != in.GetName() || !boundTo(uid, in) || uid == "" && !selected(obj.GetNamespace()) {
 				continue
 			}
-			users = append(users, k.kind+" "+obj.GetNamespace()+"/"+obj.GetName())
+			users = append(users, k.Kind+" "+obj.GetNamespace()+"/"+obj.GetName())
 		}
 	}
 	tenants, err := tenantComposites(ctx, kube, in, selected)

@@ -73,13 +73,23 @@ type kind struct {
 var (
 	lockKind = kind{
 		name: v1alpha1.LockKind, new: func() object { return &v1alpha1.Lock{} },
-		targets: []client.Object{&v1alpha1.PostgreSQLDatabase{}, &v1alpha1.PostgreSQLRole{}, &v1alpha1.PostgreSQLSchema{}, &v1alpha1.PostgreSQLGrant{}, &v1alpha1.PostgreSQLDefaultPrivileges{}},
+		targets: targets(false),
 	}
 	clusterLockKind = kind{
 		name: v1alpha1.ClusterLockKind, new: func() object { return &v1alpha1.ClusterLock{} }, cluster: true,
-		targets: []client.Object{&v1alpha1.PostgreSQLInstance{}},
+		targets: targets(true),
 	}
 )
+
+// targets are the lockable kinds of a scope: a Lock protects namespaced
+// kinds, a ClusterLock cluster-scoped ones.
+func targets(cluster bool) []client.Object {
+	var out []client.Object
+	for _, k := range v1alpha1.KindsWhere(func(k v1alpha1.KindInfo) bool { return k.Lockable && k.Cluster == cluster }) {
+		out = append(out, k.New())
+	}
+	return out
+}
 
 // Options configure the Lock controllers.
 type Options struct {
@@ -92,9 +102,9 @@ type Options struct {
 	Resync time.Duration
 }
 
-// SetupLock adds the Lock controller to mgr. It checks the policy and
+// Setup adds the Lock controller to mgr. It checks the policy and
 // Crossplane's API again at every poll interval.
-func SetupLock(mgr ctrl.Manager, c config.Config) error { return setup(mgr, c, lockKind) }
+func Setup(mgr ctrl.Manager, c config.Config) error { return setup(mgr, c, lockKind) }
 
 // SetupClusterLock adds the ClusterLock controller to mgr.
 func SetupClusterLock(mgr ctrl.Manager, c config.Config) error { return setup(mgr, c, clusterLockKind) }

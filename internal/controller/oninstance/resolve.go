@@ -16,7 +16,6 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/management"
 )
 
 // ErrConflict marks errors after which the provider must not act: the
@@ -134,25 +133,6 @@ func CheckSameServer(instanceName, now, bound string) error {
 	})
 }
 
-// CheckExternalName refuses a crossplane.io/external-name annotation that
-// differs from the name the resource manages (kind is "role" or
-// "database"): an object is never re-pointed implicitly.
-func CheckExternalName(mg metav1.Object, kind, name string) error {
-	en := meta.GetExternalName(mg)
-	if en == "" || en == name {
-		return nil
-	}
-	return errors.Errorf("%w: %s", ErrConflict, conflict.Message{
-		Target:    fmt.Sprintf("The crossplane.io/external-name annotation %q", en),
-		Found:     fmt.Sprintf("differs from the %s's name %q: a %s is never re-pointed implicitly", kind, name, kind),
-		Step:      conflict.StepObserve,
-		Confirmed: fmt.Sprintf("this resource manages %s %q", kind, name),
-		Uncertain: fmt.Sprintf("which %s the annotation was meant to name", kind),
-		Check:     fmt.Sprintf("kubectl -n %s get pg%s %s -o jsonpath='{.metadata.annotations}'", mg.GetNamespace(), kind, mg.GetName()),
-		Next:      fmt.Sprintf("Restore the annotation to %q, or create a new resource for the other %s", name, kind),
-	})
-}
-
 // Bind checks that the server an observation reached (its system
 // identifier) is the one a resource is bound to, setting a Conflict
 // condition when it is not, and binds the resource to the Instance and the
@@ -167,33 +147,4 @@ func Bind(mg resource.Managed, in *v1alpha1.PostgreSQLInstance, system string, i
 		*instanceUID, *systemIdentifier = string(in.GetUID()), system
 	}
 	return nil
-}
-
-// Ownership is what an observed object means to the resource observing it.
-type Ownership int
-
-// Ownerships.
-const (
-	// Owned: the object carries the resource's marker, or the resource only
-	// observes (an import).
-	Owned Ownership = iota
-	// Release: the resource is being deleted and never owned the object:
-	// letting go of the resource touches nothing on the server.
-	Release
-	// Foreign: the object was not created by the resource, which must not
-	// act on it (Conflict).
-	Foreign
-)
-
-// OwnershipOf decides what an observed object whose ownership marker names
-// markerUID ("" for none) means to mg.
-func OwnershipOf(mg resource.Managed, markerUID string) Ownership {
-	switch {
-	case markerUID == string(mg.GetUID()) || management.ObserveOnly(mg):
-		return Owned
-	case meta.WasDeleted(mg):
-		return Release
-	default:
-		return Foreign
-	}
 }

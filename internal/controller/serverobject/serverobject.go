@@ -170,7 +170,7 @@ func Drifted[T resource.Managed, O any](k Kind[T, O], mg T, got *O, inSync bool)
 // recorded, for the kind to compare with its spec.
 func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v1alpha1.PostgreSQLInstance, mg T) (got *O, obs managed.ExternalObservation, done bool, err error) {
 	name := k.Name(mg)
-	if err := oninstance.CheckExternalName(mg, k.Noun(), name); err != nil {
+	if err := checkExternalName(mg, k.Noun(), name); err != nil {
 		mg.SetConditions(v1alpha1.Conflict(err.Error()))
 		return nil, managed.ExternalObservation{}, true, err
 	}
@@ -248,11 +248,11 @@ func foreign[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T,
 // that resource is another namespace's: its owner, settings and comment
 // are that namespace's to see.
 func refused[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T, o Observed[O]) (bool, error) {
-	switch oninstance.OwnershipOf(mg, o.Marker) {
-	case oninstance.Release:
+	switch ownershipOf(mg, o.Marker) {
+	case release:
 		// Never created by mg: letting go touches nothing on the server.
 		return true, nil
-	case oninstance.Owned:
+	case owned:
 		if o.Marker == "" || o.Marker == string(mg.GetUID()) {
 			return false, nil
 		}
@@ -288,4 +288,52 @@ func conflicted(mg resource.Managed, f conflict.Object) error {
 	msg := conflict.Foreign(f).String()
 	mg.SetConditions(v1alpha1.Conflict(msg))
 	return errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
+}
+
+// checkExternalName refuses a crossplane.io/external-name annotation that
+// differs from the name the resource manages (kind is "role" or
+// "database"): an object is never re-pointed implicitly.
+func checkExternalName(mg resource.Object, kind, name string) error {
+	en := meta.GetExternalName(mg)
+	if en == "" || en == name {
+		return nil
+	}
+	return errors.Errorf("%w: %s", oninstance.ErrConflict, conflict.Message{
+		Target:    fmt.Sprintf("The crossplane.io/external-name annotation %q", en),
+		Found:     fmt.Sprintf("differs from the %s's name %q: a %s is never re-pointed implicitly", kind, name, kind),
+		Step:      conflict.StepObserve,
+		Confirmed: fmt.Sprintf("this resource manages %s %q", kind, name),
+		Uncertain: fmt.Sprintf("which %s the annotation was meant to name", kind),
+		Check:     fmt.Sprintf("kubectl -n %s get pg%s %s -o jsonpath='{.metadata.annotations}'", mg.GetNamespace(), kind, mg.GetName()),
+		Next:      fmt.Sprintf("Restore the annotation to %q, or create a new resource for the other %s", name, kind),
+	})
+}
+
+// ownership is what an observed object means to the resource observing it.
+type ownership int
+
+// Ownerships.
+const (
+	// owned: the object carries the resource's marker, or the resource only
+	// observes (an import).
+	owned ownership = iota
+	// release: the resource is being deleted and never owned the object:
+	// letting go of the resource touches nothing on the server.
+	release
+	// notOurs: the object was not created by the resource, which must not
+	// act on it (Conflict).
+	notOurs
+)
+
+// ownershipOf decides what an observed object whose ownership marker names
+// markerUID ("" for none) means to mg.
+func ownershipOf(mg resource.Managed, markerUID string) ownership {
+	switch {
+	case markerUID == string(mg.GetUID()) || management.ObserveOnly(mg):
+		return owned
+	case meta.WasDeleted(mg):
+		return release
+	default:
+		return notOurs
+	}
 }
