@@ -18,6 +18,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres/fakedb"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
+	"github.com/ayatori/provider-postgresql/internal/controller/role/credential"
 	"github.com/ayatori/provider-postgresql/internal/fixture/decision"
 )
 
@@ -83,7 +84,7 @@ func newRole(change ...func(*v1alpha1.PostgreSQLRole)) *v1alpha1.PostgreSQLRole 
 
 func newExternal(db *fakedb.DB) *external {
 	in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: "main", UID: "instance-uid"}}
-	return &external{conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), verified: &verifiedPasswords{}, whose: noOwner}
+	return &external{conn: oninstance.NewConnection(in, db, func(string) postgres.DB { return db }), verified: &credential.Verified{}, whose: noOwner}
 }
 
 // noOwner stands in for the look-up of a marker's resource: none exists.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -236,116 +235,5 @@ func TestPlanCheckFails(t *testing.T) {
 	unreachable := errors.New("server unreachable")
 	if _, err := plan(mg, nil, got, l, t0, func(string) (bool, error) { return false, unreachable }); !errors.Is(err, unreachable) {
 		t.Errorf("plan error = %v, want %v", err, unreachable)
-	}
-}
-
-// TestPasswordSource is the lifecycle of a role that keeps its own login:
-// where its password comes from.
-func TestPasswordSource(t *testing.T) {
-	withSecret := func(mg *v1alpha1.PostgreSQLRole) *v1alpha1.PostgreSQLRole {
-		mg.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "app-credentials"}
-		return mg
-	}
-	loginRole := func() *v1alpha1.PostgreSQLRole {
-		mg := &v1alpha1.PostgreSQLRole{}
-		mg.Spec.ForProvider.Name = ptrTo("app")
-		mg.Spec.ForProvider.Login = ptrTo(true)
-		return withSecret(mg)
-	}
-	cases := map[string]struct {
-		reason    string
-		mg        *v1alpha1.PostgreSQLRole
-		published string
-		want      source
-	}{
-		"NotALogin": {
-			reason: "A role that does not log in has no password the provider manages.",
-			mg:     withSecret(&v1alpha1.PostgreSQLRole{}),
-			want:   noPassword,
-		},
-		"BroughtByTheTenant": {
-			reason: "passwordSecretRef wins over anything published.",
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.Spec.ForProvider.PasswordSecretRef = &v1alpha1.SecretKeyReference{Name: "mine", Key: "pw"}
-				return mg
-			}(),
-			published: "old",
-			want:      fromSecretRef,
-		},
-		"NowhereToPublish": {
-			reason: "A generated password no one could read is never made.",
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.Spec.WriteConnectionSecretToReference = nil
-				return mg
-			}(),
-			want: noPassword,
-		},
-		"FirstDelivery": {
-			reason: "Nothing published yet: a new password.",
-			mg:     loginRole(),
-			want:   generateNew,
-		},
-		"Kept": {
-			reason:    "The published password is the role's.",
-			mg:        loginRole(),
-			published: "current",
-			want:      keepPublished,
-		},
-		"Requested": {
-			reason: "A new rotate-password value replaces it.",
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.SetAnnotations(map[string]string{v1alpha1.AnnotationRotatePassword: "now"})
-				return mg
-			}(),
-			published: "current",
-			want:      generateNew,
-		},
-		"RequestAlreadyHandled": {
-			reason: "A request already handled does not rotate again.",
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.SetAnnotations(map[string]string{v1alpha1.AnnotationRotatePassword: "now"})
-				mg.Status.AtProvider.PasswordRotation = "now"
-				return mg
-			}(),
-			published: "current",
-			want:      keepPublished,
-		},
-		"Due": {
-			reason: "maxAge has passed since the password was set.",
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.Spec.PasswordRotation = &v1alpha1.PasswordRotation{MaxAge: &metav1.Duration{Duration: time.Hour}}
-				mg.Status.AtProvider.Credential = &v1alpha1.CredentialObservation{ActiveLogin: "app", ActiveSince: mt(t0.Add(-2 * time.Hour))}
-				return mg
-			}(),
-			published: "current",
-			want:      generateNew,
-		},
-		"NotDueYet": {
-			mg: func() *v1alpha1.PostgreSQLRole {
-				mg := loginRole()
-				mg.Spec.PasswordRotation = &v1alpha1.PasswordRotation{MaxAge: &metav1.Duration{Duration: time.Hour}}
-				mg.Status.AtProvider.Credential = &v1alpha1.CredentialObservation{ActiveLogin: "app", ActiveSince: mt(t0.Add(-time.Minute))}
-				return mg
-			}(),
-			reason:    "maxAge has not passed: the password is kept.",
-			published: "current",
-			want:      keepPublished,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := passwordSource(tc.mg, tc.published, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("%s\npasswordSource = %d, want %d", tc.reason, got, tc.want)
-			}
-		})
 	}
 }

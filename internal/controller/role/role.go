@@ -5,15 +5,11 @@ package role
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"maps"
-	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,15 +46,9 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
+	"github.com/ayatori/provider-postgresql/internal/controller/role/credential"
 	"github.com/ayatori/provider-postgresql/internal/controller/secretmemo"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
-)
-
-// Keys of the connection Secret beyond host, hostaddr, port, database,
-// sslmode, uri, jdbc-url and ca.crt.
-const (
-	keyUsername = "username"
-	keyPassword = "password"
 )
 
 const (
@@ -85,7 +75,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	// The token and CA Secrets are read through the reader Instances'
 	// admin Secrets are: once per version.
 	vaults := &vaults{kube: kube, secrets: c.InstanceSecrets, namespace: c.Namespace, tokens: kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile)}
-	passwords := &verifiedPasswords{m: map[types.UID]verified{}}
+	passwords := &credential.Verified{}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
 	}
@@ -197,7 +187,7 @@ type external struct {
 	vaults    *vaults
 	// vaultRead is the role's vault path as this reconcile read it.
 	vaultRead *vaultView
-	verified  *verifiedPasswords
+	verified  *credential.Verified
 	events    event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
@@ -216,7 +206,7 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 		if err := e.releaseSecret(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		if publishes(mg) && !management.ObserveOnly(mg) {
+		if credential.Publishes(mg) && !management.ObserveOnly(mg) {
 			// Before anything is published into it (crossplane-runtime's
 			// publisher takes over a Secret that has no controller; a vault
 			// path another wrote is refused likewise).
@@ -410,7 +400,7 @@ func (k kind) CreateStatements(_ context.Context, mg *v1alpha1.PostgreSQLRole) (
 		return postgres.CreateRoleStatements(mg.RoleName(), baseDesired(mg, k.e.conn.Instance, nil, time.Now()), "", k.e.mark(mg)), nil
 	}
 	verifier := ""
-	if setsPassword(mg) {
+	if credential.Managed(mg) {
 		verifier = pending.Redacted
 	}
 	return postgres.CreateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), verifier, k.e.mark(mg)), nil
@@ -437,7 +427,7 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 	}
 	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, k.e.mark(mg))
 	k.e.note = ""
-	if !setsPassword(mg) {
+	if !credential.Managed(mg) {
 		return stmts, nil
 	}
 	if why, err := k.passwordSet(ctx, mg, got); err != nil || why != "" {
@@ -463,7 +453,7 @@ func (k kind) passwordSet(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 	switch {
 	case err != nil:
 		return "", errors.Wrap(err, errPassword)
-	case pw == "" && wantsGeneratedPassword(mg):
+	case pw == "" && credential.Generated(mg):
 		return "a new password is set: none was delivered yet, or a rotation is asked for or due", nil
 	case pw != "" && got.VerifierRead && !postgres.VerifierMatches(got.Verifier, pw):
 		return "the password is set again: the server's is not the one delivered", nil
@@ -509,9 +499,9 @@ func (kind) DriftFields(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole)
 func (k kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
 	d := fmt.Sprintf("role %q", mg.RoleName())
 	switch {
-	case ours && publishes(mg):
+	case ours && credential.Publishes(mg):
 		d += " (created by this resource: the credentials it delivered stay as they are, and no password is set or rotated until the policies widen)"
-	case publishes(mg):
+	case credential.Publishes(mg):
 		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
 			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
 			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",
@@ -535,7 +525,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, err
 		}
 	}
-	if exp := got.ValidUntil; login(mg) && exp != nil && !exp.After(time.Now()) {
+	if exp := got.ValidUntil; credential.Login(mg) && exp != nil && !exp.After(time.Now()) {
 		// The server refuses every login now, the right password included:
 		// checking it by logging in would fail and re-set it every poll.
 		pw, err := e.password(ctx, mg, false)
@@ -552,7 +542,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
-	if wantsGeneratedPassword(mg) && pw != "" {
+	if credential.Generated(mg) && pw != "" {
 		if err := trackInPlace(mg, time.Now(), false); err != nil {
 			return managed.ExternalObservation{}, err
 		}
@@ -571,7 +561,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // (a uri without one would be published, and then written again) until
 // Update stages the new one.
 func (e *external) observedDetails(mg *v1alpha1.PostgreSQLRole, name, pw string) managed.ConnectionDetails {
-	if pw == "" && wantsGeneratedPassword(mg) {
+	if pw == "" && credential.Generated(mg) {
 		return nil
 	}
 	return e.details(mg, name, pw)
@@ -613,7 +603,7 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	}
 	applied(mg)
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
-	e.verified.set(mg.GetUID(), pw)
+	e.verified.Set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalCreation{ConnectionDetails: e.details(mg, mg.RoleName(), pw)}, nil
 }
@@ -652,7 +642,7 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 	}
 	applied(mg)
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
-	e.verified.set(mg.GetUID(), pw)
+	e.verified.Set(mg.GetUID(), pw)
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
 	return managed.ExternalUpdate{ConnectionDetails: e.details(mg, name, pw)}, nil
 }
@@ -687,7 +677,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		}
 		return managed.ExternalDelete{}, errors.Wrap(err, errDelete)
 	}
-	e.verified.forget(mg.GetUID())
+	e.verified.Forget(mg.GetUID())
 	return managed.ExternalDelete{}, nil
 }
 
@@ -1085,22 +1075,6 @@ func desired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance) postg
 	return a
 }
 
-func login(mg *v1alpha1.PostgreSQLRole) bool {
-	return mg.Spec.ForProvider.Login != nil && *mg.Spec.ForProvider.Login
-}
-
-// setsPassword: the provider gives the role a password, from
-// passwordSecretRef or generated.
-func setsPassword(mg *v1alpha1.PostgreSQLRole) bool {
-	return login(mg) && (mg.Spec.ForProvider.PasswordSecretRef != nil || wantsGeneratedPassword(mg))
-}
-
-// wantsGeneratedPassword: a login role without passwordSecretRef that
-// publishes a connection Secret gets a generated password.
-func wantsGeneratedPassword(mg *v1alpha1.PostgreSQLRole) bool {
-	return login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && publishes(mg)
-}
-
 // password returns the password the role should have, or "" when the
 // provider does not manage it (not a login role, or nowhere to publish a
 // generated one).
@@ -1114,19 +1088,19 @@ func wantsGeneratedPassword(mg *v1alpha1.PostgreSQLRole) bool {
 // server never disagree for longer than one reconcile.
 func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool) (string, error) {
 	var published string
-	if wantsGeneratedPassword(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
+	if credential.Generated(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
 		d, err := e.published(ctx, mg)
 		if err != nil {
 			return "", err
 		}
-		published = string(d[keyPassword])
+		published = string(d[credential.KeyPassword])
 	}
-	src, err := passwordSource(mg, published, time.Now())
+	src, err := credential.SourceOf(mg, published, time.Now())
 	if err != nil {
 		return "", err
 	}
 	switch src {
-	case fromSecretRef:
+	case credential.FromSecretRef:
 		ref := mg.Spec.ForProvider.PasswordSecretRef
 		s := &corev1.Secret{}
 		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
@@ -1137,9 +1111,9 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 			return "", errors.Errorf("passwordSecretRef Secret %s/%s has no key %q, or it is empty", mg.GetNamespace(), ref.Name, ref.Key)
 		}
 		return pw, nil
-	case keepPublished:
+	case credential.KeepPublished:
 		return published, nil
-	case generateNew:
+	case credential.GenerateNew:
 		if !generate {
 			return "", nil
 		}
@@ -1157,45 +1131,6 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 		return "", err
 	}
 	return pw, nil
-}
-
-// Where the password of a role that keeps its own login (not Alternating)
-// comes from.
-type source int
-
-const (
-	// noPassword: not a login role, or nowhere to publish a generated
-	// password: the provider does not manage it.
-	noPassword source = iota
-	// fromSecretRef: spec.forProvider.passwordSecretRef's Secret.
-	fromSecretRef
-	// keepPublished: the password the connection Secret holds.
-	keepPublished
-	// generateNew: a new one, written to the connection Secret before the
-	// server (none delivered yet, or a rotation requested or due).
-	generateNew
-)
-
-// passwordSource is the in-place credential lifecycle as a decision: given
-// the role and the password its connection Secret holds ("" for none),
-// where its password comes from at now.
-func passwordSource(mg *v1alpha1.PostgreSQLRole, published string, now time.Time) (source, error) {
-	switch {
-	case !login(mg):
-		return noPassword, nil
-	case mg.Spec.ForProvider.PasswordSecretRef != nil:
-		return fromSecretRef, nil
-	case !wantsGeneratedPassword(mg):
-		return noPassword, nil
-	}
-	due, err := rotationDue(mg, now)
-	if err != nil {
-		return noPassword, err
-	}
-	if published != "" && !rotationRequested(mg) && !due {
-		return keepPublished, nil
-	}
-	return generateNew, nil
 }
 
 // connectionSecret returns mg's connection Secret as it is, an empty one
@@ -1284,7 +1219,7 @@ func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQL
 	if pw == "" {
 		// No password yet, or a rotation was asked for: Update makes one
 		// for a role that wants a generated password.
-		return "", !wantsGeneratedPassword(mg), nil
+		return "", !credential.Generated(mg), nil
 	}
 	ok, err := e.passwordWorks(ctx, mg, mg.RoleName(), got, pw)
 	return pw, ok, err
@@ -1294,7 +1229,7 @@ func (e *external) passwordUpToDate(ctx context.Context, mg *v1alpha1.PostgreSQL
 // observation's round trip, for a role whose password the provider manages.
 func (e *external) readsVerifier(mg *v1alpha1.PostgreSQLRole) bool {
 	p := e.conn.Instance.Status.AdminPrivileges
-	return p != nil && p.Superuser && login(mg)
+	return p != nil && p.Superuser && credential.Login(mg)
 }
 
 // passwordWorks reports whether the role's password on the server is pw.
@@ -1305,7 +1240,7 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 	if got.VerifierRead {
 		return postgres.VerifierMatches(got.Verifier, pw), nil
 	}
-	if e.verified.is(mg.GetUID(), pw) {
+	if e.verified.Is(mg.GetUID(), pw) {
 		return true, nil
 	}
 	t := e.conn.Target
@@ -1317,119 +1252,18 @@ func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRol
 		}
 		return false, errors.Wrap(err, "cannot log in as the role to check its password")
 	}
-	e.verified.set(mg.GetUID(), pw)
+	e.verified.Set(mg.GetUID(), pw)
 	return true, nil
 }
 
 // details are the connection details of the role: everything a client
 // needs, in the forms clients take.
 func (e *external) details(mg *v1alpha1.PostgreSQLRole, user, pw string) managed.ConnectionDetails {
-	if !publishes(mg) {
+	if !credential.Publishes(mg) {
 		return nil
 	}
-	ep := e.conn.Target.Endpoint
-	db := mg.Spec.ConnectionDatabase
-	if db == "" {
-		db = ep.Database
-	}
-	port := strconv.Itoa(ep.Port)
-	q := url.Values{}
-	q.Set("sslmode", ep.SSLMode)
-	q.Set("hostaddr", ep.Hostaddr)
-	// JoinHostPort brackets an IPv6 address, as both URL forms need.
-	hostPort := net.JoinHostPort(ep.Host, port)
-	u := url.URL{Scheme: "postgresql", Host: hostPort, Path: "/" + db, RawQuery: q.Encode()}
-	if pw != "" {
-		u.User = url.UserPassword(user, pw)
-	} else {
-		u.User = url.User(user)
-	}
-	jq := url.Values{}
-	jq.Set("sslmode", ep.SSLMode)
-	jq.Set("user", user)
-	if pw != "" {
-		jq.Set("password", pw)
-	}
-	d := managed.ConnectionDetails{
-		keyUsername: []byte(user),
-		"host":      []byte(ep.Host),
-		"hostaddr":  []byte(ep.Hostaddr),
-		"port":      []byte(port),
-		"database":  []byte(db),
-		"sslmode":   []byte(ep.SSLMode),
-		"uri":       []byte(u.String()),
-		"jdbc-url":  []byte("jdbc:postgresql://" + hostPort + "/" + url.PathEscape(db) + "?" + jq.Encode()),
-	}
-	if pw != "" {
-		d[keyPassword] = []byte(pw)
-		d["pgpass"] = []byte(pgpassLine(ep.Host, port, user, pw))
-	}
-	d["pg_service.conf"] = []byte(serviceFragment(user, ep.Host, ep.Hostaddr, port, db, user, ep.SSLMode))
-	if len(ep.CAPEM) > 0 {
-		d["ca.crt"] = ep.CAPEM
-	}
-	return d
-}
-
-// pgpassLine is the role's line of a libpq password file (PGPASSFILE, or
-// ~/.pgpass): for the server's host and port, any database. libpq wants
-// ':' and '\' escaped with a backslash, and the file mode 0600.
-func pgpassLine(host, port, user, pw string) string {
-	esc := strings.NewReplacer(`\`, `\\`, `:`, `\:`)
-	return strings.Join([]string{esc.Replace(host), port, "*", esc.Replace(user), esc.Replace(pw)}, ":") + "\n"
-}
-
-// serviceFragment is a libpq connection service (PGSERVICEFILE, or
-// ~/.pg_service.conf) named after the role: everything but the password
-// (which pgpass holds) and the CA file (whose path depends on where the
-// Secret is mounted: set sslrootcert or PGSSLROOTCERT to its ca.crt).
-func serviceFragment(service, host, hostaddr, port, db, user, sslmode string) string {
-	lines := []string{"[" + service + "]", "host=" + host}
-	if hostaddr != "" {
-		lines = append(lines, "hostaddr="+hostaddr)
-	}
-	lines = append(lines, "port="+port, "dbname="+db, "user="+user, "sslmode="+sslmode)
-	return strings.Join(lines, "\n") + "\n"
+	return credential.Details(e.conn.Target.Endpoint, mg.Spec.ConnectionDatabase, user, pw)
 }
 
 // releaseTimeout bounds applying ownedObjectsOnDelete in every database.
 const releaseTimeout = 5 * time.Minute
-
-// verifiedPasswords remembers, by digest, the password last verified for
-// each role, so a non-superuser admin does not log in as every role at
-// every poll. An entry expires after verifiedFor, so a password changed on
-// the server by hand is found and set back within that time.
-type verifiedPasswords struct {
-	mu sync.Mutex
-	m  map[types.UID]verified
-}
-
-type verified struct {
-	digest [32]byte
-	at     time.Time
-}
-
-// verifiedFor is how long a password verified by logging in is trusted.
-const verifiedFor = 10 * time.Minute
-
-func (v *verifiedPasswords) set(uid types.UID, pw string) {
-	if pw == "" {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.m[uid] = verified{digest: sha256.Sum256([]byte(pw)), at: time.Now()}
-}
-
-func (v *verifiedPasswords) is(uid types.UID, pw string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	d, ok := v.m[uid]
-	return ok && time.Since(d.at) < verifiedFor && d.digest == sha256.Sum256([]byte(pw))
-}
-
-func (v *verifiedPasswords) forget(uid types.UID) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, uid)
-}

@@ -10,8 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/robfig/cron/v3"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,6 +21,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/pending"
+	"github.com/ayatori/provider-postgresql/internal/controller/role/credential"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
 
@@ -75,53 +74,19 @@ func gracePeriod(mg *v1alpha1.PostgreSQLRole) time.Duration {
 	return defaultGracePeriod
 }
 
-// nextRotation is when the schedule (or maxAge) rotates a password set at
-// since; ok is false when there is no schedule.
-func nextRotation(r *v1alpha1.PasswordRotation, since time.Time) (next time.Time, ok bool, err error) {
-	switch {
-	case r == nil:
-		return time.Time{}, false, nil
-	case r.MaxAge != nil:
-		return since.Add(r.MaxAge.Duration), true, nil
-	case r.Schedule != "":
-		s, err := cron.ParseStandard(r.Schedule)
-		if err != nil {
-			return time.Time{}, false, errors.Wrapf(err, "spec.passwordRotation.schedule %q is not a cron expression (five fields, or @daily, @weekly, @monthly)", r.Schedule)
-		}
-		return s.Next(since.UTC()), true, nil
-	}
-	return time.Time{}, false, nil
-}
-
-// credential returns mg's credential status, made on first use.
-func credential(mg *v1alpha1.PostgreSQLRole) *v1alpha1.CredentialObservation {
+// credentialStatus returns mg's credential status, made on first use.
+func credentialStatus(mg *v1alpha1.PostgreSQLRole) *v1alpha1.CredentialObservation {
 	if mg.Status.AtProvider.Credential == nil {
 		mg.Status.AtProvider.Credential = &v1alpha1.CredentialObservation{}
 	}
 	return mg.Status.AtProvider.Credential
 }
 
-// rotationRequested: the rotate-password annotation has a value not yet
-// handled.
-func rotationRequested(mg *v1alpha1.PostgreSQLRole) bool {
-	return mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword] != mg.Status.AtProvider.PasswordRotation
-}
-
-// rotationDue: the schedule says the active password is due, at now.
-func rotationDue(mg *v1alpha1.PostgreSQLRole, now time.Time) (bool, error) {
-	c := mg.Status.AtProvider.Credential
-	if c == nil || c.ActiveSince == nil {
-		return false, nil
-	}
-	next, ok, err := nextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
-	return ok && !now.Before(next), err
-}
-
 // trackInPlace records, for a role whose own password the Secret holds,
 // which login that is and since when; rotated says a new password was
 // just set.
 func trackInPlace(mg *v1alpha1.PostgreSQLRole, now time.Time, rotated bool) error {
-	c := credential(mg)
+	c := credentialStatus(mg)
 	c.ActiveLogin = mg.RoleName()
 	if c.ActiveSince == nil || rotated {
 		c.ActiveSince = &metav1.Time{Time: now}
@@ -131,12 +96,12 @@ func trackInPlace(mg *v1alpha1.PostgreSQLRole, now time.Time, rotated bool) erro
 
 // setNext records when the active password is rotated next.
 func setNext(mg *v1alpha1.PostgreSQLRole) error {
-	c := credential(mg)
+	c := credentialStatus(mg)
 	c.NextRotation = nil
 	if c.ActiveSince == nil {
 		return nil
 	}
-	next, ok, err := nextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
+	next, ok, err := credential.NextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
 	if ok {
 		c.NextRotation = &metav1.Time{Time: next}
 	}
@@ -236,7 +201,7 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 	if err != nil {
 		return nil, err
 	}
-	l.user, l.password = string(d[keyUsername]), string(d[keyPassword])
+	l.user, l.password = string(d[credential.KeyUsername]), string(d[credential.KeyPassword])
 	return l, nil
 }
 
@@ -267,7 +232,7 @@ func inGrace(c *v1alpha1.CredentialObservation, n string, now time.Time) bool {
 // switch counts from now, so the previous login gets its whole grace
 // period, and the request it answered counts as handled.
 func track(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) error {
-	c := credential(mg)
+	c := credentialStatus(mg)
 	if a := l.active(); a != "" && c.ActiveLogin != a {
 		if c.ActiveLogin != "" {
 			switched(mg, c.ActiveLogin, now)
@@ -290,7 +255,7 @@ func track(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) error {
 
 // switched records that the Secret moved away from login prev at now.
 func switched(mg *v1alpha1.PostgreSQLRole, prev string, now time.Time) {
-	c := credential(mg)
+	c := credentialStatus(mg)
 	c.PreviousLogin = prev
 	c.PreviousLoginState = v1alpha1.PreviousLoginGrace
 	c.PreviousLoginUntil = &metav1.Time{Time: now.Add(gracePeriod(mg))}
@@ -358,7 +323,7 @@ func retireStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstan
 // afterwards.
 func baseDesired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, l *logins, now time.Time) postgres.RoleAttributes {
 	a := desired(mg, in)
-	c := credential(mg)
+	c := credentialStatus(mg)
 	a.Login = (l != nil && l.active() == "" && l.baseLogsIn()) || inGrace(c, mg.RoleName(), now)
 	return a
 }
@@ -397,7 +362,7 @@ func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 func plan(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
 	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), l.baseMark(mg))
-	c := credential(mg)
+	c := credentialStatus(mg)
 	active := l.active()
 	// Past validUntil the server refuses every login, the right password
 	// included: checking it would fail and re-set it at every poll, and a
@@ -453,14 +418,14 @@ func repairNeeded(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, 
 // ("" when none is due, or its target is still in its grace period).
 func rotation(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) (why, target string, err error) {
 	active := l.active()
-	due, err := rotationDue(mg, now)
+	due, err := credential.Due(mg, now)
 	if err != nil {
 		return "", "", err
 	}
 	switch {
 	case active == "":
 		why = "first login"
-	case rotationRequested(mg):
+	case credential.Requested(mg):
 		why = "requested with the " + v1alpha1.AnnotationRotatePassword + " annotation"
 	case due:
 		why = "scheduled"
@@ -473,7 +438,7 @@ func rotation(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) (why, targe
 	}
 	// The login in its grace period may still be in use: it gets no new
 	// password before that ends (wakeAfter polls then).
-	if inGrace(credential(mg), target, now) {
+	if inGrace(credentialStatus(mg), target, now) {
 		return "", "", nil
 	}
 	return why, target, nil
@@ -594,7 +559,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 		if err != nil {
 			return managed.ExternalUpdate{}, err
 		}
-		credential(mg).PreviousSessions = 0
+		credentialStatus(mg).PreviousSessions = 0
 		e.events.Event(mg, event.Normal(reasonEndedSessions, fmt.Sprintf("ended %d session(s) of previous login %q (endSessionsAfter)", ended, n)))
 	}
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
@@ -610,7 +575,7 @@ func (e *external) setLogin(ctx context.Context, mg *v1alpha1.PostgreSQLRole, n,
 	if err := postgres.Exec(ctx, e.conn.Pool, loginStatements(mg, e.conn.Instance, n, verifier, got)); err != nil {
 		return errors.Wrapf(err, "cannot set login %q", n)
 	}
-	e.verified.set(mg.GetUID(), pw)
+	e.verified.Set(mg.GetUID(), pw)
 	return nil
 }
 
@@ -645,7 +610,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 		return err
 	}
 	l.user, l.password = target, pw
-	c := credential(mg)
+	c := credentialStatus(mg)
 	msg := fmt.Sprintf("%s now holds login %q (%s)", deliveredTo(mg), target, why)
 	if prev != "" {
 		switched(mg, prev, now)

@@ -15,33 +15,6 @@ var t0 = time.Date(2026, 12, 1, 10, 30, 0, 0, time.UTC)
 
 func mt(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
 
-func TestNextRotation(t *testing.T) {
-	cases := map[string]struct {
-		rot    *v1alpha1.PasswordRotation
-		want   time.Time
-		wantOK bool
-		err    bool
-	}{
-		"None":         {},
-		"OnlyOnDemand": {rot: &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationAlternating}},
-		"MaxAge":       {rot: &v1alpha1.PasswordRotation{MaxAge: &metav1.Duration{Duration: 36 * time.Hour}}, want: t0.Add(36 * time.Hour), wantOK: true},
-		"CronMonday":   {rot: &v1alpha1.PasswordRotation{Schedule: "0 3 * * 1"}, want: time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC), wantOK: true},
-		"Daily":        {rot: &v1alpha1.PasswordRotation{Schedule: "@daily"}, want: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), wantOK: true},
-		"BadCron":      {rot: &v1alpha1.PasswordRotation{Schedule: "61 * * * *"}, err: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, ok, err := nextRotation(tc.rot, t0)
-			if (err != nil) != tc.err {
-				t.Fatalf("error %v, want error %v", err, tc.err)
-			}
-			if ok != tc.wantOK || !got.Equal(tc.want) {
-				t.Errorf("nextRotation = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
-			}
-		})
-	}
-}
-
 func TestWakeAfter(t *testing.T) {
 	cases := map[string]struct {
 		c    *v1alpha1.CredentialObservation

@@ -295,11 +295,6 @@ func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error 
 	return xperrors.Wrapf(w.c.Destroy(ctx, w.path), "cannot destroy the credential at %s", w.c.URL(w.path))
 }
 
-// publishes reports whether r delivers its connection details anywhere.
-func publishes(r *v1alpha1.PostgreSQLRole) bool {
-	return r.Spec.WriteConnectionSecretToReference != nil || r.Spec.WriteConnectionDetailsToVault != nil
-}
-
 // vaultDelivering reports whether r delivers to a vault and may write
 // there: not an Observe-only import, which publishes nothing, and not a
 // role being deleted, whose path only waits to be destroyed.

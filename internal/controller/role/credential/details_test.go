@@ -1,15 +1,13 @@
-package role
+package credential
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
-	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
-	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
 func TestPgpassLine(t *testing.T) {
@@ -63,16 +61,51 @@ func TestDetailsURLs(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := &external{conn: &oninstance.Connection{Target: postgres.Target{Endpoint: postgres.Endpoint{Host: tc.host, Hostaddr: "10.0.0.5", Port: 5432, SSLMode: "verify-full"}}}}
-			mg := &v1alpha1.PostgreSQLRole{}
-			mg.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "app"}
-			mg.Spec.ConnectionDatabase = tc.db
-			d := e.details(mg, "app", "pw")
+			d := Details(postgres.Endpoint{Host: tc.host, Hostaddr: "10.0.0.5", Port: 5432, SSLMode: "verify-full"}, tc.db, "app", "pw")
 			if diff := cmp.Diff(tc.uri, string(d["uri"])); diff != "" {
 				t.Errorf("uri (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.jdbcURL, string(d["jdbc-url"])); diff != "" {
 				t.Errorf("jdbc-url (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDetailsKeys(t *testing.T) {
+	ep := postgres.Endpoint{Host: "db", Port: 5432, SSLMode: "require", Database: "postgres"}
+	cases := map[string]struct {
+		reason string
+		ep     postgres.Endpoint
+		db, pw string
+		want   []string
+	}{
+		"WithPassword": {
+			reason: "A password is handed out in every form clients take.",
+			ep:     ep, pw: "pw",
+			want: []string{"database", "host", "hostaddr", "jdbc-url", "password", "pg_service.conf", "pgpass", "port", "sslmode", "uri", "username"},
+		},
+		"WithoutPassword": {
+			reason: "A login without a password the provider manages gets no password key, and no pgpass line.",
+			ep:     ep,
+			want:   []string{"database", "host", "hostaddr", "jdbc-url", "pg_service.conf", "port", "sslmode", "uri", "username"},
+		},
+		"WithCA": {
+			reason: "The Instance's CA bundle goes with the details, so clients can verify the server.",
+			ep:     postgres.Endpoint{Host: "db", Port: 5432, SSLMode: "verify-full", CAPEM: []byte("-----BEGIN CERTIFICATE-----")},
+			pw:     "pw",
+			want:   []string{"ca.crt", "database", "host", "hostaddr", "jdbc-url", "password", "pg_service.conf", "pgpass", "port", "sslmode", "uri", "username"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := Details(tc.ep, tc.db, "app", tc.pw)
+			got := slices.Sorted(maps.Keys(d))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nkeys (-want +got):\n%s", tc.reason, diff)
+			}
+			if tc.db == "" && string(d["database"]) != tc.ep.Database {
+				t.Errorf("with no database named, the details name %q, want the endpoint's %q", d["database"], tc.ep.Database)
 			}
 		})
 	}
