@@ -13,8 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -71,10 +69,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err != nil {
 		return err
 	}
-	publisher := managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme())
 	// The token and CA Secrets are read through the reader Instances'
 	// admin Secrets are: once per version.
-	vaults := &vaults{kube: kube, secrets: c.InstanceSecrets, namespace: c.Namespace, tokens: kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile)}
+	vaults := credential.NewVaults(kube, c.InstanceSecrets, c.Namespace, kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile))
 	passwords := &credential.Verified{}
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
@@ -84,6 +81,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
+	sinks := &credential.Sinks{Secrets: secrets, Publisher: managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme()), Vaults: vaults, Events: recorder}
 	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLRoleKind, Events: recorder}
 	drifts.Declare(slices.Sorted(maps.Keys(kind{}.DriftFields(&v1alpha1.PostgreSQLRole{}, &postgres.ObservedRole{})))...)
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
@@ -92,7 +90,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-			return &external{kube: secrets, pools: c.Pools, conn: conn, publisher: publisher, vaults: vaults, verified: passwords, events: recorder, whose: whose, drift: drifts}
+			return &external{kube: secrets, pools: c.Pools, conn: conn, delivery: sinks.Reconcile(), verified: passwords, events: recorder, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
@@ -180,15 +178,14 @@ func rolesOnInstance(kube client.Reader) handler.MapFunc {
 }
 
 type external struct {
-	kube      client.Client
-	pools     *postgres.Registry
-	conn      *oninstance.Connection
-	publisher *managed.APILocalSecretPublisher
-	vaults    *vaults
-	// vaultRead is the role's vault path as this reconcile read it.
-	vaultRead *vaultView
-	verified  *credential.Verified
-	events    event.Recorder
+	kube  client.Client
+	pools *postgres.Registry
+	conn  *oninstance.Connection
+	// delivery is what this reconcile reads of and writes to where the
+	// role's credential goes.
+	delivery *credential.Delivery
+	verified *credential.Verified
+	events   event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 	// drift reports changes made to the role on the server.
@@ -197,20 +194,47 @@ type external struct {
 	note string
 }
 
+// Observe, Create and Update deliver what each step returns to the vault
+// (credential.Delivery.Deliver) at the points crossplane-runtime publishes
+// it to the connection Secret.
+func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	obs, err := e.observe(ctx, mg)
+	if err != nil || !obs.ResourceExists {
+		return obs, err
+	}
+	return obs, e.delivery.Deliver(ctx, mg, obs.ConnectionDetails)
+}
+
+func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
+	c, err := e.create(ctx, mg)
+	if err != nil {
+		return c, err
+	}
+	return c, e.delivery.Deliver(ctx, mg, c.ConnectionDetails)
+}
+
+func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
+	u, err := e.update(ctx, mg)
+	if err != nil {
+		return u, err
+	}
+	return u, e.delivery.Deliver(ctx, mg, u.ConnectionDetails)
+}
+
 func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(mg) {
 		if err := e.holdForHeirs(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	} else {
-		if err := e.releaseSecret(ctx, mg); err != nil {
+		if err := e.delivery.Release(ctx, mg); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 		if credential.Publishes(mg) && !management.ObserveOnly(mg) {
 			// Before anything is published into it (crossplane-runtime's
 			// publisher takes over a Secret that has no controller; a vault
 			// path another wrote is refused likewise).
-			if _, err := e.published(ctx, mg); err != nil {
+			if _, err := e.delivery.Published(ctx, mg); err != nil {
 				return managed.ExternalObservation{}, err
 			}
 		}
@@ -278,7 +302,7 @@ type heirFinalizer struct {
 	// vaults destroys a departing role's vault path, whatever its
 	// policies: a connection Secret goes with its role (garbage
 	// collection), and so does the path.
-	vaults *vaults
+	vaults *credential.Vaults
 }
 
 func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object) error {
@@ -289,7 +313,7 @@ func (f heirFinalizer) RemoveFinalizer(ctx context.Context, obj resource.Object)
 		if mg.Spec.WriteConnectionDetailsToVault != nil && !management.ObserveOnly(mg) {
 			// After the role is dropped (Delete ran first): no credential
 			// stays readable for a login that is gone.
-			if err := f.vaults.destroy(ctx, mg); err != nil {
+			if err := f.vaults.Destroy(ctx, mg); err != nil {
 				return err
 			}
 		}
@@ -1089,7 +1113,7 @@ func desired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance) postg
 func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool) (string, error) {
 	var published string
 	if credential.Generated(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
-		d, err := e.published(ctx, mg)
+		d, err := e.delivery.Published(ctx, mg)
 		if err != nil {
 			return "", err
 		}
@@ -1101,16 +1125,7 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 	}
 	switch src {
 	case credential.FromSecretRef:
-		ref := mg.Spec.ForProvider.PasswordSecretRef
-		s := &corev1.Secret{}
-		if err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, s); err != nil {
-			return "", errors.Wrapf(err, "cannot read passwordSecretRef Secret %s/%s", mg.GetNamespace(), ref.Name)
-		}
-		pw := string(s.Data[ref.Key])
-		if pw == "" {
-			return "", errors.Errorf("passwordSecretRef Secret %s/%s has no key %q, or it is empty", mg.GetNamespace(), ref.Name, ref.Key)
-		}
-		return pw, nil
+		return e.delivery.FromSecretRef(ctx, mg)
 	case credential.KeepPublished:
 		return published, nil
 	case credential.GenerateNew:
@@ -1124,89 +1139,13 @@ func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, ge
 	if err != nil {
 		return "", err
 	}
-	if err := e.publish(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
+	if err := e.delivery.Publish(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
 		return "", errors.Wrap(err, errStagePassword)
 	}
 	if err := trackInPlace(mg, time.Now(), true); err != nil {
 		return "", err
 	}
 	return pw, nil
-}
-
-// connectionSecret returns mg's connection Secret as it is, an empty one
-// when it does not exist yet. A Secret of that name that this
-// PostgreSQLRole did not create (its controller is another object, or it
-// has none) is refused: its password never becomes the role's (whoever
-// can create Secrets in the namespace could otherwise choose the password
-// of a login they cannot read), and the role's credentials are never
-// written into it. passwordSecretRef is the one way to bring a password.
-func (e *external) connectionSecret(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (*corev1.Secret, error) {
-	s := &corev1.Secret{}
-	name := mg.Spec.WriteConnectionSecretToReference.Name
-	err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: name}, s)
-	if kerrors.IsNotFound(err) {
-		return &corev1.Secret{}, nil
-	}
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot read the connection Secret")
-	}
-	if metav1.IsControlledBy(s, mg) {
-		return s, nil
-	}
-	whose := "it has no controller: someone created it by hand or with another tool"
-	if c := metav1.GetControllerOf(s); c != nil {
-		whose = fmt.Sprintf("its controller is %s %s", c.Kind, c.Name)
-	}
-	msg := conflict.Message{
-		Target:    fmt.Sprintf("The connection Secret %s/%s", mg.GetNamespace(), name),
-		Found:     fmt.Sprintf("exists, but this PostgreSQLRole did not create it (%s)", whose),
-		Step:      "observe, before the role's credentials are read or published",
-		Confirmed: "nothing was read from the Secret and nothing was written to it or to the server; a Secret the provider did not create is never taken as a credential source nor given credentials",
-		Uncertain: "who created it and what they expect of it",
-		Check:     fmt.Sprintf("kubectl -n %s get secret %s -o jsonpath='{.metadata.ownerReferences}'", mg.GetNamespace(), name),
-		Next:      "Delete that Secret or choose another spec.writeConnectionSecretToRef.name; to bring a password of your own, use spec.forProvider.passwordSecretRef",
-	}.String()
-	mg.SetConditions(v1alpha1.Conflict(msg))
-	return nil, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
-}
-
-// releaseSecret lets go of the connection Secret mg wrote when
-// spec.writeConnectionSecretToRef no longer names it (removed, as at the
-// end of a move to the vault, or renamed): mg stays one of the Secret's
-// owners, so it still goes with mg, but no longer its controller, so
-// another controller may take it over. An ExternalSecret projecting the
-// same credential into the same name does, and the Secret never goes
-// missing on the way. Nothing in the Secret changes.
-func (e *external) releaseSecret(ctx context.Context, mg *v1alpha1.PostgreSQLRole) error {
-	want := ""
-	if ref := mg.Spec.WriteConnectionSecretToReference; ref != nil {
-		want = ref.Name
-	}
-	had := mg.Status.AtProvider.ConnectionSecret
-	if had != "" && had != want {
-		s := &corev1.Secret{}
-		err := e.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: had}, s)
-		switch {
-		case kerrors.IsNotFound(err):
-		case err != nil:
-			return errors.Wrapf(err, "cannot read connection Secret %s, which this role no longer writes", had)
-		case metav1.IsControlledBy(s, mg):
-			refs := s.GetOwnerReferences()
-			for i := range refs {
-				if refs[i].UID == mg.GetUID() {
-					refs[i].Controller = nil
-				}
-			}
-			s.SetOwnerReferences(refs)
-			if err := e.kube.Update(ctx, s); err != nil {
-				return errors.Wrapf(err, "cannot let go of connection Secret %s, which this role no longer writes", had)
-			}
-			e.events.Event(mg, event.Normal("ReleasedConnectionSecret", fmt.Sprintf(
-				"no longer writes connection Secret %s: it keeps its data and still goes with this role, and another controller may take it over", had)))
-		}
-	}
-	mg.Status.AtProvider.ConnectionSecret = want
-	return nil
 }
 
 // passwordUpToDate returns the password the role should have (without

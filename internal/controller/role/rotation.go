@@ -197,7 +197,7 @@ func (e *external) readLogins(ctx context.Context, mg *v1alpha1.PostgreSQLRole) 
 			return nil, errors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 		}
 	}
-	d, err := e.published(ctx, mg)
+	d, err := e.delivery.Published(ctx, mg)
 	if err != nil {
 		return nil, err
 	}
@@ -603,7 +603,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	if err := afterStep(ctx, StepPasswordSet); err != nil {
 		return err
 	}
-	if err := e.publish(ctx, mg, e.details(mg, target, pw)); err != nil {
+	if err := e.delivery.Publish(ctx, mg, e.details(mg, target, pw)); err != nil {
 		return errors.Wrapf(err, "cannot switch the connection Secret to login %q (its new password is set; the next reconcile sets another)", target)
 	}
 	if err := afterStep(ctx, StepSecretSwitched); err != nil {
@@ -611,7 +611,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	}
 	l.user, l.password = target, pw
 	c := credentialStatus(mg)
-	msg := fmt.Sprintf("%s now holds login %q (%s)", deliveredTo(mg), target, why)
+	msg := fmt.Sprintf("%s now holds login %q (%s)", credential.DeliveredTo(mg), target, why)
 	if prev != "" {
 		switched(mg, prev, now)
 		msg += fmt.Sprintf("; login %q accepts new logins until %s", prev, c.PreviousLoginUntil.UTC().Format(time.RFC3339))

@@ -1,4 +1,4 @@
-package role
+package credential
 
 import (
 	"cmp"
@@ -15,14 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/kubetoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/openbao"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
-	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 )
 
@@ -31,10 +29,10 @@ import (
 // anyone else is never read as a credential nor overwritten.
 const ownerKey = "provider-postgresql-owner"
 
-// vaults reaches the credentialVault of each Instance: a client per
+// Vaults reach the credentialVault of each Instance: a client per
 // configuration, built again when the address, CA, mount or credentials
 // change.
-type vaults struct {
+type Vaults struct {
 	// kube reads Instances; secrets the token and CA, in namespace.
 	kube, secrets client.Reader
 	namespace     string
@@ -46,8 +44,15 @@ type vaults struct {
 	clients map[string]*openbao.Client
 }
 
+// NewVaults returns the vaults of the Instances kube reads: their token
+// and CA Secrets are read through secrets, in namespace (the provider's);
+// Kubernetes auth presents tokens from tokens.
+func NewVaults(kube, secrets client.Reader, namespace string, tokens *kubetoken.Source) *Vaults {
+	return &Vaults{kube: kube, secrets: secrets, namespace: namespace, tokens: tokens}
+}
+
 // vault returns the credentialVault of r's Instance.
-func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alpha1.PostgreSQLInstance, *v1alpha1.CredentialVault, error) {
+func (v *Vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alpha1.PostgreSQLInstance, *v1alpha1.CredentialVault, error) {
 	in := &v1alpha1.PostgreSQLInstance{}
 	if err := v.kube.Get(ctx, types.NamespacedName{Name: r.Spec.InstanceRef.Name}, in); err != nil {
 		return nil, nil, xperrors.Wrapf(err, "cannot read PostgreSQLInstance %q for its credentialVault", r.Spec.InstanceRef.Name)
@@ -63,7 +68,7 @@ func (v *vaults) vault(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*v1alph
 // on the same engine holds in's: a policy that lets a namespace read
 // <prefix>/<any instance>/<namespace>/ of the outer prefix would let a
 // namespace named like in read every credential in's prefix holds.
-func (v *vaults) nested(ctx context.Context, in *v1alpha1.PostgreSQLInstance) error {
+func (v *Vaults) nested(ctx context.Context, in *v1alpha1.PostgreSQLInstance) error {
 	l := &v1alpha1.PostgreSQLInstanceList{}
 	if err := v.kube.List(ctx, l); err != nil {
 		return xperrors.Wrap(err, "cannot list PostgreSQLInstances to check that no other credentialVault path prefix holds this one's")
@@ -91,7 +96,7 @@ func sameEngine(a, b *v1alpha1.CredentialVault) bool {
 }
 
 // target returns the client and the path of r's credential.
-func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
+func (v *Vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openbao.Client, string, error) {
 	in, cv, err := v.vault(ctx, r)
 	if err != nil {
 		return nil, "", xperrors.Wrap(err, "spec.writeConnectionDetailsToVault: nothing was delivered")
@@ -139,7 +144,7 @@ func (v *vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 
 // client returns the client of cfg, the same one while cfg (with the
 // audience of its Kubernetes auth) is unchanged: it keeps its login.
-func (v *vaults) client(cfg openbao.Config, audience string) (*openbao.Client, error) {
+func (v *Vaults) client(cfg openbao.Config, audience string) (*openbao.Client, error) {
 	key := fmt.Sprintf("%s\x00%s\x00%x\x00%s", cfg.Address, cfg.Mount, cfg.CA, cfg.Token)
 	if cfg.Kubernetes != nil {
 		key += "\x00" + cfg.Kubernetes.Role + "\x00" + cfg.Kubernetes.MountPath + "\x00" + audience
@@ -164,9 +169,9 @@ func (v *vaults) client(cfg openbao.Config, audience string) (*openbao.Client, e
 	return c, nil
 }
 
-// vaultView is a role's vault path as one reconcile read it: the client,
+// vaultPath is a role's vault path as one reconcile read it: the client,
 // the path, and its current version (nil: none yet).
-type vaultView struct {
+type vaultPath struct {
 	c    *openbao.Client
 	path string
 	s    *openbao.Secret
@@ -175,7 +180,7 @@ type vaultView struct {
 // current reads r's path. A path holding a credential that another
 // resource wrote (or someone by hand) is a Conflict: never read, never
 // overwritten.
-func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaultView, error) {
+func (v *Vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaultPath, error) {
 	c, path, err := v.target(ctx, r)
 	if err != nil {
 		return nil, err
@@ -192,7 +197,7 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 		return nil, xperrors.Wrapf(err, "cannot read the credential from the Instance's credentialVault at %s", c.URL(path))
 	}
 	if s == nil {
-		return &vaultView{c: c, path: path}, nil
+		return &vaultPath{c: c, path: path}, nil
 	}
 	if s.Custom[ownerKey] != string(r.GetUID()) {
 		whose := "no owner: someone wrote it by hand or with another tool"
@@ -211,13 +216,13 @@ func (v *vaults) current(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaul
 		r.SetConditions(v1alpha1.Conflict(msg))
 		return nil, xperrors.Errorf("%w: %s", oninstance.ErrConflict, msg)
 	}
-	w := &vaultView{c: c, path: path, s: s}
+	w := &vaultPath{c: c, path: path, s: s}
 	w.held(r)
 	return w, nil
 }
 
 // held notes in r's status when its path first held its credentials.
-func (w *vaultView) held(r *v1alpha1.PostgreSQLRole) {
+func (w *vaultPath) held(r *v1alpha1.PostgreSQLRole) {
 	if d := r.Status.AtProvider.Vault; d != nil && d.Since == nil && w.s != nil && !w.s.Deleted {
 		d.Since = ptr.To(metav1.Now())
 	}
@@ -225,7 +230,7 @@ func (w *vaultView) held(r *v1alpha1.PostgreSQLRole) {
 
 // data is the view's published connection details (none yet, or the
 // latest version deleted: empty).
-func (w *vaultView) data() map[string][]byte {
+func (w *vaultPath) data() map[string][]byte {
 	out := map[string][]byte{}
 	if w.s != nil && !w.s.Deleted {
 		for k, d := range w.s.Data {
@@ -240,7 +245,7 @@ func (w *vaultView) data() map[string][]byte {
 // as in a Secret: what details leave out stays. A version written since
 // the view was read makes the write fail (check-and-set): the next
 // reconcile reads again.
-func (w *vaultView) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
+func (w *vaultPath) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
 	if len(details) == 0 {
 		return nil
 	}
@@ -274,10 +279,10 @@ func (w *vaultView) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, det
 	return nil
 }
 
-// destroy deletes r's path, every version of it, once the role is gone,
+// Destroy deletes r's path, every version of it, once the role is gone,
 // unless the credentialVault retains paths. A path another resource wrote
 // is left alone.
-func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error {
+func (v *Vaults) Destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error {
 	_, cv, err := v.vault(ctx, r)
 	if err != nil {
 		return xperrors.Wrap(err, "cannot destroy this role's vault path, which may still hold its credential; "+
@@ -293,130 +298,4 @@ func (v *vaults) destroy(ctx context.Context, r *v1alpha1.PostgreSQLRole) error 
 		return err
 	}
 	return xperrors.Wrapf(w.c.Destroy(ctx, w.path), "cannot destroy the credential at %s", w.c.URL(w.path))
-}
-
-// vaultDelivering reports whether r delivers to a vault and may write
-// there: not an Observe-only import, which publishes nothing, and not a
-// role being deleted, whose path only waits to be destroyed.
-func vaultDelivering(r *v1alpha1.PostgreSQLRole) bool {
-	return r.Spec.WriteConnectionDetailsToVault != nil && !management.ObserveOnly(r) && !meta.WasDeleted(r)
-}
-
-// deliveredTo names where r's credentials go, for messages.
-func deliveredTo(r *v1alpha1.PostgreSQLRole) string {
-	if p := r.Spec.WriteConnectionDetailsToVault; p != nil {
-		return fmt.Sprintf("the vault path %s/%s/%s of the Instance's credentialVault", r.Spec.InstanceRef.Name, r.GetNamespace(), p.Name)
-	}
-	if s := r.Spec.WriteConnectionSecretToReference; s != nil {
-		return "connection Secret " + s.Name
-	}
-	return "nothing"
-}
-
-// published returns r's connection details as delivered: its vault
-// path's, or its connection Secret's data (empty before the first
-// delivery). A role moving from its Secret to the vault (both set) reads
-// the Secret until the vault holds the credential, so the first delivery
-// copies the current credential there instead of making a new one. The
-// vault path is read once per reconcile (the external client lives for
-// one): Observe, the password check and the delivery share the read.
-func (e *external) published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
-	var fromSecret map[string][]byte
-	if r.Spec.WriteConnectionSecretToReference != nil {
-		s, err := e.connectionSecret(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		fromSecret = s.Data
-		if fromSecret == nil {
-			fromSecret = map[string][]byte{}
-		}
-	}
-	if r.Spec.WriteConnectionDetailsToVault == nil {
-		return fromSecret, nil
-	}
-	w, err := e.vaultPath(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	if d := w.data(); len(d) > 0 || fromSecret == nil {
-		return d, nil
-	}
-	return fromSecret, nil
-}
-
-// vaultPath is r's vault path as this reconcile read it.
-func (e *external) vaultPath(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*vaultView, error) {
-	if e.vaultRead == nil {
-		w, err := e.vaults.current(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		e.vaultRead = w
-	}
-	return e.vaultRead, nil
-}
-
-// publish delivers details where r's go: its vault path, then its
-// connection Secret (crossplane-runtime's publisher); a role moving from
-// its Secret to the vault writes both, the vault first, so the Secret
-// never holds a credential the vault lacks. The rotation steps stage new
-// passwords through it.
-func (e *external) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
-	if r.Spec.WriteConnectionDetailsToVault != nil {
-		w, err := e.vaultPath(ctx, r)
-		if err != nil {
-			return err
-		}
-		if err := w.publish(ctx, r, details); err != nil {
-			return err
-		}
-	}
-	if r.Spec.WriteConnectionSecretToReference == nil {
-		return nil
-	}
-	_, err := e.publisher.PublishConnection(ctx, r, details)
-	return err
-}
-
-// deliver publishes to r's vault path what crossplane-runtime would have
-// published to its Secret: the details of an observation, a create or an
-// update. crossplane-runtime's publisher cannot be replaced for namespaced
-// kinds, so a role delivering to a vault publishes there itself, at the
-// same points (before crossplane-runtime writes the Secret of a role
-// delivering to both), and its finalizer destroys the path; nothing is
-// written when the path holds the details already.
-func (e *external) deliver(ctx context.Context, r *v1alpha1.PostgreSQLRole, details managed.ConnectionDetails) error {
-	if !vaultDelivering(r) {
-		return nil
-	}
-	w, err := e.vaultPath(ctx, r)
-	if err == nil {
-		err = w.publish(ctx, r, details)
-	}
-	return xperrors.Wrap(err, "cannot deliver the connection details to the vault")
-}
-
-func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
-	obs, err := e.observe(ctx, mg)
-	if err != nil || !obs.ResourceExists {
-		return obs, err
-	}
-	return obs, e.deliver(ctx, mg, obs.ConnectionDetails)
-}
-
-func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalCreation, error) {
-	c, err := e.create(ctx, mg)
-	if err != nil {
-		return c, err
-	}
-	return c, e.deliver(ctx, mg, c.ConnectionDetails)
-}
-
-func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalUpdate, error) {
-	u, err := e.update(ctx, mg)
-	if err != nil {
-		return u, err
-	}
-	return u, e.deliver(ctx, mg, u.ConnectionDetails)
 }
