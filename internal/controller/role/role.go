@@ -50,13 +50,12 @@ import (
 )
 
 const (
-	errObserve       = "cannot observe the role"
-	errRoleGone      = "the role disappeared"
-	errCreate        = "cannot create the role"
-	errUpdate        = "cannot update the role"
-	errDelete        = "cannot drop the role"
-	errPassword      = "cannot determine the role's password"
-	errStagePassword = "cannot write the new password to the connection Secret before setting it"
+	errObserve  = "cannot observe the role"
+	errRoleGone = "the role disappeared"
+	errCreate   = "cannot create the role"
+	errUpdate   = "cannot update the role"
+	errDelete   = "cannot drop the role"
+	errPassword = "cannot determine the role's password"
 )
 
 // Setup adds the PostgreSQLRole controller to mgr.
@@ -567,7 +566,7 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
 	}
 	if credential.Generated(mg) && pw != "" {
-		if err := trackInPlace(mg, time.Now(), false); err != nil {
+		if err := credential.TrackInPlace(mg, time.Now(), false); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
@@ -1099,53 +1098,10 @@ func desired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance) postg
 	return a
 }
 
-// password returns the password the role should have, or "" when the
-// provider does not manage it (not a login role, or nowhere to publish a
-// generated one).
-//
-// With passwordSecretRef it is that Secret's value. Otherwise the connection
-// Secret is the source of truth: its password is kept, and a new one is
-// generated only when it has none or a rotation is requested. A new
-// password is written to the connection Secret before the server is
-// changed (when generate is true), so that a crash in between leaves a
-// Secret whose password the next reconcile sets on the server: Secret and
-// server never disagree for longer than one reconcile.
+// password is the role's password (credential.Delivery.Password), its
+// details as the role delivers them.
 func (e *external) password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool) (string, error) {
-	var published string
-	if credential.Generated(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
-		d, err := e.delivery.Published(ctx, mg)
-		if err != nil {
-			return "", err
-		}
-		published = string(d[credential.KeyPassword])
-	}
-	src, err := credential.SourceOf(mg, published, time.Now())
-	if err != nil {
-		return "", err
-	}
-	switch src {
-	case credential.FromSecretRef:
-		return e.delivery.FromSecretRef(ctx, mg)
-	case credential.KeepPublished:
-		return published, nil
-	case credential.GenerateNew:
-		if !generate {
-			return "", nil
-		}
-	default:
-		return "", nil
-	}
-	pw, err := postgres.GeneratePassword()
-	if err != nil {
-		return "", err
-	}
-	if err := e.delivery.Publish(ctx, mg, e.details(mg, mg.RoleName(), pw)); err != nil {
-		return "", errors.Wrap(err, errStagePassword)
-	}
-	if err := trackInPlace(mg, time.Now(), true); err != nil {
-		return "", err
-	}
-	return pw, nil
+	return e.delivery.Password(ctx, mg, generate, func(pw string) managed.ConnectionDetails { return e.details(mg, mg.RoleName(), pw) })
 }
 
 // passwordUpToDate returns the password the role should have (without
@@ -1171,28 +1127,15 @@ func (e *external) readsVerifier(mg *v1alpha1.PostgreSQLRole) bool {
 	return p != nil && p.Superuser && credential.Login(mg)
 }
 
-// passwordWorks reports whether the role's password on the server is pw.
-// With the stored verifier at hand (superuser admin) it is recomputed, no
-// login needed; otherwise a password verified once is remembered by its
-// digest, and a new one is checked by logging in as the role.
+// passwordWorks reports whether the role's password on the server is pw
+// (credential.Verified.Works), logging in as user under the global
+// connection cap when it must.
 func (e *external) passwordWorks(ctx context.Context, mg *v1alpha1.PostgreSQLRole, user string, got *postgres.ObservedRole, pw string) (bool, error) {
-	if got.VerifierRead {
-		return postgres.VerifierMatches(got.Verifier, pw), nil
-	}
-	if e.verified.Is(mg.GetUID(), pw) {
-		return true, nil
-	}
-	t := e.conn.Target
-	t.Credentials = postgres.Credentials{Username: user, Password: pw}
-	// Under the global connection cap, like every other connection.
-	if err := e.pools.Authenticate(ctx, t); err != nil {
-		if errors.Is(err, postgres.ErrPasswordRejected) {
-			return false, nil
-		}
-		return false, errors.Wrap(err, "cannot log in as the role to check its password")
-	}
-	e.verified.Set(mg.GetUID(), pw)
-	return true, nil
+	return e.verified.Works(ctx, mg.GetUID(), got, pw, func(ctx context.Context) error {
+		t := e.conn.Target
+		t.Credentials = postgres.Credentials{Username: user, Password: pw}
+		return e.pools.Authenticate(ctx, t)
+	})
 }
 
 // details are the connection details of the role: everything a client

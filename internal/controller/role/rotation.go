@@ -74,40 +74,6 @@ func gracePeriod(mg *v1alpha1.PostgreSQLRole) time.Duration {
 	return defaultGracePeriod
 }
 
-// credentialStatus returns mg's credential status, made on first use.
-func credentialStatus(mg *v1alpha1.PostgreSQLRole) *v1alpha1.CredentialObservation {
-	if mg.Status.AtProvider.Credential == nil {
-		mg.Status.AtProvider.Credential = &v1alpha1.CredentialObservation{}
-	}
-	return mg.Status.AtProvider.Credential
-}
-
-// trackInPlace records, for a role whose own password the Secret holds,
-// which login that is and since when; rotated says a new password was
-// just set.
-func trackInPlace(mg *v1alpha1.PostgreSQLRole, now time.Time, rotated bool) error {
-	c := credentialStatus(mg)
-	c.ActiveLogin = mg.RoleName()
-	if c.ActiveSince == nil || rotated {
-		c.ActiveSince = &metav1.Time{Time: now}
-	}
-	return setNext(mg)
-}
-
-// setNext records when the active password is rotated next.
-func setNext(mg *v1alpha1.PostgreSQLRole) error {
-	c := credentialStatus(mg)
-	c.NextRotation = nil
-	if c.ActiveSince == nil {
-		return nil
-	}
-	next, ok, err := credential.NextRotation(mg.Spec.PasswordRotation, c.ActiveSince.Time)
-	if ok {
-		c.NextRotation = &metav1.Time{Time: next}
-	}
-	return err
-}
-
 // wakeAfter is how long until the next step of mg's rotation is due (0
 // when none is): the rotation, the end of the previous login's grace, or
 // the end of its sessions. The poll waits no longer than that.
@@ -232,7 +198,7 @@ func inGrace(c *v1alpha1.CredentialObservation, n string, now time.Time) bool {
 // switch counts from now, so the previous login gets its whole grace
 // period, and the request it answered counts as handled.
 func track(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) error {
-	c := credentialStatus(mg)
+	c := credential.Status(mg)
 	if a := l.active(); a != "" && c.ActiveLogin != a {
 		if c.ActiveLogin != "" {
 			switched(mg, c.ActiveLogin, now)
@@ -250,12 +216,12 @@ func track(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) error {
 		}
 		c.PreviousSessions = int32(l.roles[c.PreviousLogin].Sessions) //nolint:gosec // a session count fits.
 	}
-	return setNext(mg)
+	return credential.SetNext(mg)
 }
 
 // switched records that the Secret moved away from login prev at now.
 func switched(mg *v1alpha1.PostgreSQLRole, prev string, now time.Time) {
-	c := credentialStatus(mg)
+	c := credential.Status(mg)
 	c.PreviousLogin = prev
 	c.PreviousLoginState = v1alpha1.PreviousLoginGrace
 	c.PreviousLoginUntil = &metav1.Time{Time: now.Add(gracePeriod(mg))}
@@ -323,7 +289,7 @@ func retireStatements(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstan
 // afterwards.
 func baseDesired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, l *logins, now time.Time) postgres.RoleAttributes {
 	a := desired(mg, in)
-	c := credentialStatus(mg)
+	c := credential.Status(mg)
 	a.Login = (l != nil && l.active() == "" && l.baseLogsIn()) || inGrace(c, mg.RoleName(), now)
 	return a
 }
@@ -362,7 +328,7 @@ func (e *external) workOf(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got 
 func plan(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance, got *postgres.ObservedRole, l *logins, now time.Time, works func(login string) (bool, error)) (work, error) {
 	var w work
 	w.base = postgres.UpdateRoleStatements(l.base, baseDesired(mg, in, l, now), scoped(mg, *got), l.baseMark(mg))
-	c := credentialStatus(mg)
+	c := credential.Status(mg)
 	active := l.active()
 	// Past validUntil the server refuses every login, the right password
 	// included: checking it would fail and re-set it at every poll, and a
@@ -438,7 +404,7 @@ func rotation(mg *v1alpha1.PostgreSQLRole, l *logins, now time.Time) (why, targe
 	}
 	// The login in its grace period may still be in use: it gets no new
 	// password before that ends (wakeAfter polls then).
-	if inGrace(credentialStatus(mg), target, now) {
+	if inGrace(credential.Status(mg), target, now) {
 		return "", "", nil
 	}
 	return why, target, nil
@@ -559,7 +525,7 @@ func (e *external) updateAlternating(ctx context.Context, mg *v1alpha1.PostgreSQ
 		if err != nil {
 			return managed.ExternalUpdate{}, err
 		}
-		credentialStatus(mg).PreviousSessions = 0
+		credential.Status(mg).PreviousSessions = 0
 		e.events.Event(mg, event.Normal(reasonEndedSessions, fmt.Sprintf("ended %d session(s) of previous login %q (endSessionsAfter)", ended, n)))
 	}
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
@@ -610,7 +576,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 		return err
 	}
 	l.user, l.password = target, pw
-	c := credentialStatus(mg)
+	c := credential.Status(mg)
 	msg := fmt.Sprintf("%s now holds login %q (%s)", credential.DeliveredTo(mg), target, why)
 	if prev != "" {
 		switched(mg, prev, now)
@@ -618,7 +584,7 @@ func (e *external) rotate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, l *l
 	}
 	c.ActiveLogin, c.ActiveSince = target, &metav1.Time{Time: now}
 	mg.Status.AtProvider.PasswordRotation = mg.GetAnnotations()[v1alpha1.AnnotationRotatePassword]
-	if err := setNext(mg); err != nil {
+	if err := credential.SetNext(mg); err != nil {
 		return err
 	}
 	e.events.Event(mg, event.Normal(reasonRotated, msg))

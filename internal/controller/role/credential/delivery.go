@@ -3,6 +3,7 @@ package credential
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/conflict"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
@@ -236,4 +238,53 @@ func (d *Delivery) Release(ctx context.Context, r *v1alpha1.PostgreSQLRole) erro
 	}
 	r.Status.AtProvider.ConnectionSecret = want
 	return nil
+}
+
+// Password returns the password r should have, or "" when the provider
+// does not manage it (not a login role, or nowhere to publish a generated
+// one). details are r's connection details with a given password.
+//
+// With passwordSecretRef it is that Secret's value. Otherwise the connection
+// Secret is the source of truth: its password is kept, and a new one is
+// generated only when it has none or a rotation is requested. A new
+// password is written to the connection Secret before the server is
+// changed (when generate is true), so that a crash in between leaves a
+// Secret whose password the next reconcile sets on the server: Secret and
+// server never disagree for longer than one reconcile.
+func (d *Delivery) Password(ctx context.Context, mg *v1alpha1.PostgreSQLRole, generate bool, details func(pw string) managed.ConnectionDetails) (string, error) {
+	var published string
+	if Generated(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil {
+		data, err := d.Published(ctx, mg)
+		if err != nil {
+			return "", err
+		}
+		published = string(data[KeyPassword])
+	}
+	src, err := SourceOf(mg, published, time.Now())
+	if err != nil {
+		return "", err
+	}
+	switch src {
+	case FromSecretRef:
+		return d.FromSecretRef(ctx, mg)
+	case KeepPublished:
+		return published, nil
+	case GenerateNew:
+		if !generate {
+			return "", nil
+		}
+	default:
+		return "", nil
+	}
+	pw, err := postgres.GeneratePassword()
+	if err != nil {
+		return "", err
+	}
+	if err := d.Publish(ctx, mg, details(pw)); err != nil {
+		return "", errors.Wrap(err, "cannot deliver the new password before setting it")
+	}
+	if err := TrackInPlace(mg, time.Now(), true); err != nil {
+		return "", err
+	}
+	return pw, nil
 }

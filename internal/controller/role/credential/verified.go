@@ -1,11 +1,16 @@
 package credential
 
 import (
+	"context"
 	"crypto/sha256"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 )
 
 // VerifiedFor is how long a password verified by logging in is trusted.
@@ -61,4 +66,27 @@ func (v *Verified) Forget(uid types.UID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.m, uid)
+}
+
+// Works reports whether the server holds pw as the role's password. With
+// the stored verifier at hand (the observation read it: a superuser admin)
+// it is recomputed, no login needed; otherwise a password verified once is
+// remembered by its digest, and a new one is checked by logging in
+// (logIn, which fails with postgres.ErrPasswordRejected when the server
+// refuses the password).
+func (v *Verified) Works(ctx context.Context, uid types.UID, got *postgres.ObservedRole, pw string, logIn func(context.Context) error) (bool, error) {
+	if got.VerifierRead {
+		return postgres.VerifierMatches(got.Verifier, pw), nil
+	}
+	if v.Is(uid, pw) {
+		return true, nil
+	}
+	if err := logIn(ctx); err != nil {
+		if errors.Is(err, postgres.ErrPasswordRejected) {
+			return false, nil
+		}
+		return false, errors.Wrap(err, "cannot log in as the role to check its password")
+	}
+	v.Set(uid, pw)
+	return true, nil
 }
