@@ -110,13 +110,21 @@ type external struct {
 	whose boundary.Lookup
 	// drift reports changes made to the database on the server.
 	drift drift.Recorder
-	// ownerChecked is the owner this reconcile's Observe already held to
-	// the boundary before a create: Create, which follows in the same
-	// reconcile, need not ask the server again.
+	// seen is what this reconcile's Observe decided before a create: the
+	// owner it held to the boundary, which Create, following in the same
+	// reconcile, need not ask the server about again.
+	seen reconciler.Seen[observation]
+}
+
+// An observation is what Observe leaves for the Create of the same
+// reconcile.
+type observation struct {
+	// ownerChecked is the owner held to the boundary.
 	ownerChecked string
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
+	e.seen.Forget()
 	got, obs, done, err := serverobject.Observe[*v1alpha1.PostgreSQLDatabase, postgres.ObservedDatabase](ctx, kind{e}, e.conn.Instance, mg)
 	if b := mg.Status.Binding; meta.WasDeleted(mg) && b.Phase == v1alpha1.PhaseBound && b.BoundTo != nil {
 		// The binder releases the database once its tenant is gone; until
@@ -346,7 +354,7 @@ func (e *external) checkCreate(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
 		return err
 	}
-	e.ownerChecked = owner
+	e.seen.Keep(&observation{ownerChecked: owner})
 	return nil
 }
 
@@ -366,7 +374,7 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	if owner != e.ownerChecked {
+	if o, err := e.seen.Get(); err != nil || owner != o.ownerChecked {
 		if err := e.checkOwner(ctx, mg, owner, ""); err != nil {
 			return managed.ExternalCreation{}, err
 		}

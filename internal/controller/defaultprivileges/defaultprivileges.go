@@ -28,6 +28,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -78,7 +79,7 @@ type external struct {
 	// seen is what this reconcile's Observe found, nil until it has run:
 	// Create, Update and Delete act on it and on nothing else kept
 	// between calls (see the grant package).
-	seen *observation
+	seen reconciler.Seen[observation]
 }
 
 // An observation is what Observe found and decided, for the Create,
@@ -135,7 +136,7 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPriv
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges) (managed.ExternalObservation, error) {
-	e.seen = nil
+	e.seen.Forget()
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
@@ -143,18 +144,19 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPr
 	o := &observation{}
 	obs, err := e.observe(ctx, mg, o)
 	o.status = *mg.Status.AtProvider.DeepCopy()
-	e.seen = o
+	e.seen.Keep(o)
 	return obs, err
 }
 
 // observation is what this reconcile's Observe found, with the status it
 // left restored on mg.
 func (e *external) observation(mg *v1alpha1.PostgreSQLDefaultPrivileges) (*observation, error) {
-	if e.seen == nil {
-		return nil, errors.New(privilege.ErrNotObserved)
+	o, err := e.seen.Get()
+	if err != nil {
+		return nil, err
 	}
-	mg.Status.AtProvider = *e.seen.status.DeepCopy()
-	return e.seen, nil
+	mg.Status.AtProvider = *o.status.DeepCopy()
+	return o, nil
 }
 
 func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPrivileges, o *observation) (managed.ExternalObservation, error) {

@@ -32,6 +32,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/pending"
 	"github.com/ayatori/provider-postgresql/internal/controller/privilege"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 )
 
@@ -85,7 +86,7 @@ type external struct {
 	// Create, Update and Delete act on it and on nothing else kept
 	// between calls. crossplane-runtime uses an external client for one
 	// reconcile only.
-	seen *grantObservation
+	seen reconciler.Seen[grantObservation]
 }
 
 // A grantObservation is what Observe found and decided, for the Create,
@@ -155,7 +156,7 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (boo
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (managed.ExternalObservation, error) {
-	e.seen = nil
+	e.seen.Forget()
 	ok, err := e.names(ctx, mg)
 	if err != nil || !ok {
 		return managed.ExternalObservation{}, err
@@ -167,18 +168,19 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (m
 	}
 	obs, err := observe(ctx, mg, o)
 	o.status = *mg.Status.AtProvider.DeepCopy()
-	e.seen = o
+	e.seen.Keep(o)
 	return obs, err
 }
 
 // observation is what this reconcile's Observe found, with the status it
 // left restored on mg.
 func (e *external) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObservation, error) {
-	if e.seen == nil {
-		return nil, errors.New(privilege.ErrNotObserved)
+	o, err := e.seen.Get()
+	if err != nil {
+		return nil, err
 	}
-	mg.Status.AtProvider = *e.seen.status.DeepCopy()
-	return e.seen, nil
+	mg.Status.AtProvider = *o.status.DeepCopy()
+	return o, nil
 }
 
 // prepare sets the target and the pool the grant's statements run on.

@@ -29,9 +29,6 @@ const (
 	ErrApply   = "cannot grant or revoke"
 	ErrRevoke  = "cannot revoke what was granted"
 	ErrIntent  = "cannot record the privileges about to be granted"
-	// ErrNotObserved: Create, Update or Delete without an Observe in the
-	// same reconcile, which crossplane-runtime never does.
-	ErrNotObserved = "nothing was observed in this reconcile: observe before changing anything"
 	// ErrNoRoleSelected: a roleSelector that has matched no role yet.
 	ErrNoRoleSelected = "spec.forProvider.roleSelector has not selected a role yet"
 )

@@ -246,7 +246,8 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			mg:      newSchema(),
 			answers: []fakedb.Answer{schemaRow(false, "", "")},
 			op: func(ctx context.Context, e *external, mg *v1alpha1.PostgreSQLSchema) error {
-				e.pool, _ = e.conn.Database(ctx, "app")
+				pool, _ := e.conn.Database(ctx, "app")
+				e.seen.Keep(&observation{pool: pool})
 				_, err := e.Update(ctx, mg)
 				return err
 			},

@@ -31,6 +31,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/oninstance"
 	"github.com/ayatori/provider-postgresql/internal/controller/pending"
+	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/serverobject"
 )
@@ -83,8 +84,9 @@ type external struct {
 	conn *oninstance.Connection
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
-	// pool is that of the schema's database, once Observe found it.
-	pool postgres.DB
+	// seen is the session into the schema's database this reconcile's
+	// Observe entered: Create, Update and Delete run there.
+	seen reconciler.Seen[observation]
 	// drift reports changes made to the schema on the server.
 	drift drift.Recorder
 }
@@ -196,6 +198,22 @@ func (kind) DriftFields(_ *v1alpha1.PostgreSQLSchema, got *postgres.ObservedSche
 	return drift.Fields{"owner": got.Owner, "comment": got.Comment, "publicPrivileges": strings.Join(got.PublicPrivileges, ",")}
 }
 
+// An observation is what Observe leaves for the Create, Update or Delete
+// of the same reconcile: the session into the schema's database, its turn
+// there taken (oninstance.Connection.Enter).
+type observation struct {
+	pool postgres.DB
+}
+
+// pool is the session into the schema's database Observe entered.
+func (e *external) pool() (postgres.DB, error) {
+	o, err := e.seen.Get()
+	if err != nil {
+		return nil, err
+	}
+	return o.pool, nil
+}
+
 // kind adapts schemas to the contract of server objects.
 type kind struct{ e *external }
 
@@ -206,6 +224,7 @@ func (kind) Name(mg *v1alpha1.PostgreSQLSchema) string { return mg.SchemaName() 
 // connects to it and reads the schema there.
 func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serverobject.Observed[postgres.ObservedSchema], error) {
 	var none serverobject.Observed[postgres.ObservedSchema]
+	k.e.seen.Forget()
 	db, err := k.e.database(ctx, mg)
 	if err != nil {
 		return none, err
@@ -218,11 +237,12 @@ func (k kind) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (serve
 	// use (its PostgreSQLDatabase gone, the database retained) lets go
 	// without touching it: what is there is no longer the namespace's.
 	p := mg.Spec.ForProvider
-	k.e.pool, err = k.e.conn.Enter(ctx, mg, boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: db})
+	pool, err := k.e.conn.Enter(ctx, mg, boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: db})
 	var got *postgres.ObservedSchema
 	var system string
 	if err == nil {
-		got, system, err = postgres.ObserveSchema(ctx, k.e.pool, mg.SchemaName())
+		k.e.seen.Keep(&observation{pool: pool})
+		got, system, err = postgres.ObserveSchema(ctx, pool, mg.SchemaName())
 	}
 	if postgres.IsCode(err, postgres.CodeInvalidCatalogName) || boundary.IsRefusal(err) && meta.WasDeleted(mg) {
 		if meta.WasDeleted(mg) {
@@ -286,10 +306,14 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if err := e.checkBoundary(ctx, mg, "", want.Owner, ""); err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	pool, err := e.pool()
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	// A non-superuser admin must be able to SET ROLE to the owner to give
 	// it the schema, and hold its privileges to comment on it then.
-	err = postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {
-		return postgres.Exec(ctx, e.pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, e.mark(mg)))
+	err = postgres.ActingAs(ctx, pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {
+		return postgres.Exec(ctx, pool, postgres.CreateSchemaStatements(mg.SchemaName(), want, e.mark(mg)))
 	})
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errCreate)
@@ -300,7 +324,11 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (managed.ExternalUpdate, error) {
 	name := mg.SchemaName()
-	got, _, err := postgres.ObserveSchema(ctx, e.pool, name)
+	pool, err := e.pool()
+	if err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	got, _, err := postgres.ObserveSchema(ctx, pool, name)
 	if err != nil || got == nil {
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New("the schema disappeared")), errObserve)
 	}
@@ -319,7 +347,7 @@ func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if want.Owner != "" && want.Owner != got.Owner {
 		needs = append(needs, postgres.RoleNeed{Role: want.Owner, Set: true, Inherit: true})
 	}
-	if err := postgres.ActingAs(ctx, e.pool, needs, func() error { return postgres.Exec(ctx, e.pool, stmts) }); err != nil {
+	if err := postgres.ActingAs(ctx, pool, needs, func() error { return postgres.Exec(ctx, pool, stmts) }); err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errUpdate)
 	}
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
@@ -339,13 +367,17 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 				"Delete the Lock(s), or set spec.forProvider.cascadeOnDelete to false (the schema is then dropped only when empty)", name, mg.Status.AtProvider.Database, locked.Format(names))
 		}
 	}
+	pool, err := e.pool()
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
 	// Only its owner drops a schema.
-	err := postgres.ActingAs(ctx, e.pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
+	err = postgres.ActingAs(ctx, pool, []postgres.RoleNeed{{Role: mg.Status.AtProvider.Owner, Inherit: true}}, func() error {
 		stmts, err := kind{e}.DeleteStatements(ctx, mg, nil)
 		if err != nil {
 			return err
 		}
-		return postgres.Exec(ctx, e.pool, stmts)
+		return postgres.Exec(ctx, pool, stmts)
 	})
 	if postgres.IsCode(err, postgres.CodeDependentObjectsStillExist) {
 		return managed.ExternalDelete{}, errors.Wrapf(err, "schema %q is not dropped while it holds objects (DROP SCHEMA … RESTRICT); the drop is retried with back-off. "+
