@@ -305,10 +305,10 @@ func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, 
 	return nil
 }
 
-// provision creates the PostgreSQLDatabase b asks for, reserved for b. Its
-// owner role follows once the database exists (it refers to the database
-// as its owner, so it goes when the database's record goes). Neither is
-// owned by the tenant: both outlive it.
+// provision creates the PostgreSQLDatabase b asks for, reserved for b,
+// and then its owner role, in the same pass (the role refers to the
+// database as its owner, so it goes when the database's record goes).
+// Neither is owned by the tenant: both outlive it.
 func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBinding) error {
 	p := b.Spec.Provision
 	name := b.Spec.DatabaseRef.Name
@@ -350,6 +350,15 @@ func (r *reconciler) provision(ctx context.Context, b *v1alpha1.PostgreSQLBindin
 		return errors.Wrapf(err, "cannot provision PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())
 	}
 	r.record.Event(b, event.Normal("Provisioned", fmt.Sprintf("provisioned PostgreSQLDatabase %s (database %q on PostgreSQLInstance %q)", db.GetName(), p.Database, p.InstanceRef.Name)))
+	// Its owner role in the same pass: the database's create waits for
+	// the role, and the role controller starts on it now rather than after
+	// the database's first status brings the binding round again.
+	if _, refused, err := r.ensureOwnerRole(ctx, b, db); err != nil || refused != nil {
+		if err != nil {
+			return err
+		}
+		return r.report(ctx, b, *refused, nil, nil)
+	}
 	return r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonProvisioning, fmt.Sprintf("provisioning PostgreSQLDatabase %s/%s", db.GetNamespace(), db.GetName())), nil, nil)
 }
 

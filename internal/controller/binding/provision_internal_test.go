@@ -1,0 +1,74 @@
+package binding
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/manager"
+	"github.com/ayatori/provider-postgresql/internal/fixture/controlplane"
+	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
+)
+
+// TestProvisionInOnePass: one reconcile of a binding that provisions
+// creates its database and the database's owner role, owned by it: the
+// database's create, which waits for its owner, does not also wait for the
+// database's first status to bring the binding round again. Only the
+// binding's reconciler runs here, once, against a real API server.
+func TestProvisionInOnePass(t *testing.T) {
+	tier.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp := controlplane.StartT(ctx, t, controlplane.Options{})
+	s, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(cp.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &v1alpha1.PostgreSQLInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: "main"},
+		Spec: v1alpha1.PostgreSQLInstanceSpec{
+			Endpoint:           v1alpha1.Endpoint{Host: "db.example.internal", Hostaddr: "10.0.0.5", Port: 5432, Database: "postgres", SSLMode: "require"},
+			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "postgres-admin"},
+		},
+	}
+	b := &v1alpha1.PostgreSQLBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "orders"},
+		Spec: v1alpha1.PostgreSQLBindingSpec{
+			Tenant: "orders", DatabaseRef: v1alpha1.LocalReference{Name: "orders"},
+			Provision: &v1alpha1.BindingProvision{InstanceRef: v1alpha1.InstanceReference{Name: "main"}, Database: "orders"},
+		},
+	}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}, in, b} {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &reconciler{kube: kube, record: event.NewNopRecorder()}
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant", Name: "orders"}}); err != nil {
+		t.Fatal(err)
+	}
+	db := &v1alpha1.PostgreSQLDatabase{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "orders"}, db); err != nil {
+		t.Fatalf("the database was not provisioned: %v", err)
+	}
+	role := &v1alpha1.PostgreSQLRole{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: ownerRoleObject("orders")}, role); err != nil {
+		t.Fatalf("the database's owner role was not provisioned in the same pass: %v", err)
+	}
+	if !ownedBy(role, db) || role.Spec.ForProvider.Name == nil || *role.Spec.ForProvider.Name != OwnerRoleName("orders") {
+		t.Errorf("the owner role is not the database's: owners %v, name %v", role.GetOwnerReferences(), role.Spec.ForProvider.Name)
+	}
+}
