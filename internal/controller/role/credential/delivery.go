@@ -73,28 +73,45 @@ func DeliveredTo(r *v1alpha1.PostgreSQLRole) string {
 // the Secret until the vault holds the credential, so the first delivery
 // copies the current credential there instead of making a new one.
 func (d *Delivery) Published(ctx context.Context, r *v1alpha1.PostgreSQLRole) (map[string][]byte, error) {
-	var fromSecret map[string][]byte
+	var secret, vault map[string][]byte
 	if r.Spec.WriteConnectionSecretToReference != nil {
 		s, err := d.Secret(ctx, r)
 		if err != nil {
 			return nil, err
 		}
-		fromSecret = s.Data
-		if fromSecret == nil {
-			fromSecret = map[string][]byte{}
+		secret = s.Data
+	}
+	if r.Spec.WriteConnectionDetailsToVault != nil {
+		w, err := d.path(ctx, r)
+		if err != nil {
+			return nil, err
 		}
+		vault = w.data()
 	}
-	if r.Spec.WriteConnectionDetailsToVault == nil {
-		return fromSecret, nil
+	return published(r, secret, vault), nil
+}
+
+// published is which delivery holds r's credential, given what its
+// connection Secret and its vault path hold (nil or empty: nothing yet):
+// the vault's when r delivers there and the vault holds one or r writes
+// no Secret; the Secret's otherwise. Never nil for a role that delivers
+// somewhere.
+func published(r *v1alpha1.PostgreSQLRole, secret, vault map[string][]byte) map[string][]byte {
+	toSecret, toVault := r.Spec.WriteConnectionSecretToReference != nil, r.Spec.WriteConnectionDetailsToVault != nil
+	switch {
+	case toVault && (len(vault) > 0 || !toSecret):
+		return nonNil(vault)
+	case toSecret:
+		return nonNil(secret)
 	}
-	w, err := d.path(ctx, r)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+func nonNil(m map[string][]byte) map[string][]byte {
+	if m == nil {
+		return map[string][]byte{}
 	}
-	if data := w.data(); len(data) > 0 || fromSecret == nil {
-		return data, nil
-	}
-	return fromSecret, nil
+	return m
 }
 
 // path is r's vault path as this reconcile read it.
