@@ -8,12 +8,14 @@ import (
 
 // An Object is an object of one of the kinds of this group (the shape of
 // controller-runtime's client.Object, which it satisfies).
+// +kubebuilder:object:generate=false
 type Object interface {
 	metav1.Object
 	runtime.Object
 }
 
 // An ObjectList is a list of one of the kinds of this group.
+// +kubebuilder:object:generate=false
 type ObjectList interface {
 	metav1.ListInterface
 	runtime.Object
@@ -29,6 +31,7 @@ type ObjectList interface {
 // type really has, has a CRD of its scope, a controller, a row in the kind
 // docs, RBAC for the platform's admin, a place in the backup runbook and
 // an example.
+// +kubebuilder:object:generate=false
 type KindInfo struct {
 	// Kind is the kind's name.
 	Kind string
