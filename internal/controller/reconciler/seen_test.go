@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -80,7 +79,7 @@ func TestCreatePendingResetsStatus(t *testing.T) {
 	r := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.PostgreSQLRoleGroupVersionKind),
 		managed.WithExternalConnector(connector), managed.WithInitializers(),
 		managed.WithFinalizer(resource.NewNopFinalizer()), managed.WithCreationGracePeriod(0), managed.WithManagementPolicies())
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName(key)}); err != nil {
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}
 	switch {

@@ -15,14 +15,14 @@ import (
 type Source int
 
 const (
-	// None: not a login role, or nowhere to publish a generated password:
+	// None is not a login role, or nowhere to publish a generated password:
 	// the provider does not manage it.
 	None Source = iota
-	// FromSecretRef: spec.forProvider.passwordSecretRef's Secret.
+	// FromSecretRef is spec.forProvider.passwordSecretRef's Secret.
 	FromSecretRef
-	// KeepPublished: the password already delivered.
+	// KeepPublished is the password already delivered.
 	KeepPublished
-	// GenerateNew: a new one, delivered before the server is changed
+	// GenerateNew is a new one, delivered before the server is changed
 	// (none delivered yet, or a rotation requested or due).
 	GenerateNew
 )
