@@ -1080,7 +1080,10 @@ func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
 		r.Spec.WriteConnectionSecretToReference = nil
 	})
 	t.Cleanup(func() {
+		// The provider drops squat as its resource goes: a DROP ROLE sent
+		// meanwhile fails with "tuple concurrently updated".
 		_ = env.Kube.Delete(context.WithoutCancel(ctx), squatter)
+		waitGone(context.WithoutCancel(ctx), t, squatter)
 		env.SQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS coveted; DROP ROLE IF EXISTS squat")
 	})
 	env.Create(ctx, t, target, squatter)
