@@ -60,7 +60,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: tools ## Start a local control plane, a TLS PostgreSQL and the provider (DELIVERY=openbao: tenants' credentials through a KV v2 server); Ctrl-C stops everything.
+dev: ## Start a local control plane, a TLS PostgreSQL and the provider (DELIVERY=openbao: tenants' credentials through a KV v2 server); Ctrl-C stops everything.
+	hack/controlplane-tools.sh
+	hack/crossplane-tools.sh --core
+	@if [[ "$(DELIVERY)" == openbao ]]; then hack/openbao-tools.sh; fi
 	hack/ensure-postgresql.sh
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" go run ./hack/devenv -delivery=$(DELIVERY)
 

@@ -4,6 +4,10 @@
 # wrapper modules under tools/, and caches them outside the repository keyed
 # by version. A cold build takes several minutes on 2 cores; a warm one is
 # instant. The folder it fills is what envtest expects in KUBEBUILDER_ASSETS.
+# Binaries a user already has (KUBEBUILDER_ASSETS pointing elsewhere, as
+# setup-envtest leaves it) are linked instead of built when they are of this
+# Kubernetes minor version; what they lack (setup-envtest ships no
+# kube-controller-manager) is built.
 #
 #   hack/controlplane-tools.sh           build what is missing, print progress
 #   hack/controlplane-tools.sh --dir     print the assets folder and exit
@@ -42,19 +46,37 @@ ldflags() {
 }
 k8s_ldflags=$(ldflags "$K8S_VERSION")
 
+# shellcheck source=hack/build-tool.sh
+source "$root/hack/build-tool.sh"
+
+# theirs is the folder of control-plane binaries the user already has
+# (KUBEBUILDER_ASSETS, as setup-envtest fills it), when it is not ours.
+theirs=
+if [[ -n "${KUBEBUILDER_ASSETS:-}" && "${KUBEBUILDER_ASSETS%/}" != "$assets" && -d "$KUBEBUILDER_ASSETS" ]]; then
+  theirs=${KUBEBUILDER_ASSETS%/}
+fi
+
+# reusable <name>: the user's binary of that name answers for this
+# Kubernetes minor version (etcd: 3.5 or 3.6).
+reusable() {
+  local f="$theirs/$1" v
+  [[ -n "$theirs" && -x "$f" && ! -L "$f" ]] || return 1
+  case $1 in
+    etcd) v=$("$f" --version 2>/dev/null | head -1) && [[ $v =~ 3\.[56]\. ]] ;;
+    kubectl) v=$("$f" version --client 2>/dev/null | head -1) && [[ $v == *"${K8S_VERSION%.*}."* ]] ;;
+    *) v=$("$f" --version 2>/dev/null | head -1) && [[ $v == *"${K8S_VERSION%.*}."* ]] ;;
+  esac
+}
+
 # build <name> <wrapper module dir> <package> <ldflags> [<dir>]
 build() {
-  local name=$1 module=$2 pkg=$3 ldflags=$4
-  local out="${5:-$assets}/$name"
-  if [[ -x "$out" ]]; then
-    echo "controlplane-tools: $name cached ($out)"
+  local out="${5:-$assets}/$1"
+  if [[ -z "${5:-}" && ! -x "$out" ]] && reusable "$1"; then
+    ln -sf "$theirs/$1" "$out"
+    echo "controlplane-tools: $1 taken from KUBEBUILDER_ASSETS ($theirs)"
     return
   fi
-  echo "controlplane-tools: building $name from $pkg (cold builds take minutes)..."
-  local start=$SECONDS
-  (cd "$root/tools/$module" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
-  mv "$out.tmp" "$out"
-  echo "controlplane-tools: built $name in $((SECONDS - start))s"
+  build_tool controlplane-tools "$1" "$out" "$root/tools/$2" "$3" "$4"
 }
 
 build etcd etcd go.etcd.io/etcd/server/v3 "-s -w"

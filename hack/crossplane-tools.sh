@@ -8,6 +8,8 @@
 #
 #   hack/crossplane-tools.sh           build what is missing, print progress
 #   hack/crossplane-tools.sh --dir     print the binaries' folder and exit
+#   hack/crossplane-tools.sh --core    only what runs Crossplane (make dev):
+#                                      not the CLI, which builds packages
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,29 +24,26 @@ if [[ "${1:-}" == "--dir" ]]; then
   echo "$bin"
   exit 0
 fi
+core=
+[[ "${1:-}" == "--core" ]] && core=1
 
 mkdir -p "$bin"
 
+# shellcheck source=hack/build-tool.sh
+source "$root/hack/build-tool.sh"
+
 # build <name> <wrapper module dir> <package> <ldflags>
 build() {
-  local name=$1 module=$2 pkg=$3 ldflags=$4
-  local out="$bin/$name"
-  if [[ -x "$out" ]]; then
-    echo "crossplane-tools: $name cached ($out)"
-    return
-  fi
-  echo "crossplane-tools: building $name from $pkg (cold builds take minutes)..."
-  local start=$SECONDS
-  (cd "$root/tools/$module" && CGO_ENABLED=0 GOFLAGS= go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg")
-  mv "$out.tmp" "$out"
-  echo "crossplane-tools: built $name in $((SECONDS - start))s"
+  build_tool crossplane-tools "$1" "$bin/$1" "$root/tools/$2" "$3" "$4"
 }
 
 build crossplane crossplane github.com/crossplane/crossplane/v2/cmd/crossplane \
   "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${CROSSPLANE_VERSION}"
 build rbac-manager crossplane ./rbacmanager "-s -w"
-build crossplane-cli crossplane-cli github.com/crossplane/cli/v2/cmd/crossplane \
-  "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${CLI_VERSION}"
+if [[ -z "$core" ]]; then
+  build crossplane-cli crossplane-cli github.com/crossplane/cli/v2/cmd/crossplane \
+    "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=${CLI_VERSION}"
+fi
 build function-auto-ready function-auto-ready github.com/crossplane/function-auto-ready "-s -w"
 
 echo "crossplane-tools: ready in $bin"

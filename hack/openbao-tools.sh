@@ -27,20 +27,12 @@ case "${1:-}" in
   --eso-dir) echo "$eso_bin"; exit 0 ;;
 esac
 
+# shellcheck source=hack/build-tool.sh
+source "$root/hack/build-tool.sh"
+
 # build <name> <out dir> <wrapper module dir> <package>
 build() {
-  local name=$1 dir=$2 module=$3 pkg=$4
-  local out="$dir/$name"
-  mkdir -p "$dir"
-  if [[ -x "$out" ]]; then
-    echo "openbao-tools: $name cached ($out)"
-    return
-  fi
-  echo "openbao-tools: building $name from $pkg (a cold build downloads gigabytes of modules and takes minutes)..."
-  local start=$SECONDS
-  (cd "$root/tools/$module" && CGO_ENABLED=0 GOFLAGS= go build -trimpath -ldflags "-s -w" -o "$out.tmp" "$pkg")
-  mv "$out.tmp" "$out"
-  echo "openbao-tools: built $name in $((SECONDS - start))s"
+  build_tool openbao-tools "$1" "$2/$1" "$root/tools/$3" "$4" "-s -w"
 }
 
 build vault "$vault_bin" vault github.com/hashicorp/vault
