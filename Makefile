@@ -75,6 +75,10 @@ dev-down: ## Stop a `make dev` started in another terminal and remove what it le
 build: ## Build the provider binary into _output/bin.
 	CGO_ENABLED=0 go build -trimpath -o $(OUTPUT_DIR)/bin/provider ./cmd/provider
 
+.PHONY: plugin
+plugin: ## Build the kubectl pg plugin into _output/bin (put it on PATH: kubectl finds kubectl-pg).
+	CGO_ENABLED=0 go build -trimpath -o $(OUTPUT_DIR)/bin/kubectl-pg ./cmd/kubectl-pg
+
 .PHONY: xpkg
 xpkg: ## Build the provider, tenant function and tenant Configuration packages into _output/xpkg, without Docker.
 	hack/xpkg.sh

@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,7 @@ import (
 	"github.com/ayatori/provider-postgresql/internal/fixture/crossplane"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/fixture/runbook"
+	"github.com/ayatori/provider-postgresql/internal/pgctl"
 	"github.com/ayatori/provider-postgresql/internal/tenant"
 )
 
@@ -313,6 +315,36 @@ func TestTenantEndToEnd(t *testing.T) {
 		var ext int
 		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto'").Scan(&ext); err != nil || ext != 1 {
 			t.Errorf("pgcrypto installed: %d, %v", ext, err)
+		}
+	})
+
+	t.Run("PluginTracesTheClaimToItsCredential", func(t *testing.T) {
+		var out bytes.Buffer
+		cli := &pgctl.CLI{Kube: env.Kube, Out: &out, Namespace: "shop"}
+		if err := cli.Run(ctx, []string{"trace", "tenant/orders"}); err != nil {
+			t.Fatalf("kubectl pg trace tenant/orders: %v\n%s", err, out.String())
+		}
+		// Each object on the way, Ready: the claim, its binding, the
+		// database and its owner role, the login role, its Secret.
+		for _, want := range []string{
+			"PostgreSQLTenant", "PostgreSQLBinding", "asks for database orders",
+			`database "orders" on PostgreSQLInstance "main", bound`, `owner role "orders_owner"`,
+			`login role "orders"`, "Secret", "main-orders-postgresql",
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the trace does not show %q:\n%s", want, out.String())
+			}
+		}
+		var links []pgctl.Link
+		cli.Output, cli.Out = "json", &out
+		out.Reset()
+		if err := cli.Run(ctx, []string{"trace", "tenant/orders"}); err != nil || json.Unmarshal(out.Bytes(), &links) != nil {
+			t.Fatalf("trace -o json: %v\n%s", err, out.String())
+		}
+		for _, l := range links {
+			if l.Ready == "False" {
+				t.Errorf("%s %s is not Ready on a Ready claim: %s %s", l.Kind, l.Name, l.Reason, l.Message)
+			}
 		}
 	})
 

@@ -1,0 +1,190 @@
+package pgctl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
+	"github.com/ayatori/provider-postgresql/internal/pgctl"
+)
+
+const ns = "plugin"
+
+var env *providertest.Env
+
+// Drift is found within a poll: every 2 s here.
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}},
+	func(e *providertest.Env) { env = e })
+
+func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+
+// run runs kubectl pg args in namespace ns (-A and -o as the plugin's
+// flags) and returns what it printed.
+func run(ctx context.Context, t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	c := &pgctl.CLI{Kube: env.Kube, Out: &out, Namespace: ns}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-A":
+			c.AllNamespaces = true
+		case args[i] == "-o" && i+1 < len(args):
+			c.Output = args[i+1]
+			i++
+		default:
+			rest = append(rest, args[i])
+		}
+	}
+	err := c.Run(ctx, rest)
+	return out.String(), err
+}
+
+func must(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := run(ctx, t, args...)
+	if err != nil {
+		t.Fatalf("kubectl pg %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func connLimit(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := env.Connect(ctx, t, "postgres").QueryRow(ctx, "SELECT rolconnlimit FROM pg_roles WHERE rolname = 'plugged'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPreviewPlanApply is the README's preview flow through the plugin,
+// with the provider running: preview narrows the policies and sends
+// nothing, plan shows the statement a change would send, apply gives the
+// policies back and the provider sends exactly that; why and drift show
+// what the provider found.
+func TestPreviewPlanApply(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := providertest.Role(ns, "main", "plugged")
+	r.Spec.ForProvider.Login = ptr.To(false)
+	r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](3)
+	env.Create(ctx, t, r)
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	policies := r.Spec.ManagementPolicies
+
+	if out := must(ctx, t, "preview", "role/plugged"); !strings.Contains(out, "previewing") {
+		t.Errorf("preview says: %s", out)
+	}
+	if _, err := run(ctx, t, "preview", "pgrole/plugged"); err == nil || !strings.Contains(err.Error(), "in preview already") {
+		t.Errorf("a second preview: %v, want it refused as in preview already", err)
+	}
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.ConnectionLimit = ptr.To[int32](7) })
+	err := providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+		return err == nil && r.Status.AtProvider.Plan != nil, err
+	})
+	if err != nil {
+		t.Fatalf("no plan for the previewed change: %v", err)
+	}
+	table := must(ctx, t, "plan")
+	if !strings.Contains(table, "PostgreSQLRole") || !strings.Contains(table, "plugged") || !strings.Contains(table, "when widened") {
+		t.Errorf("the plan table does not list the previewed role:\n%s", table)
+	}
+	one := must(ctx, t, "plan", "role/plugged")
+	if !strings.Contains(one, `ALTER ROLE "plugged"`) || !strings.Contains(one, "CONNECTION LIMIT 7") || !strings.Contains(one, "kubectl pg apply role/plugged") {
+		t.Errorf("the role's plan does not show the statement and how to send it:\n%s", one)
+	}
+	var pending []pgctl.Pending
+	if err := json.Unmarshal([]byte(must(ctx, t, "plan", "-o", "json")), &pending); err != nil || len(pending) != 1 || pending[0].Name != "plugged" || !pending[0].ObserveOnly {
+		t.Errorf("plan -o json: %+v (%v), want the previewed role", pending, err)
+	}
+	if n := connLimit(ctx, t); n != 3 {
+		t.Errorf("a preview sent its change: the connection limit is %d, want 3", n)
+	}
+
+	if out := must(ctx, t, "apply", "role/plugged"); !strings.Contains(out, "applying") {
+		t.Errorf("apply says: %s", out)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Spec.ManagementPolicies; len(got) != len(policies) || !strings.EqualFold(strings.Join(policyStrings(got), ","), strings.Join(policyStrings(policies), ",")) {
+		t.Errorf("apply gave back %v, want the policies before the preview %v", got, policies)
+	}
+	if _, ok := r.GetAnnotations()[pgctl.AnnotationPreviewedFrom]; ok {
+		t.Error("apply left the preview's annotation")
+	}
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) { return connLimit(ctx, t) == 7, nil })
+	if err != nil {
+		t.Errorf("after apply the provider did not send the plan: %v", err)
+	}
+	if _, err := run(ctx, t, "apply", "role/plugged"); err == nil || !strings.Contains(err.Error(), "not in preview") {
+		t.Errorf("apply without a preview: %v, want it refused", err)
+	}
+
+	why := must(ctx, t, "why", "role/plugged")
+	for _, want := range []string{"PostgreSQLRole plugin/plugged", "Ready", "Available", "PLAN: nothing pending", "LAST EVENTS"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("why does not show %q:\n%s", want, why)
+		}
+	}
+
+	// A change by hand: drift lists it.
+	env.SQL(ctx, t, "postgres", `ALTER ROLE plugged CONNECTION LIMIT 9`)
+	var drift string
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		drift, err = run(ctx, t, "drift")
+		return err == nil && strings.Contains(drift, "plugged") && strings.Contains(drift, "connectionLimit: 7 -> 9"), err
+	})
+	if err != nil {
+		t.Errorf("drift does not list the change made by hand: %v\n%s", err, drift)
+	}
+}
+
+// TestRefusals: what the plugin refuses says why, and changes nothing.
+func TestRefusals(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	imp := providertest.Role(ns, "main", "postgres")
+	imp.Name = "imported"
+	imp.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	env.Create(ctx, t, imp)
+	for args, want := range map[string]string{
+		"preview role/imported": "observed read-only already",
+		"preview role":          "is not KIND/NAME",
+		"preview table/x":       "is not a kind of provider-postgresql",
+		"plan lock/x":           "cannot get Lock x",
+		"frobnicate":            "unknown command",
+		"trace role/x":          "takes tenant/NAME",
+	} {
+		if _, err := run(ctx, t, strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("kubectl pg %s: %v, want an error saying %q", args, err, want)
+		}
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(imp), imp); err != nil || imp.GetAnnotations()[pgctl.AnnotationPreviewedFrom] != "" {
+		t.Errorf("a refused preview changed the import: %v", imp.GetAnnotations())
+	}
+}
+
+func policyStrings(p xpv2.ManagementPolicies) []string {
+	out := make([]string, 0, len(p))
+	for _, a := range p {
+		out = append(out, string(a))
+	}
+	return out
+}
