@@ -1080,11 +1080,18 @@ func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
 		r.Spec.WriteConnectionSecretToReference = nil
 	})
 	t.Cleanup(func() {
-		// The provider drops squat as its resource goes: a DROP ROLE sent
-		// meanwhile fails with "tuple concurrently updated".
-		_ = env.Kube.Delete(context.WithoutCancel(ctx), squatter)
-		waitGone(context.WithoutCancel(ctx), t, squatter)
-		env.SQL(context.WithoutCancel(ctx), t, "postgres", "DROP ROLE IF EXISTS coveted; DROP ROLE IF EXISTS squat")
+		// The squatter's own deletion is refused (its heir is another
+		// namespace's), and while it tries, the provider alters squat:
+		// a DROP ROLE sent meanwhile fails with "tuple concurrently
+		// updated". Observed read-only, its resource goes without
+		// touching the server; then the roles are dropped by hand.
+		ctx := context.WithoutCancel(ctx)
+		providertest.Update(ctx, t, env, squatter, func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		})
+		_ = env.Kube.Delete(ctx, squatter)
+		waitGone(ctx, t, squatter)
+		env.SQL(ctx, t, "postgres", "DROP ROLE IF EXISTS coveted; DROP ROLE IF EXISTS squat")
 	})
 	env.Create(ctx, t, target, squatter)
 	waitCondition(ctx, t, target, corev1.ConditionTrue, xpv2.ReasonAvailable)
