@@ -143,8 +143,17 @@ func TestPreviewPlanApply(t *testing.T) {
 		}
 	}
 
-	// A change by hand: drift lists it.
-	env.SQL(ctx, t, "postgres", `ALTER ROLE plugged CONNECTION LIMIT 9`)
+	// A change by hand, once the provider holds the applied spec as what
+	// the role should be: drift lists it.
+	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+		b := r.Status.AtProvider.DriftBaseline
+		return err == nil && b != nil && b.Generation == r.GetGeneration() && b.Fields["connectionLimit"] == "7", err
+	})
+	if err != nil {
+		t.Fatalf("the provider never recorded the applied role as its baseline: %v", err)
+	}
+	env.AdminSQL(ctx, t, "postgres", `ALTER ROLE plugged CONNECTION LIMIT 9`)
 	var drift string
 	err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		drift, err = run(ctx, t, "drift")
