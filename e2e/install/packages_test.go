@@ -163,20 +163,7 @@ func kindsOf(t *testing.T, b []byte) map[string]int {
 // exampleKinds counts the objects of each kind in the YAML files under dir.
 func exampleKinds(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	n := map[string]int{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for k, c := range kindsOf(t, b) {
-			n[k] += c
-		}
-		return nil
-	})
+	n, err := manifest.KindsIn(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

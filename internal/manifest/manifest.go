@@ -7,9 +7,15 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 // Decode returns the objects of b in order, skipping empty documents.
@@ -28,4 +34,28 @@ func Decode(b []byte) ([]*unstructured.Unstructured, error) {
 			out = append(out, u)
 		}
 	}
+}
+
+// KindsIn counts the objects of each kind in the YAML files under dir:
+// what a folder of examples holds.
+func KindsIn(dir string) (map[string]int, error) {
+	n := map[string]int{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		b, err := os.ReadFile(path) //nolint:gosec // A file under the folder the caller names.
+		if err != nil {
+			return err
+		}
+		objs, err := Decode(b)
+		if err != nil {
+			return xperrors.Wrap(err, path)
+		}
+		for _, o := range objs {
+			n[o.GetKind()]++
+		}
+		return nil
+	})
+	return n, err
 }

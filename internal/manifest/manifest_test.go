@@ -1,6 +1,9 @@
 package manifest
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,5 +36,37 @@ func TestDecode(t *testing.T) {
 				t.Errorf("Decode(...): -want +got:\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestKindsIn(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.yaml":         "kind: Role\n---\nkind: Database\n",
+		"sub/b.yaml":     "kind: Role\n",
+		"sub/notes.txt":  "kind: Ignored\n",
+		"sub/empty.yaml": "",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := KindsIn(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"Role": 2, "Database": 1}, got); diff != "" {
+		t.Errorf("KindsIn (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := KindsIn(dir); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("a file that is not YAML: %v, want an error naming it", err)
 	}
 }
