@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
@@ -122,8 +123,8 @@ func TestPreviewPlanApply(t *testing.T) {
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Spec.ManagementPolicies; len(got) != len(policies) || !strings.EqualFold(strings.Join(policyStrings(got), ","), strings.Join(policyStrings(policies), ",")) {
-		t.Errorf("apply gave back %v, want the policies before the preview %v", got, policies)
+	if diff := cmp.Diff(policies, r.Spec.ManagementPolicies); diff != "" {
+		t.Errorf("apply did not give back the policies before the preview (-before +after):\n%s", diff)
 	}
 	if _, ok := r.GetAnnotations()[pgctl.AnnotationPreviewedFrom]; ok {
 		t.Error("apply left the preview's annotation")
@@ -188,12 +189,4 @@ func TestRefusals(t *testing.T) {
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(imp), imp); err != nil || imp.GetAnnotations()[pgctl.AnnotationPreviewedFrom] != "" {
 		t.Errorf("a refused preview changed the import: %v", imp.GetAnnotations())
 	}
-}
-
-func policyStrings(p xpv2.ManagementPolicies) []string {
-	out := make([]string, 0, len(p))
-	for _, a := range p {
-		out = append(out, string(a))
-	}
-	return out
 }
