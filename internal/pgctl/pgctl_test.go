@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
 
@@ -188,5 +191,63 @@ func TestRefusals(t *testing.T) {
 	}
 	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(imp), imp); err != nil || imp.GetAnnotations()[pgctl.AnnotationPreviewedFrom] != "" {
 		t.Errorf("a refused preview changed the import: %v", imp.GetAnnotations())
+	}
+
+	// Someone widened the policies of a previewed resource by hand: apply
+	// does not put back what the preview saved over their change.
+	r := providertest.Role(ns, "main", "widened")
+	r.Spec.ForProvider.Login = ptr.To(false)
+	env.Create(ctx, t, r)
+	must(ctx, t, "preview", "role/widened")
+	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+	})
+	if _, err := run(ctx, t, "apply", "role/widened"); err == nil || !strings.Contains(err.Error(), "changed since its preview") {
+		t.Errorf("apply after the policies changed by hand: %v, want it refused", err)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil || r.GetAnnotations()[pgctl.AnnotationPreviewedFrom] == "" {
+		t.Errorf("a refused apply changed the role: %v", r.GetAnnotations())
+	}
+}
+
+// TestPreviewOverAConcurrentWrite: the provider writes a resource while
+// the plugin changes it. A real write lands between the plugin's read and
+// its patch, which the API server refuses as a conflict: preview and
+// apply read again and go through.
+func TestPreviewOverAConcurrentWrite(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := providertest.Role(ns, "main", "contended")
+	r.Spec.ForProvider.Login = ptr.To(false)
+	env.Create(ctx, t, r)
+	direct, err := client.NewWithWatch(env.ControlPlane.Config, client.Options{Scheme: env.Kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	racing := interceptor.NewClient(direct, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if writes < 2 {
+				// Another writer, first: the patch's version is stale.
+				writes++
+				providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
+					meta.AddAnnotations(r, map[string]string{"example.com/writes": strconv.Itoa(writes)})
+				})
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	for _, cmd := range []string{"preview", "apply"} {
+		var out bytes.Buffer
+		if err := (&pgctl.CLI{Kube: racing, Out: &out, Namespace: ns}).Run(ctx, []string{cmd, "role/contended"}); err != nil {
+			t.Errorf("kubectl pg %s over a concurrent write: %v", cmd, err)
+		}
+	}
+	if writes != 2 {
+		t.Fatalf("%d concurrent writes made, want one before each command's first patch", writes)
+	}
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil || r.GetAnnotations()[pgctl.AnnotationPreviewedFrom] != "" {
+		t.Errorf("after preview and apply: %v, annotations %v", err, r.GetAnnotations())
 	}
 }

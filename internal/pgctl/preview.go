@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -38,8 +39,13 @@ func (c *CLI) managed(ctx context.Context, arg string) (resource.Managed, error)
 
 // preview narrows arg's management policies to [Observe], keeping what
 // they were in AnnotationPreviewedFrom: the provider sends nothing, and
-// the plan shows what it would send.
+// the plan shows what it would send. The provider writes the resource
+// too: a write that meets its newer version reads it again and retries.
 func (c *CLI) preview(ctx context.Context, arg string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return c.previewOnce(ctx, arg) })
+}
+
+func (c *CLI) previewOnce(ctx context.Context, arg string) error {
 	mg, err := c.managed(ctx, arg)
 	if err != nil {
 		return err
@@ -70,8 +76,12 @@ func (c *CLI) preview(ctx context.Context, arg string) error {
 }
 
 // apply gives arg back the management policies its preview saved: never
-// more than it had.
+// more than it had. Like preview, it retries over the provider's writes.
 func (c *CLI) apply(ctx context.Context, arg string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return c.applyOnce(ctx, arg) })
+}
+
+func (c *CLI) applyOnce(ctx context.Context, arg string) error {
 	mg, err := c.managed(ctx, arg)
 	if err != nil {
 		return err
