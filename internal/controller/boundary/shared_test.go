@@ -204,8 +204,14 @@ func TestTenantCannotStopOthers(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			rows, err := sampler.Query(ctx, `SELECT extract(epoch FROM now() - a.query_start)::float8 FROM pg_stat_activity a
-			  WHERE a.application_name = $1 AND a.wait_event_type = 'Lock' AND pg_blocking_pids(a.pid) && $2::int4[]`, postgres.ApplicationName, tenantPIDs)
+			// How long each provider session has waited for the lock it
+			// waits on (pg_locks.waitstart), not since its statement
+			// began: a statement's earlier work is not a wait on the
+			// tenant.
+			rows, err := sampler.Query(ctx, `SELECT extract(epoch FROM clock_timestamp() - l.waitstart)::float8
+			  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			  WHERE NOT l.granted AND l.waitstart IS NOT NULL
+			    AND a.application_name = $1 AND pg_blocking_pids(a.pid) && $2::int4[]`, postgres.ApplicationName, tenantPIDs)
 			if err != nil {
 				continue
 			}
