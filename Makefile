@@ -89,14 +89,15 @@ xpkg: ## Build the provider, tenant function and tenant Configuration packages i
 generate: $(CONTROLLER_GEN) ## Regenerate method sets, deepcopy and CRDs.
 	go run ./hack/mrgen ./apis/database/v1alpha1
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
-	rm -rf package/crds
-	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=package/crds
+	rm -rf package/crds cmd/function-tenant/package/input
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/database/... output:crd:artifacts:config=package/crds
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/tenant/... output:crd:artifacts:config=cmd/function-tenant/package/input
 
 .PHONY: check-generate
 check-generate: generate ## Fail when generated files differ from what is committed.
-	@if [[ -n "$$(git status --porcelain -- apis package)" ]]; then \
+	@if [[ -n "$$(git status --porcelain -- apis package cmd/function-tenant/package)" ]]; then \
 		echo "generated files are out of date; run 'make generate' and commit:"; \
-		git status --porcelain -- apis package; git --no-pager diff --stat -- apis package; exit 1; \
+		git status --porcelain -- apis package cmd/function-tenant/package; git --no-pager diff --stat -- apis package cmd/function-tenant/package; exit 1; \
 	fi
 	@echo "generated files are up to date"
 

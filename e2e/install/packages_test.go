@@ -37,6 +37,10 @@ func TestPackages(t *testing.T) {
 		if len(kinds) == 0 || kinds[0] != "Function" {
 			t.Errorf("the package holds %v, want the Function meta first", kinds)
 		}
+		// Its input's CRD, for `crossplane resource validate`.
+		if diff := cmp.Diff([]string{"inputs.tenant.fn.database.ayatori.ddupan.top"}, crdNames(t, files["package.yaml"])); diff != "" {
+			t.Errorf("the function package's CRDs (-want +got):\n%s", diff)
+		}
 		if len(files["usr/local/bin/function-tenant"]) == 0 {
 			t.Error("the runtime image holds no function binary")
 		}

@@ -18,6 +18,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	input "github.com/ayatori/provider-postgresql/apis/tenant/v1alpha1"
 )
 
 // Names of the composed resources within the pipeline.
@@ -35,8 +36,9 @@ const (
 	CredentialsOrder = "credentials-order"
 )
 
-// Delivery is how a tenant's credentials reach its namespace.
-type Delivery string
+// Delivery is how a tenant's credentials reach its namespace; the
+// Composition's input names it.
+type Delivery = input.Delivery
 
 // Deliveries.
 const (
@@ -63,32 +65,12 @@ const (
 	DefaultSecretGracePeriod = 24 * time.Hour
 )
 
-// OpenBao is the platform's store for OpenBao delivery.
-type OpenBao struct {
-	// SecretStoreRef names the External Secrets Operator store every
-	// claim's ExternalSecret reads through: a SecretStore of that name in
-	// the claim's namespace (default postgresql), which the platform sets
-	// up per namespace with a vault policy that reads that namespace's
-	// paths only (cluster/openbao-namespace-policy.hcl).
-	SecretStoreRef StoreRef `json:"secretStoreRef"`
-	// RefreshInterval is how often the ExternalSecret reads the path: how
-	// soon a rotation reaches the Secret. Default 1m.
-	RefreshInterval string `json:"refreshInterval,omitempty"`
-	// SecretGracePeriod is how long a claim whose credentials came in a
-	// Secret the provider wrote keeps that delivery beside the vault's
-	// once its Instance names a credentialVault, before the ExternalSecret
-	// takes the Secret over (and never before the ExternalSecret has
-	// synced). Default 24h.
-	SecretGracePeriod string `json:"secretGracePeriod,omitempty"`
-}
+// OpenBao is the platform's store for OpenBao delivery (the input's
+// openBao).
+type OpenBao = input.OpenBao
 
 // StoreRef names an External Secrets Operator store.
-type StoreRef struct {
-	Name string `json:"name,omitempty"`
-	// Kind is SecretStore, the only kind taken: a ClusterSecretStore's
-	// vault role would read every namespace's credentials.
-	Kind string `json:"kind,omitempty"`
-}
+type StoreRef = input.StoreRef
 
 // Spec is what a tenant asks for: a PostgreSQLTenant claim's spec as its
 // composite carries it.

@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	input "github.com/ayatori/provider-postgresql/apis/tenant/v1alpha1"
 )
 
 // ConditionDatabaseBound is the condition the function sets on the
@@ -33,18 +35,6 @@ const ConditionDatabaseBound = "DatabaseBound"
 // reasonUnknown is DatabaseBound's reason when the function cannot read
 // the tenant's binding.
 const reasonUnknown = "Unknown"
-
-// Input is the function's input in a Composition step.
-type Input struct {
-	// DeleteData: see Options.
-	DeleteData bool `json:"deleteData,omitempty"`
-	// CredentialRotation: see Options.
-	CredentialRotation *v1alpha1.PasswordRotation `json:"credentialRotation,omitempty"`
-	// Delivery: see Options.
-	Delivery Delivery `json:"delivery,omitempty"`
-	// OpenBao: see Options.
-	OpenBao *OpenBao `json:"openBao,omitempty"`
-}
 
 // Function is the composition function serving PostgreSQLTenant.
 type Function struct {
@@ -70,19 +60,13 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 		response.Fatal(rsp, err)
 		return rsp, nil
 	}
-	in := Input{}
-	if raw := req.GetInput(); raw != nil {
-		b, err := raw.MarshalJSON()
-		if err == nil {
-			err = json.Unmarshal(b, &in)
-		}
-		if err != nil {
-			response.Fatal(rsp, errors.Wrap(err, "cannot read the function's input"))
-			return rsp, nil
-		}
+	in, err := inputOf(req)
+	if err != nil {
+		response.Fatal(rsp, err)
+		return rsp, nil
 	}
 
-	binding, err := Request(s, Options(in))
+	binding, err := Request(s, optionsOf(in))
 	if err != nil {
 		response.Fatal(rsp, err)
 		return rsp, nil
@@ -96,7 +80,7 @@ func (f *Function) RunFunction(_ context.Context, req *fnv1.RunFunctionRequest) 
 	// Access is composed only once the database is bound to this
 	// tenant's binding; a binding that stops being Bound takes it away.
 	if bound, reason, msg := boundOf(observed[resource.Name(Binding)]); bound != nil {
-		a, err := Access(s, Options(in), *bound, seenOf(observed), time.Now())
+		a, err := Access(s, optionsOf(in), *bound, seenOf(observed), time.Now())
 		if err != nil {
 			response.Fatal(rsp, err)
 			return rsp, nil
@@ -234,4 +218,33 @@ func specOf(xr map[string]any) (Spec, error) {
 	}
 	s.Extensions = ext
 	return s, nil
+}
+
+// inputOf reads the Composition step's input. A field the input does not
+// have is an error, not ignored: a misspelt deleteData would otherwise
+// silently keep its default.
+func inputOf(req *fnv1.RunFunctionRequest) (input.Input, error) {
+	in := input.Input{}
+	raw := req.GetInput()
+	if raw == nil {
+		return in, nil
+	}
+	b, err := raw.MarshalJSON()
+	if err != nil {
+		return in, errors.Wrap(err, "cannot read the function's input")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&in); err != nil {
+		return in, errors.Wrapf(err, "cannot read the function's input (%s)", input.GroupVersionKind.GroupKind())
+	}
+	if gvk := in.GroupVersionKind(); gvk != input.GroupVersionKind {
+		return in, errors.Errorf("the function's input is a %s, want apiVersion %s, kind %s", gvk, input.GroupVersionKind.GroupVersion(), input.Kind)
+	}
+	return in, nil
+}
+
+// optionsOf are the platform's choices an input holds.
+func optionsOf(in input.Input) Options {
+	return Options{DeleteData: in.DeleteData, CredentialRotation: in.CredentialRotation, Delivery: in.Delivery, OpenBao: in.OpenBao}
 }

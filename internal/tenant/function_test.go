@@ -192,6 +192,38 @@ func TestRunFunctionInput(t *testing.T) {
 	}
 }
 
+// TestRunFunctionRefusesABadInput: an input the function cannot read whole
+// fails the step with a message naming what is wrong, instead of composing
+// with defaults in place of what the platform meant.
+func TestRunFunctionRefusesABadInput(t *testing.T) {
+	for name, tc := range map[string]struct{ input, want string }{
+		"MisspeltField": {`{"apiVersion": "tenant.fn.database.ayatori.ddupan.top/v1alpha1", "kind": "Input", "deleteDta": true}`, `unknown field "deleteDta"`},
+		"WrongKind":     {`{"apiVersion": "tenant.fn.database.ayatori.ddupan.top/v1alpha1", "kind": "Inputs"}`, "want apiVersion tenant.fn.database.ayatori.ddupan.top/v1alpha1, kind Input"},
+		"WrongType":     {`{"apiVersion": "tenant.fn.database.ayatori.ddupan.top/v1alpha1", "kind": "Input", "deleteData": "yes"}`, "Input.deleteData"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := runRequest(`"instanceRef": {"name": "main"}`, nil)
+			req.Input = resource.MustStructJSON(tc.input)
+			rsp, err := (&Function{}).RunFunction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msgs []string
+			for _, r := range rsp.GetResults() {
+				if r.GetSeverity() == fnv1.Severity_SEVERITY_FATAL {
+					msgs = append(msgs, r.GetMessage())
+				}
+			}
+			if len(msgs) != 1 || !strings.Contains(msgs[0], tc.want) {
+				t.Errorf("fatal results %q, want one saying %q", msgs, tc.want)
+			}
+			if n := len(rsp.GetDesired().GetResources()); n != 0 {
+				t.Errorf("%d resources composed from a bad input", n)
+			}
+		})
+	}
+}
+
 // TestRunFunctionMovesToTheVault: on an Instance that gained a
 // credentialVault, a claim whose login role writes a Secret keeps that
 // Secret and the vault's delivery beside it, is composed again when the
