@@ -61,7 +61,7 @@ func TestInstallGuide(t *testing.T) {
 		names = append(names, s.Name)
 	}
 	// The checks below follow these steps; a new step needs its checks.
-	if diff := cmp.Diff([]string{"runtime-config", "install-provider", "activate", "cluster-manifests", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"own-registry", "runtime-config", "install-provider", "activate", "cluster-manifests", "register-instance", "first-claim", "lock", "activate-later", "upgrade", "uninstall"}, names); diff != "" {
 		t.Fatalf("the guide's steps changed (-checked +guide):\n%s", diff)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -73,19 +73,18 @@ func TestInstallGuide(t *testing.T) {
 	}
 	work := t.TempDir()
 
-	// The packages, pushed where the guide's references lead once Crossplane
-	// rewrites them. One build serves as both provider versions: a version
-	// label gives each its own digest, so Crossplane sees an upgrade.
+	// The guide's step 0 pushes v0.1.0 of the packages to the registry;
+	// the upgrade's v0.2.0 is the same build under a version label, which
+	// gives it its own digest, so Crossplane sees an upgrade. The
+	// Configuration's function-auto-ready dependency, which a cluster
+	// fetches from the Crossplane registry, is served here too.
 	reg, err := registry.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer reg.Stop()
 	for _, p := range []struct{ file, repo, tag string }{
-		{filepath.Join(out, "provider-postgresql.xpkg"), "ayatori/provider-postgresql", "v0.1.0"},
 		{filepath.Join(out, "provider-postgresql.xpkg"), "ayatori/provider-postgresql", "v0.2.0"},
-		{filepath.Join(out, "function-postgresql-tenant.xpkg"), "ayatori/function-postgresql-tenant", "v0.1.0"},
-		{filepath.Join(out, "configuration-postgresql-tenant.xpkg"), "ayatori/configuration-postgresql-tenant", "v0.1.0"},
 		{autoReadyPackage(t, root, tools, work), "crossplane-contrib/function-auto-ready", "v0.7.0"},
 	} {
 		if err := reg.Push(ctx, p.file, p.repo, p.tag, p.tag); err != nil {
@@ -122,7 +121,7 @@ func TestInstallGuide(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc := kubernetes.NewForConfigOrDie(cp.Config)
-	for prefix, to := range map[string]string{"ghcr.io/ayatori/": reg.Host + "/ayatori/", "xpkg.crossplane.io/crossplane-contrib/": reg.Host + "/crossplane-contrib/"} {
+	for prefix, to := range map[string]string{"xpkg.crossplane.io/crossplane-contrib/": reg.Host + "/crossplane-contrib/"} {
 		ic := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "ImageConfig",
 			"metadata": map[string]any{"generateName": "loopback-"},
@@ -156,7 +155,7 @@ func TestInstallGuide(t *testing.T) {
 		}
 	}()
 
-	sh := shell(t, root, work, cp.Kubeconfig, tools, pg)
+	sh := shell(t, root, work, cp.Kubeconfig, tools, pg, reg.Host+"/ayatori")
 	diagnose := func() string {
 		b, _ := sh(ctx, "kubectl get providers.pkg.crossplane.io,providerrevisions.pkg.crossplane.io,deployments -A -o yaml | grep -B2 -A6 'message:\\|type: ' || true")
 		// What of the product's objects is left, and why it stays: a
@@ -185,6 +184,8 @@ true`)
 		t.Fatalf("no step %s", name)
 	}
 
+	run("own-registry")
+	checkPushed(ctx, t, reg, []string{"provider-postgresql", "function-postgresql-tenant", "configuration-postgresql-tenant"}, "v0.1.0")
 	run("runtime-config")
 	run("install-provider")
 	rev := activeRevision(ctx, t, kube, "ProviderRevision", providerName)
@@ -407,9 +408,11 @@ true`)
 }
 
 // shell returns a runner of the guide's blocks: bash, from the repository
-// root, with kubectl and the crossplane CLI on PATH, the test cluster's
-// kubeconfig, and the server variables the guide asks the reader to set.
-func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Server) func(context.Context, string) ([]byte, error) {
+// root, with kubectl, the crossplane CLI, Go and make on PATH, the test
+// cluster's kubeconfig, the caches of a reader's machine (Go's, and the
+// tools this repository builds), and the registry and server variables the
+// guide asks the reader to set.
+func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Server, registry string) func(context.Context, string) ([]byte, error) {
 	t.Helper()
 	bin := filepath.Join(work, "bin")
 	if err := os.MkdirAll(bin, 0o700); err != nil {
@@ -431,8 +434,13 @@ func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Serv
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
 	env := []string{
-		"PATH=" + bin + ":/usr/bin:/bin",
+		"PATH=" + bin + ":" + filepath.Dir(goBin) + ":/usr/bin:/bin",
+		"REGISTRY=" + registry,
 		"HOME=" + home,
 		"KUBECONFIG=" + kubeconfig,
 		"PG_HOST=" + pg.Host,
@@ -441,6 +449,18 @@ func shell(t *testing.T, root, work, kubeconfig, tools string, pg *pgserver.Serv
 		"PG_CA_FILE=" + ca,
 		"PG_ADMIN_USER=" + pg.AdminUser,
 		"PG_ADMIN_PASSWORD=" + pg.AdminPassword,
+	}
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS"} {
+		b, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", v, err)
+		}
+		env = append(env, v+"="+strings.TrimSpace(string(b)))
+	}
+	if c := os.Getenv("PROVIDER_POSTGRESQL_CACHE"); c != "" {
+		env = append(env, "PROVIDER_POSTGRESQL_CACHE="+c)
+	} else {
+		env = append(env, "PROVIDER_POSTGRESQL_CACHE="+filepath.Dir(filepath.Dir(tools)))
 	}
 	return func(ctx context.Context, script string) ([]byte, error) {
 		out, err := runbook.Run(ctx, root, env, script)
@@ -751,6 +771,17 @@ func lockProbe(ctx context.Context, t *testing.T, kube client.Client, sh func(co
 		}
 		if err := kube.Delete(ctx, in); err != nil {
 			t.Fatalf("the Instance, no longer locked: %v", err)
+		}
+	}
+}
+
+// checkPushed fails the test unless each package is in the registry at
+// the tag, as the guide's step 0 left it.
+func checkPushed(ctx context.Context, t *testing.T, reg *registry.Registry, pkgs []string, tag string) {
+	t.Helper()
+	for _, p := range pkgs {
+		if _, err := reg.Digest(ctx, "ayatori/"+p, tag); err != nil {
+			t.Errorf("step own-registry did not push %s:%s: %v", p, tag, err)
 		}
 	}
 }
