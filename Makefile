@@ -88,6 +88,7 @@ xpkg: ## Build the provider, tenant function and tenant Configuration packages i
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate method sets, deepcopy and CRDs.
 	go run ./hack/mrgen ./apis/database/v1alpha1
+	go run ./hack/promrule cluster/monitoring
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	rm -rf package/crds cmd/function-tenant/package/input
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/database/... output:crd:artifacts:config=package/crds
@@ -95,9 +96,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate method sets, deepcopy and CRDs.
 
 .PHONY: check-generate
 check-generate: generate ## Fail when generated files differ from what is committed.
-	@if [[ -n "$$(git status --porcelain -- apis package cmd/function-tenant/package)" ]]; then \
+	@if [[ -n "$$(git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring)" ]]; then \
 		echo "generated files are out of date; run 'make generate' and commit:"; \
-		git status --porcelain -- apis package cmd/function-tenant/package; git --no-pager diff --stat -- apis package cmd/function-tenant/package; exit 1; \
+		git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring; git --no-pager diff --stat -- apis package cmd/function-tenant/package cluster/monitoring; exit 1; \
 	fi
 	@echo "generated files are up to date"
 

@@ -21,10 +21,12 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/configuration"
@@ -199,6 +201,7 @@ true`)
 	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--poll=1m") || !strings.Contains(args, "--max-conns=20") {
 		t.Errorf("the Deployment's args %q miss the runtime config's flags", args)
 	}
+	checkPodMonitor(t, root, dep)
 	// Crossplane's RBAC manager binds the pinned ServiceAccount to the
 	// provider's own CRDs, and nothing more (cluster/rbac.yaml adds the
 	// rest, later).
@@ -782,6 +785,55 @@ func checkPushed(ctx context.Context, t *testing.T, reg *registry.Registry, pkgs
 	for _, p := range pkgs {
 		if _, err := reg.Digest(ctx, "ayatori/"+p, tag); err != nil {
 			t.Errorf("step own-registry did not push %s:%s: %v", p, tag, err)
+		}
+	}
+}
+
+// checkPodMonitor fails the test unless cluster/monitoring/podmonitor.yaml
+// selects the pods of the Deployment Crossplane made for the provider, in
+// its namespace, and scrapes a port its container names.
+func checkPodMonitor(t *testing.T, root string, dep *appsv1.Deployment) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "cluster", "monitoring", "podmonitor.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pm struct {
+		Metadata struct {
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+		Spec struct {
+			Selector            metav1.LabelSelector `json:"selector"`
+			PodMetricsEndpoints []struct {
+				Port string `json:"port"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &pm); err != nil {
+		t.Fatal(err)
+	}
+	if pm.Metadata.Namespace != dep.Namespace {
+		t.Errorf("the PodMonitor is in namespace %q, the provider's pods in %q", pm.Metadata.Namespace, dep.Namespace)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("the PodMonitor's selector %s does not select the provider's pods, labelled %v", sel, dep.Spec.Template.Labels)
+	}
+	ports := map[string]bool{}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, p := range c.Ports {
+			ports[p.Name] = true
+		}
+	}
+	if len(pm.Spec.PodMetricsEndpoints) == 0 {
+		t.Error("the PodMonitor scrapes no endpoint")
+	}
+	for _, e := range pm.Spec.PodMetricsEndpoints {
+		if !ports[e.Port] {
+			t.Errorf("the PodMonitor scrapes port %q, which the provider's container does not name (it names %v)", e.Port, ports)
 		}
 	}
 }
