@@ -233,10 +233,11 @@ func TestVaultDeliveryValidation(t *testing.T) {
 		cv   v1alpha1.CredentialVault
 		want string
 	}{
-		"PlainHTTP":     {v1alpha1.CredentialVault{Address: "http://openbao:8200", Auth: token}, "spec.credentialVault.address"},
-		"NoAuth":        {v1alpha1.CredentialVault{Address: "https://openbao:8200"}, "set exactly one of kubernetes and tokenSecretRef"},
-		"TwoAuths":      {v1alpha1.CredentialVault{Address: "https://openbao:8200", Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: token.TokenSecretRef, Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "r"}}}, "set exactly one of kubernetes and tokenSecretRef"},
-		"PrefixEscapes": {v1alpha1.CredentialVault{Address: "https://openbao:8200", PathPrefix: "../sys", Auth: token}, "spec.credentialVault.pathPrefix"},
+		"PlainHTTP":        {v1alpha1.CredentialVault{Address: "http://openbao:8200", Auth: token}, "spec.credentialVault.address"},
+		"NoAuth":           {v1alpha1.CredentialVault{Address: "https://openbao:8200"}, "set exactly one of kubernetes and tokenSecretRef"},
+		"TwoAuths":         {v1alpha1.CredentialVault{Address: "https://openbao:8200", Auth: v1alpha1.CredentialVaultAuth{TokenSecretRef: token.TokenSecretRef, Kubernetes: &v1alpha1.VaultKubernetesAuth{Role: "r"}}}, "set exactly one of kubernetes and tokenSecretRef"},
+		"PrefixEscapes":    {v1alpha1.CredentialVault{Address: "https://openbao:8200", PathPrefix: "../sys", Auth: token}, "spec.credentialVault.pathPrefix"},
+		"NamespaceEscapes": {v1alpha1.CredentialVault{Address: "https://openbao:8200", Namespace: "team-a/../root", Auth: token}, "spec.credentialVault.namespace"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := kube.Create(ctx, instance("cv-"+strings.ToLower(name), tc.cv)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -244,7 +245,7 @@ func TestVaultDeliveryValidation(t *testing.T) {
 			}
 		})
 	}
-	ok := instance("cv-accepted", v1alpha1.CredentialVault{Address: "https://openbao.openbao.svc:8200", Auth: token})
+	ok := instance("cv-accepted", v1alpha1.CredentialVault{Address: "https://openbao.openbao.svc:8200", Namespace: "team-a/prod", Auth: token})
 	if err := kube.Create(ctx, ok); err != nil {
 		t.Fatalf("a valid credentialVault was refused: %v", err)
 	}

@@ -29,6 +29,18 @@ type CredentialVault struct {
 	// +optional
 	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
 
+	// Namespace is the namespace the KV engine and the auth method live
+	// in, on a server with namespaces (OpenBao 2.3 and later, Vault
+	// Enterprise), such as team-a or team-a/prod: every request but the
+	// health check carries it (X-Vault-Namespace), the login included,
+	// and the URL in a role's status names it. Absent: the root
+	// namespace. The SecretStores that read the paths name the same
+	// namespace (spec.provider.vault.namespace).
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$`
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
 	// Mount is the mount path of the KV version 2 engine.
 	// +kubebuilder:default=secret
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)*$`

@@ -34,6 +34,10 @@ type Config struct {
 	// CA is a PEM bundle the server's certificate must chain to; empty:
 	// the system roots.
 	CA []byte
+	// Namespace is the server's namespace (OpenBao 2.3+, Vault
+	// Enterprise) the engine and the auth method live in; empty: the
+	// root namespace.
+	Namespace string
 	// Mount is the KV v2 engine's mount path, "secret" say.
 	Mount string
 	// Token, when set, is used as it is (token auth).
@@ -82,6 +86,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg.Address = strings.TrimRight(cfg.Address, "/")
 	cfg.Mount = strings.Trim(cfg.Mount, "/")
+	cfg.Namespace = strings.Trim(cfg.Namespace, "/")
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -100,9 +105,15 @@ func New(cfg Config) (*Client, error) {
 }
 
 // URL is the API URL of path's data: what a person or a tool reads the
-// credential from (with its own token). It carries no authentication.
+// credential from (with its own token). It carries no authentication. A
+// namespace is the first part of its path, which OpenBao and Vault both
+// read as the namespace: the URL alone says where the credential is.
 func (c *Client) URL(path string) string {
-	return c.cfg.Address + "/v1/" + c.cfg.Mount + "/data/" + escape(path)
+	ns := ""
+	if c.cfg.Namespace != "" {
+		ns = escape(c.cfg.Namespace) + "/"
+	}
+	return c.cfg.Address + "/v1/" + ns + c.cfg.Mount + "/data/" + escape(path)
 }
 
 // Secret is a path's current version.
@@ -218,9 +229,12 @@ func (c *Client) Versions(ctx context.Context, path string) (int, error) {
 // Health reports whether the server is initialized, unsealed and active
 // (sys/health answers 200).
 func (c *Client) Health(ctx context.Context) error {
-	_, err := c.send(ctx, http.MethodGet, "/v1/sys/health", "", nil, nil)
+	_, err := c.send(ctx, http.MethodGet, healthPath, "", nil, nil)
 	return err
 }
+
+// healthPath is the server's health check.
+const healthPath = "/v1/sys/health"
 
 // do sends one request with the current token, logging in again once if
 // the server refuses the token (expired, revoked).
@@ -256,6 +270,10 @@ func (c *Client) send(ctx context.Context, method, path, token string, body, out
 	}
 	if token != "" {
 		req.Header.Set("X-Vault-Token", token)
+	}
+	// The health check is the server's, answered in the root namespace.
+	if c.cfg.Namespace != "" && path != healthPath {
+		req.Header.Set("X-Vault-Namespace", c.cfg.Namespace)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

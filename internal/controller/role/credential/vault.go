@@ -92,7 +92,8 @@ func (v *Vaults) nested(ctx context.Context, in *v1alpha1.PostgreSQLInstance) er
 
 // sameEngine: a and b name the same KV engine of the same server.
 func sameEngine(a, b *v1alpha1.CredentialVault) bool {
-	return strings.TrimRight(a.Address, "/") == strings.TrimRight(b.Address, "/") && cmp.Or(a.Mount, "secret") == cmp.Or(b.Mount, "secret")
+	return strings.TrimRight(a.Address, "/") == strings.TrimRight(b.Address, "/") && strings.Trim(a.Namespace, "/") == strings.Trim(b.Namespace, "/") &&
+		cmp.Or(a.Mount, "secret") == cmp.Or(b.Mount, "secret")
 }
 
 // target returns the client and the path of r's credential.
@@ -104,7 +105,7 @@ func (v *Vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 	if err := v.nested(ctx, in); err != nil {
 		return nil, "", err
 	}
-	cfg := openbao.Config{Address: cv.Address, Mount: cmp.Or(cv.Mount, "secret")}
+	cfg := openbao.Config{Address: cv.Address, Namespace: cv.Namespace, Mount: cmp.Or(cv.Mount, "secret")}
 	audienceKey := ""
 	if cv.CABundleRef != nil {
 		ca, err := oninstance.CABundle(ctx, v.secrets, v.namespace, cv.CABundleRef)
@@ -145,7 +146,7 @@ func (v *Vaults) target(ctx context.Context, r *v1alpha1.PostgreSQLRole) (*openb
 // client returns the client of cfg, the same one while cfg (with the
 // audience of its Kubernetes auth) is unchanged: it keeps its login.
 func (v *Vaults) client(cfg openbao.Config, audience string) (*openbao.Client, error) {
-	key := fmt.Sprintf("%s\x00%s\x00%x\x00%s", cfg.Address, cfg.Mount, cfg.CA, cfg.Token)
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%x\x00%s", cfg.Address, cfg.Namespace, cfg.Mount, cfg.CA, cfg.Token)
 	if cfg.Kubernetes != nil {
 		key += "\x00" + cfg.Kubernetes.Role + "\x00" + cfg.Kubernetes.MountPath + "\x00" + audience
 	}
