@@ -17,11 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis"
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -229,16 +232,18 @@ func TestDev(t *testing.T) {
 	})
 
 	t.Run("PreviewApplyAudit", func(t *testing.T) {
-		// The README's preview, apply and audit commands, as written.
-		steps := readmeSteps(t, root, "# preview", "# plan", "# apply", "# audit")
-		if len(steps) != 4 {
-			t.Fatalf("the README has %d of the preview, plan, apply and audit commands: %q", len(steps), steps)
+		// The README's plugin, preview, change, plan, apply and audit
+		// commands, as written, with the plugin it builds on PATH.
+		steps := readmeSteps(t, root, "# plugin:", "# preview:", "# change:", "# plan:", "# apply:", "# audit:")
+		if len(steps) != 6 {
+			t.Fatalf("the README has %d of the plugin, preview, change, plan, apply and audit commands: %q", len(steps), steps)
 		}
 		sh := func(line string) string {
 			t.Helper()
 			cmd := exec.CommandContext(ctx, "bash", "-c", line)
 			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(state, "kubeconfig"), "PATH="+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"))
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(state, "kubeconfig"),
+				"PATH="+filepath.Join(root, "_output", "bin")+":"+os.Getenv("KUBEBUILDER_ASSETS")+":"+os.Getenv("PATH"))
 			b, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", line, err, b)
@@ -258,11 +263,27 @@ func TestDev(t *testing.T) {
 			}
 			return n
 		}
+		policies := func() xpv2.ManagementPolicies {
+			t.Helper()
+			db := &v1alpha1.PostgreSQLDatabase{}
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "orders"}, db); err != nil {
+				t.Fatal(err)
+			}
+			return db.GetManagementPolicies()
+		}
+		was := policies()
+		sh(steps[0]) // make plugin
+		if out := sh(steps[1]); !strings.Contains(out, "orders") {
+			t.Errorf("the preview says %q", out)
+		}
+		if got := policies(); !slices.Equal(got, xpv2.ManagementPolicies{xpv2.ManagementActionObserve}) {
+			t.Errorf("in preview the policies are %v, want [Observe]", got)
+		}
+		sh(steps[2]) // The change.
 		before := limit()
-		sh(steps[0]) // The patch with managementPolicies [Observe].
 		var plan string
 		err := providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) {
-			plan = sh(steps[1])
+			plan = sh(steps[3])
 			return strings.Contains(plan, "CONNECTION LIMIT 5"), nil
 		})
 		if err != nil {
@@ -286,7 +307,10 @@ func TestDev(t *testing.T) {
 		if n := limit(); n != before {
 			t.Errorf("the preview changed the connection limit: %d, was %d", n, before)
 		}
-		sh(steps[2]) // Widen the policies.
+		sh(steps[4]) // Apply: the policies given back.
+		if diff := cmp.Diff(was, policies()); diff != "" {
+			t.Errorf("apply did not give back the policies (-before +after):\n%s", diff)
+		}
 		err = providertest.Wait(ctx, time.Minute, func(context.Context) (bool, error) { return limit() == 5, nil })
 		if err != nil {
 			t.Fatalf("widening the policies did not apply the plan: the limit is %d", limit())
@@ -297,9 +321,10 @@ func TestDev(t *testing.T) {
 		if err != nil {
 			t.Error("the metrics still count the applied plan as pending")
 		}
-		audit := sh(steps[3])
-		if !strings.Contains(audit, "PENDING") || !strings.Contains(audit, "postgresqldatabase.database.ayatori.ddupan.top/orders") {
-			t.Errorf("the audit lists:\n%s", audit)
+		// The audit lists what is still pending everywhere: after the
+		// apply, not the database.
+		if audit := sh(steps[5]); strings.Contains(audit, "CONNECTION LIMIT 5") {
+			t.Errorf("the audit still lists the applied change:\n%s", audit)
 		}
 	})
 
@@ -484,7 +509,7 @@ func readmeSteps(t *testing.T, root string, comments ...string) []string {
 	var steps []string
 	for _, line := range strings.Split(string(b), "\n") {
 		for _, c := range comments {
-			if cmd, _, ok := strings.Cut(line, "   "+c); ok && strings.HasPrefix(line, "kubectl ") {
+			if cmd, _, ok := strings.Cut(line, " "+c); ok && (strings.HasPrefix(line, "kubectl ") || strings.HasPrefix(line, "make ")) {
 				steps = append(steps, strings.TrimSpace(cmd))
 			}
 		}
