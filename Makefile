@@ -79,6 +79,10 @@ build: ## Build the provider binary into _output/bin.
 plugin: ## Build the kubectl pg plugin into _output/bin (put it on PATH: kubectl finds kubectl-pg).
 	CGO_ENABLED=0 go build -trimpath -o $(OUTPUT_DIR)/bin/kubectl-pg ./cmd/kubectl-pg
 
+.PHONY: krew
+krew: ## Build the kubectl pg plugin's release archives and render its krew manifest (.krew.yaml) into _output/krew; VERSION=v0.1.0.
+	go run ./hack/krew -version "$(or $(VERSION),$$(git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev))" -out $(OUTPUT_DIR)/krew
+
 .PHONY: xpkg
 xpkg: ## Build the provider, tenant function and tenant Configuration packages into _output/xpkg, without Docker.
 	hack/xpkg.sh
@@ -113,11 +117,12 @@ lint: $(GOLANGCI_LINT) ## Run gofmt, go vet, the package layering check and gola
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: tools
-tools: ## Build (or reuse) etcd, kube-apiserver (this version's and the oldest supported), kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready, the KV v2 server (Vault dev mode) and the External Secrets Operator.
+tools: ## Build (or reuse) etcd, kube-apiserver (this version's and the oldest supported), kube-controller-manager, kubectl, Crossplane core and RBAC manager, its CLI, function-auto-ready, the KV v2 server (Vault dev mode), the External Secrets Operator and krew.
 	hack/controlplane-tools.sh
 	hack/controlplane-tools.sh --floor
 	hack/crossplane-tools.sh
 	hack/openbao-tools.sh
+	hack/krew-tools.sh
 
 .PHONY: test
 test: tools ## Every test once, against a real API server and PostgreSQL (PG_VERSION, superuser admin); ends with the slowest.

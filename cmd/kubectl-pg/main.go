@@ -3,7 +3,9 @@
 //
 //	go install github.com/ayatori/provider-postgresql/cmd/kubectl-pg@latest
 //
-// (or krew, with plugins/kubectl-pg.yaml) and run `kubectl pg help`.
+// (or with krew: .krew.yaml is its manifest's template, which
+// `make krew` renders with the archives of a release) and run
+// `kubectl pg help`.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/internal/controller/manager"
 	"github.com/ayatori/provider-postgresql/internal/pgctl"
+	"github.com/ayatori/provider-postgresql/internal/version"
 )
 
 func main() {
@@ -91,6 +94,10 @@ func run(ctx context.Context, args []string) error {
 	cli := &pgctl.CLI{Out: os.Stdout, Namespace: f.namespace, AllNamespaces: f.all, Output: f.output}
 	if len(f.args) == 0 || f.args[0] == "help" || f.args[0] == "-h" || f.args[0] == "--help" {
 		return cli.Run(ctx, nil)
+	}
+	if f.args[0] == "version" {
+		_, err := fmt.Fprintln(os.Stdout, "kubectl-pg", version.Version)
+		return err
 	}
 	if cli.Namespace == "" {
 		if cli.Namespace, _, err = cc.Namespace(); err != nil {

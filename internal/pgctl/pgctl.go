@@ -46,6 +46,7 @@ Usage:
   kubectl pg drift [-A]                 the last change made on the server outside the provider, per resource
   kubectl pg why KIND/NAME              conditions, the plan and the last events, in one view
   kubectl pg trace tenant/NAME          a claim down to its credential: binding, database, owner role, login role, Secret or vault path
+  kubectl pg version                    the plugin's version
 
 KIND is a kind (PostgreSQLRole), its short name (pgrole) or a plain word (role, database, schema, grant,
 defaultprivileges, binding, instance, tenant). Flags: -n NAMESPACE, -A, -o json|yaml, --kubeconfig, --context.
