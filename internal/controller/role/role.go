@@ -307,17 +307,24 @@ func (k kind) CheckCreate(ctx context.Context, mg *v1alpha1.PostgreSQLRole) erro
 	return k.e.checkBoundary(ctx, mg)
 }
 
-// Foreign offers no statement that marks an unmarked role as this
-// resource's: taking a role over replaces its password, which whoever
-// uses it now relies on (docs/credentials.md says how an admin adopts a
-// login role on purpose, from an import).
+// Foreign offers the statement that marks an unmarked role as this
+// resource's only when the resource leaves the role's password alone
+// (neither passwordSecretRef nor connection details to publish): taking
+// over a role whose password the resource manages replaces that password,
+// which whoever uses it now relies on (docs/credentials.md says how an
+// admin adopts a login role on purpose, from an import). A role that is
+// another resource's is never offered (conflict.Foreign).
 func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postgres.ObservedRole, marker string) (conflict.Object, error) {
 	name := mg.RoleName()
 	whose, err := k.e.whose(ctx, marker)
-	return conflict.Object{
+	o := conflict.Object{
 		Noun: "role", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLRoleKind,
 		MarkedBy: whose, Check: "psql -c '\\du+ " + name + "'",
-	}, err
+	}
+	if !credential.Managed(mg) && !credential.Publishes(mg) {
+		o.Adopt = "COMMENT ON ROLE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg)))
+	}
+	return o, err
 }
 
 func (k kind) Record(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) { k.e.record(mg, got) }
