@@ -93,6 +93,7 @@ xpkg: ## Build the provider, tenant function and tenant Configuration packages i
 generate: $(CONTROLLER_GEN) ## Regenerate method sets, deepcopy and CRDs.
 	go run ./hack/mrgen ./apis/database/v1alpha1
 	go run ./hack/promrule cluster/monitoring
+	go run ./hack/tenantxrd configuration
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	rm -rf package/crds cmd/function-tenant/package/input
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/database/... output:crd:artifacts:config=package/crds
@@ -100,9 +101,9 @@ generate: $(CONTROLLER_GEN) ## Regenerate method sets, deepcopy and CRDs.
 
 .PHONY: check-generate
 check-generate: generate ## Fail when generated files differ from what is committed.
-	@if [[ -n "$$(git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring)" ]]; then \
+	@if [[ -n "$$(git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring configuration)" ]]; then \
 		echo "generated files are out of date; run 'make generate' and commit:"; \
-		git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring; git --no-pager diff --stat -- apis package cmd/function-tenant/package cluster/monitoring; exit 1; \
+		git status --porcelain -- apis package cmd/function-tenant/package cluster/monitoring configuration; git --no-pager diff --stat -- apis package cmd/function-tenant/package cluster/monitoring configuration; exit 1; \
 	fi
 	@echo "generated files are up to date"
 

@@ -79,6 +79,12 @@ func TestPersonas(t *testing.T) {
 		{"get", "secrets", "", "shop", true},
 		{"create", "postgresqltenants", "", "finance", false},
 		{"update", "postgresqltenants", "status", "shop", false},
+		// The namespaced Tenant, the Crossplane v2 way: its own, in its
+		// namespace, never its status.
+		{"create", "tenants", "", "shop", true},
+		{"delete", "tenants", "", "shop", true},
+		{"create", "tenants", "", "finance", false},
+		{"update", "tenants", "status", "shop", false},
 		{"create", "postgresqldatabases", "", "shop", false},
 		{"update", "postgresqldatabases", "", "shop", false},
 		{"patch", "postgresqldatabases", "status", "shop", false},
@@ -98,6 +104,8 @@ func TestPersonas(t *testing.T) {
 			{"get", "postgresqldatabases", "", "shop", true},
 			{"list", "postgresqlbindings", "", "shop", true},
 			{"create", "postgresqltenants", "", "shop", false},
+			{"get", "tenants", "", "shop", true},
+			{"create", "tenants", "", "shop", false},
 			{"update", "postgresqldatabases", "", "shop", false},
 		},
 		"dba": {

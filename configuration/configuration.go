@@ -18,11 +18,12 @@ import (
 //go:embed *.yaml
 var Files embed.FS
 
-// Objects returns the XRD and the Composition, the objects a cluster gets
-// when the Configuration is installed.
+// Objects returns the XRDs and the Compositions, the objects a cluster
+// gets when the Configuration is installed: the PostgreSQLTenant claim's,
+// and the namespaced Tenant's (generated from them).
 func Objects() ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, f := range []string{"definition.yaml", "composition.yaml"} {
+	for _, f := range []string{"definition.yaml", "composition.yaml", "tenant-definition.yaml", "tenant-composition.yaml"} {
 		b, err := Files.ReadFile(f)
 		if err != nil {
 			return nil, err
@@ -38,6 +39,9 @@ func Objects() ([]*unstructured.Unstructured, error) {
 
 // XRDName is the name of the tenant XRD.
 const XRDName = "xpostgresqltenants.database.ayatori.ddupan.top"
+
+// TenantXRDName is the name of the namespaced Tenant's XRD.
+const TenantXRDName = "tenants.database.ayatori.ddupan.top"
 
 // The functions the Composition's pipeline calls, by the names Crossplane
 // gives them when it installs them as dependencies of the Configuration:

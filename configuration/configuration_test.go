@@ -47,9 +47,27 @@ func TestFunctionRefsMatchDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each Composition (the claim's and the namespaced Tenant's) calls the
+	// functions the Configuration depends on, each once.
 	var refs []string
+	compositions := 0
 	for _, o := range objs {
 		if o.GetKind() != "Composition" {
+			continue
+		}
+		compositions++
+		if compositions > 1 {
+			var again []string
+			steps, _, _ := unstructured.NestedSlice(o.Object, "spec", "pipeline")
+			for _, s := range steps {
+				m, _ := s.(map[string]any)
+				ref, _, _ := unstructured.NestedString(m, "functionRef", "name")
+				again = append(again, ref)
+			}
+			sort.Strings(again)
+			if diff := cmp.Diff(refs, again); diff != "" {
+				t.Errorf("Composition %s calls other functions than the first (-first +this):\n%s", o.GetName(), diff)
+			}
 			continue
 		}
 		steps, _, _ := unstructured.NestedSlice(o.Object, "spec", "pipeline")
@@ -61,6 +79,10 @@ func TestFunctionRefsMatchDependencies(t *testing.T) {
 			ref, _, _ := unstructured.NestedString(m, "functionRef", "name")
 			refs = append(refs, ref)
 		}
+		sort.Strings(refs)
+	}
+	if compositions != 2 {
+		t.Errorf("%d Compositions, want the claim's and the namespaced Tenant's", compositions)
 	}
 	sort.Strings(installed)
 	sort.Strings(refs)

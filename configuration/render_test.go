@@ -120,9 +120,15 @@ spec:
 	}
 
 	testdata := filepath.Join(root, "configuration", "testdata", "render")
-	for _, c := range []string{"defaults", "explicit-names", "extensions", "secret-name", "database-ref", "pending", "vault-instance"} {
+	// namespaced is a namespaced Tenant through its own Composition: it
+	// composes what the claim of secret-name does, in its own namespace.
+	for _, c := range []string{"defaults", "explicit-names", "extensions", "secret-name", "database-ref", "pending", "vault-instance", "namespaced"} {
 		t.Run(c, func(t *testing.T) {
-			args := []string{"composition", "render", filepath.Join(testdata, c+".xr.yaml"), filepath.Join(root, "configuration", "composition.yaml"), functions,
+			composition := "composition.yaml"
+			if c == "namespaced" {
+				composition = "tenant-composition.yaml"
+			}
+			args := []string{"composition", "render", filepath.Join(testdata, c+".xr.yaml"), filepath.Join(root, "configuration", composition), functions,
 				"--crossplane-binary=" + filepath.Join(tools, "crossplane"), "--include-full-xr"}
 			// Cases with an observed binding show what is composed once
 			// the provider bound the tenant's database; the others, that

@@ -87,12 +87,8 @@ var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() err
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
 func tenantCRDs() ([]*extv1.CustomResourceDefinition, error) {
-	b, err := configuration.Files.ReadFile("definition.yaml")
+	xrd, err := readXRD("definition.yaml")
 	if err != nil {
-		return nil, err
-	}
-	xrd := &xpextv1.CompositeResourceDefinition{}
-	if err := yaml.Unmarshal(b, xrd); err != nil {
 		return nil, err
 	}
 	xr, err := xcrd.ForCompositeResource(xrd)
@@ -103,14 +99,38 @@ func tenantCRDs() ([]*extv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claim CRD: %w", err)
 	}
+	// The namespaced Tenant: an apiextensions.crossplane.io/v2 XRD, whose
+	// fields the v1 type holds.
+	txrd, err := readXRD("tenant-definition.yaml")
+	if err != nil {
+		return nil, err
+	}
+	tenant, err := xcrd.ForCompositeResource(txrd)
+	if err != nil {
+		return nil, fmt.Errorf("Tenant CRD: %w", err)
+	}
 	// Core owns them by the XRD; here there is no XRD object to own them.
-	xr.OwnerReferences, claim.OwnerReferences = nil, nil
-	return []*extv1.CustomResourceDefinition{xr, claim}, nil
+	xr.OwnerReferences, claim.OwnerReferences, tenant.OwnerReferences = nil, nil, nil
+	return []*extv1.CustomResourceDefinition{xr, claim, tenant}, nil
+}
+
+func readXRD(file string) (*xpextv1.CompositeResourceDefinition, error) {
+	b, err := configuration.Files.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	xrd := &xpextv1.CompositeResourceDefinition{}
+	return xrd, yaml.Unmarshal(b, xrd)
 }
 
 func claim(name, spec string) *unstructured.Unstructured {
+	return tenantOf("PostgreSQLTenant", name, spec)
+}
+
+// tenantOf is a PostgreSQLTenant claim or a namespaced Tenant.
+func tenantOf(kind, name, spec string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(`{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "PostgreSQLTenant",
+	if err := yaml.Unmarshal([]byte(`{"apiVersion": "database.ayatori.ddupan.top/v1alpha1", "kind": "`+kind+`",
 		"metadata": {"name": "`+name+`", "namespace": "default"}, "spec": `+spec+`}`), &u.Object); err != nil {
 		panic(err)
 	}
@@ -157,18 +177,21 @@ func TestClaimValidation(t *testing.T) {
 			want: []string{"spec.extensions only apply with spec.instanceRef"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			err := kube.Create(context.Background(), claim(tc.name, tc.spec))
-			if err == nil {
-				t.Fatal("the claim was accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
+	// The claim and the namespaced Tenant keep the same rules.
+	for _, kind := range []string{"PostgreSQLTenant", "Tenant"} {
+		for name, tc := range cases {
+			t.Run(kind+"/"+name, func(t *testing.T) {
+				err := kube.Create(context.Background(), tenantOf(kind, tc.name, tc.spec))
+				if err == nil {
+					t.Fatalf("the %s was accepted", kind)
 				}
-			}
-		})
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -66,6 +66,9 @@ func applyConfiguration(ctx context.Context, t *testing.T, core *crossplane.Core
 	if err := core.WaitOffered(ctx, env.Kube, configuration.XRDName); err != nil {
 		t.Fatal(err)
 	}
+	if err := core.WaitEstablished(ctx, env.Kube, configuration.TenantXRDName); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // operations returns a runner of docs/operations.md's steps for namespace
@@ -102,6 +105,14 @@ func operations(t *testing.T, ns string) func(ctx context.Context, steps ...stri
 		}
 		t.Logf("docs/operations.md, steps %v:\n%s", steps, out)
 	}
+}
+
+// namespacedTenant is a namespaced Tenant, the Crossplane v2 way to ask
+// for what a claim gives.
+func namespacedTenant(ns, name, spec string) *unstructured.Unstructured {
+	u := tenantClaim(ns, name, spec)
+	u.SetKind("Tenant")
+	return u
 }
 
 func tenantClaim(ns, name, spec string) *unstructured.Unstructured {
@@ -345,6 +356,64 @@ func TestTenantEndToEnd(t *testing.T) {
 			if l.Ready == "False" {
 				t.Errorf("%s %s is not Ready on a Ready claim: %s %s", l.Kind, l.Name, l.Reason, l.Message)
 			}
+		}
+	})
+
+	t.Run("ANamespacedTenantTheCrossplaneV2Way", func(t *testing.T) {
+		// The same tenant as a namespaced composite: its own Composition,
+		// the same function and rules; a database, a login and a Secret
+		// in its namespace, and the trace down to the credential.
+		journal := namespacedTenant("shop", "journal", `{"instanceRef": {"name": "main"}}`)
+		env.Create(ctx, t, journal)
+		waitClaimReady(ctx, t, core, journal)
+		secret, err := env.ConnectionSecret(ctx, "shop", "main-journal-postgresql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := providertest.ConnectWithSecret(ctx, secret, "")
+		if err != nil {
+			t.Fatalf("the namespaced Tenant's Secret does not log in: %v", err)
+		}
+		var db, user string
+		if err := c.QueryRow(ctx, "SELECT current_database(), session_user").Scan(&db, &user); err != nil || db != "journal" || user != "journal" {
+			t.Errorf("connected to %q as %q: %v", db, user, err)
+		}
+		_ = c.Close(ctx)
+		if got, _, _ := unstructured.NestedString(journal.Object, "status", "secretName"); got != "main-journal-postgresql" {
+			t.Errorf("status.secretName = %q", got)
+		}
+		var out bytes.Buffer
+		cli := &pgctl.CLI{Kube: env.Kube, Out: &out, Namespace: "shop"}
+		if err := cli.Run(ctx, []string{"trace", "tenant/journal"}); err != nil {
+			t.Fatalf("kubectl pg trace tenant/journal: %v\n%s", err, out.String())
+		}
+		for _, want := range []string{"Tenant", "a namespaced composite", "PostgreSQLBinding", `database "journal" on PostgreSQLInstance "main", bound`, `login role "journal"`, "main-journal-postgresql"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the trace does not show %q:\n%s", want, out.String())
+			}
+		}
+		// A Tenant cannot pick another Composition either: the XRD
+		// enforces the platform's.
+		sneaky := journal.DeepCopy()
+		sneaky.SetName("sneaky-journal")
+		sneaky.SetResourceVersion("")
+		sneaky.SetUID("")
+		sneaky.Object["spec"] = map[string]any{"instanceRef": map[string]any{"name": "main"}, "loginRole": "sneaky", "database": "sneaky",
+			"crossplane": map[string]any{"compositionRef": map[string]any{"name": "deletes-everything"}}}
+		delete(sneaky.Object, "status")
+		env.Create(ctx, t, sneaky)
+		err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(sneaky), sneaky); err != nil {
+				return false, err
+			}
+			got, _, _ := unstructured.NestedString(sneaky.Object, "spec", "crossplane", "compositionRef", "name")
+			return got == "tenant", nil
+		})
+		if err != nil {
+			t.Errorf("the Tenant's own compositionRef was not overridden by the enforced Composition: %v", err)
+		}
+		if err := env.Kube.Delete(ctx, sneaky); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -654,8 +723,10 @@ func TestTenantEndToEnd(t *testing.T) {
 		waitBound(ctx, t, core, thief, "False", "Conflict")
 		assertNoAccess(ctx, t, "finance", "thief")
 
-		// A new claim of the same name is not handed the released data ...
-		again := tenantClaim("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
+		// A new tenant of the same name is not handed the released data ...
+		// Here it is a namespaced Tenant: a claim moving to the Crossplane
+		// v2 way (docs/kinds/tenant.md) is this, and it keeps the data.
+		again := namespacedTenant("shop", "orders", `{"instanceRef": {"name": "main"}, "extensions": ["pgcrypto"]}`)
 		env.Create(ctx, t, again)
 		waitBound(ctx, t, core, again, "False", "Released")
 		assertNoAccess(ctx, t, "shop", "orders")

@@ -54,7 +54,8 @@ func TestPackages(t *testing.T) {
 			t.Fatal(err)
 		}
 		kinds, files := contents(t, img)
-		if diff := strings.Join(kinds, ","); diff != "Configuration,Composition,CompositeResourceDefinition" {
+		// The claim's XRD and Composition, and the namespaced Tenant's.
+		if got := strings.Join(kinds, ","); got != "Configuration,Composition,CompositeResourceDefinition,Composition,CompositeResourceDefinition" {
 			t.Errorf("the Configuration package holds %v", kinds)
 		}
 		if diff := cmp.Diff(exampleKinds(t, filepath.Join(root, "examples", "tenant")), kindsOf(t, files[examplesFile])); diff != "" {
@@ -138,10 +139,15 @@ func providerPackage(t *testing.T, root, out string) {
 	if strings.Join(want, ",") != strings.Join(crds, ",") {
 		t.Errorf("package CRDs %v, want every CRD of package/crds %v", crds, want)
 	}
-	// Every example of examples/ but the tenant claim (the
-	// Configuration's), as a package registry shows them.
+	// Every example of examples/ but those of examples/tenant (the
+	// Configuration's: the claim and the namespaced Tenant), as a package
+	// registry shows them.
 	wantEx := exampleKinds(t, filepath.Join(root, "examples"))
-	delete(wantEx, "PostgreSQLTenant")
+	for k, n := range exampleKinds(t, filepath.Join(root, "examples", "tenant")) {
+		if wantEx[k] -= n; wantEx[k] == 0 {
+			delete(wantEx, k)
+		}
+	}
 	if diff := cmp.Diff(wantEx, kindsOf(t, files[examplesFile])); diff != "" {
 		t.Errorf("the provider package's examples (-examples/ +package):\n%s", diff)
 	}

@@ -156,7 +156,7 @@ func run(ctx context.Context, o options, out io.Writer, ready func()) error {
 		return err
 	}
 	stops = append(stops, core.Stop)
-	s.say("XRD %s established; PostgreSQLTenant claims are offered", configuration.XRDName)
+	s.say("XRDs %s and %s established; PostgreSQLTenant claims and namespaced Tenants are offered", configuration.XRDName, configuration.TenantXRDName)
 
 	var bao *openBao
 	if o.delivery == deliveryOpenBao {
@@ -387,6 +387,9 @@ func startCrossplane(ctx context.Context, kube client.Client, cp *controlplane.C
 	}
 	if err == nil {
 		err = core.WaitOffered(ctx, kube, configuration.XRDName)
+	}
+	if err == nil {
+		err = core.WaitEstablished(ctx, kube, configuration.TenantXRDName)
 	}
 	if err != nil {
 		core.Stop()

@@ -146,19 +146,28 @@ func TestDev(t *testing.T) {
 	})
 
 	t.Run("TenantClaimDelivers", func(t *testing.T) {
-		sec := &corev1.Secret{}
-		if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "main-inventory-postgresql"}, sec); err != nil {
-			t.Fatal(err)
-		}
-		c, err := providertest.ConnectWithSecret(ctx, sec.Data, "")
-		if err != nil {
-			t.Fatalf("the example tenant cannot log in with its Secret: %v", err)
-		}
-		defer c.Close(ctx) //nolint:errcheck // Test.
-		var db string
-		var ext int
-		if err := c.QueryRow(ctx, "SELECT current_database(), (SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto')::int").Scan(&db, &ext); err != nil || db != "inventory" || ext != 1 {
-			t.Errorf("tenant connected to %q with pgcrypto %d: %v", db, ext, err)
+		// The claim example and the namespaced Tenant example (the
+		// Crossplane v2 way): each Secret logs in to its database, with
+		// the extensions asked for.
+		for _, tc := range []struct {
+			secret, db string
+			pgcrypto   int
+		}{{"main-inventory-postgresql", "inventory", 1}, {"main-catalog-postgresql", "catalog", 0}} {
+			sec := &corev1.Secret{}
+			if err := kube.Get(ctx, client.ObjectKey{Namespace: "shop", Name: tc.secret}, sec); err != nil {
+				t.Fatal(err)
+			}
+			c, err := providertest.ConnectWithSecret(ctx, sec.Data, "")
+			if err != nil {
+				t.Fatalf("the example tenant cannot log in with its Secret %s: %v", tc.secret, err)
+			}
+			var db string
+			var ext int
+			err = c.QueryRow(ctx, "SELECT current_database(), (SELECT count(*) FROM pg_extension WHERE extname = 'pgcrypto')::int").Scan(&db, &ext)
+			_ = c.Close(ctx)
+			if err != nil || db != tc.db || ext != tc.pgcrypto {
+				t.Errorf("%s connected to %q with pgcrypto %d: %v; want %q with %d", tc.secret, db, ext, err, tc.db, tc.pgcrypto)
+			}
 		}
 	})
 

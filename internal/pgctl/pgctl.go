@@ -45,7 +45,7 @@ Usage:
   kubectl pg apply KIND/NAME            send it: the management policies the preview saved, never more
   kubectl pg drift [-A]                 the last change made on the server outside the provider, per resource
   kubectl pg why KIND/NAME              conditions, the plan and the last events, in one view
-  kubectl pg trace tenant/NAME          a claim down to its credential: binding, database, owner role, login role, Secret or vault path
+  kubectl pg trace tenant/NAME          a claim (or namespaced Tenant) down to its credential: binding, database, owner role, login role, Secret or vault path
   kubectl pg version                    the plugin's version
 
 KIND is a kind (PostgreSQLRole), its short name (pgrole) or a plain word (role, database, schema, grant,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,10 @@ import (
 
 // TenantKind is the tenant claim's kind (the tenant Configuration's XRD).
 const TenantKind = "PostgreSQLTenant"
+
+// NamespacedTenantKind is the namespaced composite that asks for the same
+// (the Crossplane v2 way): it is its own claim and composite.
+const NamespacedTenantKind = "Tenant"
 
 // externalSecret is the kind that projects a vault path into a Secret.
 var externalSecret = schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}
@@ -36,16 +42,39 @@ type Link struct {
 // trace prints the objects from a tenant claim to its credential.
 func (c *CLI) trace(ctx context.Context, arg string) error {
 	kind, name, ok := strings.Cut(arg, "/")
-	if !ok || !strings.EqualFold(strings.TrimSuffix(strings.ToLower(kind), "s"), "tenant") && !strings.EqualFold(kind, TenantKind) && !strings.EqualFold(kind, "postgresqltenant") {
-		return errors.Errorf("kubectl pg trace takes tenant/NAME (a %s claim)", TenantKind)
+	word := strings.TrimSuffix(strings.ToLower(kind), "s")
+	if !ok || word != "tenant" && word != "postgresqltenant" {
+		return errors.Errorf("kubectl pg trace takes tenant/NAME (a %s claim or a namespaced %s)", TenantKind, NamespacedTenantKind)
 	}
-	claim := &unstructured.Unstructured{}
-	claim.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(TenantKind))
-	if err := c.Kube.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, claim); err != nil {
-		return errors.Wrapf(err, "cannot get %s %s/%s", TenantKind, c.Namespace, name)
+	// A claim of that name, else a namespaced Tenant (which composes under
+	// its own name); tenant/NAME names either.
+	kinds := []string{TenantKind, NamespacedTenantKind}
+	if word == "postgresqltenant" {
+		kinds = kinds[:1]
 	}
-	links := []Link{linkOfUnstructured(claim, "the claim")}
-	composite, _, _ := unstructured.NestedString(claim.Object, "spec", "resourceRef", "name")
+	var (
+		links     []Link
+		composite string
+	)
+	for i, k := range kinds {
+		t := &unstructured.Unstructured{}
+		t.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind(k))
+		err := c.Kube.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, t)
+		if err != nil && (i == len(kinds)-1 || !notFound(err)) {
+			return errors.Wrapf(err, "cannot get %s %s/%s", k, c.Namespace, name)
+		}
+		if err != nil {
+			continue
+		}
+		if k == TenantKind {
+			links = []Link{linkOfUnstructured(t, "the claim")}
+			composite, _, _ = unstructured.NestedString(t.Object, "spec", "resourceRef", "name")
+		} else {
+			links = []Link{linkOfUnstructured(t, "the tenant (a namespaced composite)")}
+			composite = t.GetName()
+		}
+		break
+	}
 	composed := client.MatchingLabels{"crossplane.io/composite": composite}
 
 	more, err := c.provisioned(ctx, composed)
@@ -153,4 +182,9 @@ func (c *CLI) delivered(ctx context.Context, composed client.MatchingLabels) ([]
 		}
 	}
 	return links, nil
+}
+
+// notFound: the kind is not served, or has no object of that name.
+func notFound(err error) bool {
+	return kerrors.IsNotFound(err) || meta.IsNoMatchError(err)
 }

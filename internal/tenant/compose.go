@@ -89,7 +89,8 @@ type Spec struct {
 	// RotateCredentials, when set, asks for a rotation each time it
 	// changes (the login role's rotate-password annotation).
 	RotateCredentials string
-	// ClaimNamespace and ClaimName come from spec.claimRef.
+	// ClaimNamespace and ClaimName come from spec.claimRef, or, for a
+	// namespaced Tenant, its own metadata.
 	ClaimNamespace string
 	ClaimName      string
 }

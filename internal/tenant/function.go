@@ -212,6 +212,11 @@ func specOf(xr map[string]any) (Spec, error) {
 		RotateCredentials: str("spec", "rotateCredentials"),
 		ClaimNamespace:    str("spec", "claimRef", "namespace"), ClaimName: str("spec", "claimRef", "name"),
 	}
+	// A namespaced Tenant (Crossplane v2) is its own claim: it has no
+	// claimRef, and composes in its own namespace under its own name.
+	if s.ClaimNamespace == "" && s.ClaimName == "" {
+		s.ClaimNamespace, s.ClaimName = str("metadata", "namespace"), str("metadata", "name")
+	}
 	ext, _, err := unstructured.NestedStringSlice(xr, "spec", "extensions")
 	if err != nil {
 		return s, errors.Wrap(err, "spec.extensions must be a list of names")
