@@ -195,7 +195,7 @@ func roleHints(objs []*unstructured.Unstructured, caFile string) string {
 		switch u.GetKind() {
 		case v1alpha1.PostgreSQLRoleKind:
 			secret, _, _ = unstructured.NestedString(u.Object, "spec", "writeConnectionSecretToRef", "name")
-		case "PostgreSQLTenant":
+		case "PostgreSQLTenant", "Tenant":
 			secret, _, _ = unstructured.NestedString(u.Object, "status", "secretName")
 		}
 		if secret == "" {
