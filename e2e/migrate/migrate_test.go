@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -208,7 +209,7 @@ func legacyResources(ctx context.Context, t *testing.T) {
 	}
 	sec := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy-app-credentials", OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: role.GetAPIVersion(), Kind: role.GetKind(), Name: role.GetName(), UID: role.GetUID(), Controller: ptrTrue(),
+			APIVersion: role.GetAPIVersion(), Kind: role.GetKind(), Name: role.GetName(), UID: role.GetUID(), Controller: ptr.To(true),
 		}}},
 		Data: map[string][]byte{"username": []byte("legacy_app"), "password": []byte("kept-by-the-migration"),
 			"endpoint": []byte(env.Postgres.Host), "port": []byte(strconv.Itoa(env.Postgres.Port))},
@@ -217,8 +218,6 @@ func legacyResources(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func ptrTrue() *bool { b := true; return &b }
 
 // legacy is the provider-sql resource of kind through which the object was
 // made, as its user wrote it.

@@ -298,6 +298,11 @@ func TestDev(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the preview shows no plan: %q", plan)
 		}
+		// The audit lists the previewed change among what is pending.
+		pendingRow := regexp.MustCompile(`(?m)^shop\s+PostgreSQLDatabase\s+orders\s`)
+		if audit := sh(steps[5]); !pendingRow.MatchString(audit) {
+			t.Errorf("in preview, the audit does not list the database:\n%s", audit)
+		}
 		// The metrics name the preview left pending.
 		addr := regexp.MustCompile(`metrics at (http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(text)
 		if addr == nil {
@@ -332,7 +337,7 @@ func TestDev(t *testing.T) {
 		}
 		// The audit lists what is still pending everywhere: after the
 		// apply, not the database.
-		if audit := sh(steps[5]); strings.Contains(audit, "CONNECTION LIMIT 5") {
+		if audit := sh(steps[5]); pendingRow.MatchString(audit) {
 			t.Errorf("the audit still lists the applied change:\n%s", audit)
 		}
 	})
