@@ -61,6 +61,12 @@ func main() {
 				Default("crossplane-system").Envar("POD_NAMESPACE").String()
 		leaderElection = app.Flag("leader-election", "Elect a leader through a Lease, so only one replica reconciles at a time. Turn it on when running more than one replica.").
 				Short('l').Default("false").Envar("LEADER_ELECTION").Bool()
+		leaseDuration = app.Flag("leader-election-lease-duration", "With --leader-election: how long a standby waits after the leader's last renewal before it takes over. A leader that dies without stopping (killed, its node lost) stops the provider's work for up to this long; a graceful stop hands over at once.").
+				Default("60s").Duration()
+		renewDeadline = app.Flag("leader-election-renew-deadline", "With --leader-election: how long the leader keeps trying to renew before it gives up leadership and exits. Shorter than the lease duration.").
+				Default("50s").Duration()
+		retryPeriod = app.Flag("leader-election-retry-period", "With --leader-election: how often the leader renews and a standby tries to take over.").
+				Default("2s").Duration()
 
 		syncInterval = app.Flag("sync", "How often every watched object is re-listed from the API server, as a safety net for missed events.").
 				Short('s').Default("1h").Duration()
@@ -105,6 +111,15 @@ func main() {
 				Default("30s").Duration()
 	)
 	kingpin.MustParse(app.Parse(os.Args[1:]))
+	// client-go's leader election refuses these at start-up with a
+	// message that names none of the flags.
+	if *retryPeriod <= 0 || float64(*renewDeadline) <= 1.2*float64(*retryPeriod) || *leaseDuration <= *renewDeadline {
+		kingpin.Fatalf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s), which must be longer than 1.2 × --leader-election-retry-period (%s), which must be positive",
+			*leaseDuration, *renewDeadline, *retryPeriod)
+	}
+	// The crash hook of the tests (postgres.KillBeforeEnv); unset in a
+	// provider as shipped.
+	kingpin.FatalIfError(postgres.ArmKillBefore(os.Getenv(postgres.KillBeforeEnv)), "Cannot arm the crash hook")
 	// Zero would stop every controller without a word.
 	for name, v := range map[string]int{"--max-reconcile-rate": *maxReconcileRate, "--max-concurrent-reconciles": *maxConcurrentReconciles, "--max-conns": *maxConns} {
 		if v < 1 {
@@ -144,14 +159,15 @@ func main() {
 	opts.PprofBindAddress = *pprofAddr
 	profileHeap(*pprofAddr)
 	opts.GracefulShutdownTimeout = shutdownTimeout
-	// Leases only, and longer than controller-runtime's defaults: under
-	// load, renewals missing a 10s deadline cost leadership needlessly.
+	// Leases only. The defaults are those of Crossplane's providers, longer
+	// than controller-runtime's: under load, renewals missing a 10 s
+	// deadline cost leadership needlessly (docs/install.md, "Two
+	// replicas", measures what each setting costs).
 	opts.LeaderElection = *leaderElection
 	opts.LeaderElectionID = leaderElectionID
 	opts.LeaderElectionNamespace = *namespace
 	opts.LeaderElectionResourceLock = resourcelock.LeasesResourceLock
-	opts.LeaseDuration = ptr(60 * time.Second)
-	opts.RenewDeadline = ptr(50 * time.Second)
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = leaseDuration, renewDeadline, retryPeriod
 	// Release the Lease on SIGTERM so a successor starts at once instead
 	// of waiting for it to expire.
 	opts.LeaderElectionReleaseOnCancel = true

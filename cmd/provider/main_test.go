@@ -287,3 +287,87 @@ func TestFlagsRefuseZeroRates(t *testing.T) {
 		})
 	}
 }
+
+// TestFailover runs two replicas with leader election and a short lease:
+// a leader killed with SIGKILL (an OOM kill, a lost node) is replaced by
+// the standby once the Lease expires, within the lease duration and a
+// retry of its last renewal; a leader stopped with SIGTERM hands over at
+// once, within a retry period. The Lease carries the duration the flag
+// sets.
+func TestFailover(t *testing.T) {
+	tier.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp := controlplane.StartT(ctx, t, controlplane.Options{})
+	kc := kubernetes.NewForConfigOrDie(cp.Config)
+	const ns = "crossplane-system"
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const lease, retry = 8 * time.Second, time.Second
+	replica := func(name string) *proc.Process {
+		t.Helper()
+		var ports [2]int
+		for i := range ports {
+			var err error
+			if ports[i], err = proc.FreePort(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(providerBinary, "--leader-election",
+			"--leader-election-lease-duration="+lease.String(), "--leader-election-renew-deadline=6s", "--leader-election-retry-period="+retry.String(),
+			"--no-install-lock-policy", "--no-install-tenant-policy", "--no-install-in-use-policy",
+			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(ports[1]))
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "POD_NAMESPACE="+ns)
+		p, err := proc.Start(cmd, filepath.Join(t.TempDir(), name+".log"), syscall.SIGKILL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Stop(syscall.SIGKILL, time.Second) })
+		return p
+	}
+	// holder waits until the Lease is held by someone other than was,
+	// and returns the holder and how long that took.
+	holder := func(was string) (string, time.Duration, *coordinationv1.Lease) {
+		t.Helper()
+		start := time.Now()
+		var l *coordinationv1.Lease
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			l, err = kc.CoordinationV1().Leases(ns).Get(ctx, leaderElectionID, metav1.GetOptions{})
+			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && *l.Spec.HolderIdentity != was, nil
+		})
+		if err != nil {
+			t.Fatalf("no new holder of the Lease (was %q): %v", was, err)
+		}
+		return *l.Spec.HolderIdentity, time.Since(start), l
+	}
+
+	first := replica("first")
+	leader, _, l := holder("")
+	if d := l.Spec.LeaseDurationSeconds; d == nil || time.Duration(*d)*time.Second != lease {
+		t.Errorf("the Lease's duration is %v s, want %v from --leader-election-lease-duration", d, lease)
+	}
+	second := replica("second")
+	// The standby is up and waiting before the leader dies.
+	time.Sleep(3 * time.Second)
+	if err := syscall.Kill(first.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	leader, took, _ := holder(leader)
+	t.Logf("after SIGKILL of the leader, the standby took over in %.1f s (lease %v, retry %v)", took.Seconds(), lease, retry)
+	if took > lease+2*retry {
+		t.Errorf("the standby took over %.1f s after the leader was killed, more than the lease (%v) and a retry", took.Seconds(), lease)
+	}
+
+	replica("third")
+	time.Sleep(3 * time.Second)
+	if err := syscall.Kill(second.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, took, _ = holder(leader)
+	t.Logf("after SIGTERM of the leader, the standby took over in %.1f s", took.Seconds())
+	if took > 3*retry {
+		t.Errorf("the standby took over %.1f s after the leader was stopped gracefully; a leader that stops releases the Lease, so it should take a retry period (%v)", took.Seconds(), retry)
+	}
+}

@@ -335,7 +335,9 @@ func floorOf(ctx context.Context, tb testing.TB, prefix string, n int, first []s
 			tb.Fatal(err)
 		}
 		s := postgres.DatabaseSettings{Owner: name, ConnectionLimit: -1, AllowConnections: true}
-		if err := postgres.ExecEach(ctx, conn, postgres.CreateDatabaseStatements(name, s, postgres.DatabaseCreateOptions{}, postgres.Mark{UID: "floor"})); err != nil {
+		uid := "floor-" + name
+		c := postgres.CreateDatabaseStatements(name, postgres.StagingDatabaseName(uid), false, s, postgres.DatabaseCreateOptions{}, postgres.Mark{UID: uid})
+		if err := postgres.CreateDatabase(ctx, conn, uid, c); err != nil {
 			tb.Fatal(err)
 		}
 		if inside == nil {

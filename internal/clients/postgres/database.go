@@ -2,9 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5"
 
 	xperrors "github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -133,20 +137,56 @@ func ObserveDatabase(ctx context.Context, q Querier, name string) (*ObservedData
 	return o, system, nil
 }
 
-// CreateDatabaseStatements returns CREATE DATABASE and the COMMENT that
-// marks it. CREATE DATABASE cannot run in a transaction block, so the two
-// run one after the other: a crash between them leaves a database without
-// the marker, which the next observation reports as Conflict for a person
-// to resolve rather than adopting it.
-func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateOptions, mark Mark) []string {
-	id := QuoteIdentifier(name)
+// stagingPrefix starts the name a database is created under before it
+// takes its own (StagingDatabaseName).
+const stagingPrefix = "provider_postgresql_creating_"
+
+// StagingDatabaseName is the name the database of the resource with uid
+// is created under, closed to connections, until one transaction marks it
+// and renames it to its own name. CREATE DATABASE cannot share a
+// transaction with anything: created under its own name, a database whose
+// marker a crash prevented was indistinguishable from one someone else
+// created, and was handed to a person as a Conflict. Under this name,
+// owned by the admin and closed to every session, it can only be what this
+// resource's create left, and its next create finishes it. 61 bytes, under
+// PostgreSQL's 63.
+func StagingDatabaseName(uid string) string {
+	return stagingPrefix + strings.ReplaceAll(uid, "-", "")
+}
+
+// A DatabaseCreate is how a database is created: Create under its staging
+// name, then Finish in one transaction.
+type DatabaseCreate struct {
+	// Create is CREATE DATABASE under the staging name, with connections
+	// refused so that no session can hold the rename up; "" when the
+	// staging database exists already (a create that was cut short).
+	Create string
+	// Finish marks the staging database as the resource's, closes it to
+	// PUBLIC if asked, renames it to its name, opens it to connections
+	// and gives it to its owner: one transaction, so the database appears
+	// under its name complete or not at all.
+	Finish []string
+}
+
+// Statements are the statements in the order they are sent.
+func (c DatabaseCreate) Statements() []string {
+	if c.Create == "" {
+		return slices.Clone(c.Finish)
+	}
+	return append([]string{c.Create}, c.Finish...)
+}
+
+// CreateDatabaseStatements returns how database name is created through
+// staging (StagingDatabaseName), with CREATE DATABASE left out when staged
+// says the staging database is there already.
+func CreateDatabaseStatements(name, staging string, staged bool, s DatabaseSettings, o DatabaseCreateOptions, mark Mark) DatabaseCreate {
+	tmp, id := QuoteIdentifier(staging), QuoteIdentifier(name)
 	var opts []string
 	add := func(kw, v string, quote func(string) string) {
 		if v != "" {
 			opts = append(opts, kw+" "+quote(v))
 		}
 	}
-	add("OWNER", s.Owner, QuoteIdentifier)
 	add("TEMPLATE", o.Template, QuoteIdentifier)
 	add("ENCODING", o.Encoding, QuoteLiteral)
 	add("LC_COLLATE", o.LCCollate, QuoteLiteral)
@@ -158,21 +198,71 @@ func CreateDatabaseStatements(name string, s DatabaseSettings, o DatabaseCreateO
 	if s.ConnectionLimit != -1 {
 		opts = append(opts, "CONNECTION LIMIT "+strconv.Itoa(int(s.ConnectionLimit)))
 	}
-	if !s.AllowConnections {
-		opts = append(opts, "ALLOW_CONNECTIONS false")
+	var c DatabaseCreate
+	if !staged {
+		c.Create = "CREATE DATABASE " + tmp + " WITH " + strings.Join(append(opts, "ALLOW_CONNECTIONS false"), " ")
+	}
+	c.Finish = []string{"COMMENT ON DATABASE " + tmp + " IS " + QuoteLiteral(WithMarker(s.Comment, mark))}
+	if s.RevokePublic {
+		c.Finish = append(c.Finish, revokePublicOnDatabase(tmp))
+	}
+	c.Finish = append(c.Finish, "ALTER DATABASE "+tmp+" RENAME TO "+id)
+	var open []string
+	if s.AllowConnections {
+		open = append(open, "ALLOW_CONNECTIONS true")
 	}
 	if s.IsTemplate {
-		opts = append(opts, "IS_TEMPLATE true")
+		open = append(open, "IS_TEMPLATE true")
 	}
-	create := "CREATE DATABASE " + id
-	if len(opts) > 0 {
-		create += " WITH " + strings.Join(opts, " ")
+	if len(open) > 0 {
+		c.Finish = append(c.Finish, "ALTER DATABASE "+id+" WITH "+strings.Join(open, " "))
 	}
-	stmts := []string{create, "COMMENT ON DATABASE " + id + " IS " + QuoteLiteral(WithMarker(s.Comment, mark))}
-	if s.RevokePublic {
-		stmts = append(stmts, revokePublicOnDatabase(id))
+	// Given away last: the admin, its owner until then, needs no
+	// membership of the owner for what comes before.
+	if s.Owner != "" {
+		c.Finish = append(c.Finish, "ALTER DATABASE "+id+" OWNER TO "+QuoteIdentifier(s.Owner))
 	}
-	return stmts
+	return c
+}
+
+// stagingSQL reads what tells a staging database left by the provider from
+// one someone else made: it is the admin's and refuses connections, which
+// only the provider's create does to it, and carries no marker or the
+// resource's own.
+const stagingSQL = `SELECT d.datdba = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) AND NOT d.datallowconn,
+       coalesce(pg_catalog.shobj_description(d.oid, 'pg_database'), '')
+  FROM pg_catalog.pg_database d WHERE d.datname = $1`
+
+// ObserveStagingDatabase reports whether the staging database of the
+// resource with uid exists; an error when it does but is not what the
+// provider's create leaves (someone made a database of that name).
+func ObserveStagingDatabase(ctx context.Context, q Querier, uid string) (bool, error) {
+	staging := StagingDatabaseName(uid)
+	var ours bool
+	var comment string
+	err := q.QueryRow(ctx, stagingSQL, staging).Scan(&ours, &comment)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, m := ParseMarker(comment); !ours || (m.UID != "" && m.UID != uid) {
+		return true, xperrors.Errorf("database %q, the name this resource's database is created under before it takes its own, exists but was not left by this provider "+
+			"(it is not the admin's, accepts connections or is marked for another resource); drop it once you know what it holds", staging)
+	}
+	return true, nil
+}
+
+// DropStagingDatabase drops the staging database of the resource with uid
+// when one that the provider left exists: a create cut short, whose
+// resource is going away or lost the name to another database.
+func DropStagingDatabase(ctx context.Context, db Execer, uid string) error {
+	staged, err := ObserveStagingDatabase(ctx, db, uid)
+	if err != nil || !staged {
+		return err
+	}
+	return ExecEach(ctx, db, []string{DropDatabaseStatement(StagingDatabaseName(uid), false)})
 }
 
 func revokePublicOnDatabase(id string) string {
@@ -271,4 +361,25 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// CodeDuplicateDatabase is the SQLSTATE of a rename to a name taken.
+const CodeDuplicateDatabase = "42P04"
+
+// CreateDatabase runs c, the create of the database of the resource with
+// uid. When another database took the name between the observation and
+// the rename, the staging database, empty and never entered, is dropped
+// again and the error says so; the next observation finds the other
+// database and reports it as a conflict.
+func CreateDatabase(ctx context.Context, db DB, uid string, c DatabaseCreate) error {
+	if c.Create != "" {
+		if err := ExecEach(ctx, db, []string{c.Create}); err != nil {
+			return err
+		}
+	}
+	err := Exec(ctx, db, c.Finish)
+	if IsCode(err, CodeDuplicateDatabase) {
+		return errors.Join(err, DropStagingDatabase(ctx, db, uid))
+	}
+	return err
 }

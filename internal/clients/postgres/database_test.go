@@ -16,34 +16,58 @@ func TestCreateDatabaseStatements(t *testing.T) {
 		reason string
 		s      DatabaseSettings
 		o      DatabaseCreateOptions
-		want   []string
+		staged bool
+		want   DatabaseCreate
 	}{
 		"Defaults": {
-			reason: "A database with the server's defaults gets no options, then its marker.",
+			reason: "A database with the server's defaults is created closed under its staging name, then marked, renamed and opened in one transaction.",
 			s:      DatabaseSettings{ConnectionLimit: -1, AllowConnections: true},
-			want: []string{
-				`CREATE DATABASE "orders"`,
-				`COMMENT ON DATABASE "orders" IS '[provider-postgresql uid=u-1]'`,
+			want: DatabaseCreate{
+				Create: `CREATE DATABASE "tmp" WITH ALLOW_CONNECTIONS false`,
+				Finish: []string{
+					`COMMENT ON DATABASE "tmp" IS '[provider-postgresql uid=u-1]'`,
+					`ALTER DATABASE "tmp" RENAME TO "orders"`,
+					`ALTER DATABASE "orders" WITH ALLOW_CONNECTIONS true`,
+				},
 			},
 		},
 		"Everything": {
-			reason: "Every option is spelled out, identifiers and literals quoted.",
-			s:      DatabaseSettings{Owner: "app", ConnectionLimit: 10, AllowConnections: false, IsTemplate: true, Comment: "it's"},
+			reason: "Every option is spelled out, identifiers and literals quoted; the owner is given the database last.",
+			s:      DatabaseSettings{Owner: "app", ConnectionLimit: 10, AllowConnections: false, IsTemplate: true, Comment: "it's", RevokePublic: true},
 			o: DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C.UTF-8", LCCtype: "C.UTF-8",
 				LocaleProvider: "icu", ICULocale: "und", Strategy: "file_copy", Tablespace: "pg_default"},
-			want: []string{
-				`CREATE DATABASE "orders" WITH OWNER "app" TEMPLATE "template0" ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' ` +
-					`LOCALE_PROVIDER "icu" ICU_LOCALE 'und' STRATEGY "file_copy" TABLESPACE "pg_default" CONNECTION LIMIT 10 ALLOW_CONNECTIONS false IS_TEMPLATE true`,
-				`COMMENT ON DATABASE "orders" IS 'it''s` + "\n" + `[provider-postgresql uid=u-1]'`,
+			want: DatabaseCreate{
+				Create: `CREATE DATABASE "tmp" WITH TEMPLATE "template0" ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' ` +
+					`LOCALE_PROVIDER "icu" ICU_LOCALE 'und' STRATEGY "file_copy" TABLESPACE "pg_default" CONNECTION LIMIT 10 ALLOW_CONNECTIONS false`,
+				Finish: []string{
+					`COMMENT ON DATABASE "tmp" IS 'it''s` + "\n" + `[provider-postgresql uid=u-1]'`,
+					`REVOKE ALL ON DATABASE "tmp" FROM PUBLIC`,
+					`ALTER DATABASE "tmp" RENAME TO "orders"`,
+					`ALTER DATABASE "orders" WITH IS_TEMPLATE true`,
+					`ALTER DATABASE "orders" OWNER TO "app"`,
+				},
 			},
+		},
+		"Staged": {
+			reason: "A create cut short after CREATE DATABASE is finished: the staging database is not created again.",
+			s:      DatabaseSettings{ConnectionLimit: -1, AllowConnections: true},
+			staged: true,
+			want: DatabaseCreate{Finish: []string{
+				`COMMENT ON DATABASE "tmp" IS '[provider-postgresql uid=u-1]'`,
+				`ALTER DATABASE "tmp" RENAME TO "orders"`,
+				`ALTER DATABASE "orders" WITH ALLOW_CONNECTIONS true`,
+			}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, CreateDatabaseStatements("orders", tc.s, tc.o, Mark{UID: "u-1"})); diff != "" {
+			if diff := cmp.Diff(tc.want, CreateDatabaseStatements("orders", "tmp", tc.staged, tc.s, tc.o, Mark{UID: "u-1"})); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+	if n := StagingDatabaseName("0b0e6f0c-54a1-4b52-9f57-4bd5d1b1b0c1"); len(n) > 63 {
+		t.Errorf("the staging name %q is longer than PostgreSQL's 63 bytes", n)
 	}
 }
 
@@ -143,7 +167,7 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	}
 	s := DatabaseSettings{Owner: "rt_db_owner", ConnectionLimit: 4, AllowConnections: true, Comment: "round trip"}
 	o := DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C", LCCtype: "C", Strategy: "wal_log"}
-	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_db", s, o, Mark{UID: "uid-db"})); err != nil {
+	if err := CreateDatabase(ctx, conn, "uid-db", CreateDatabaseStatements("rt_db", StagingDatabaseName("uid-db"), false, s, o, Mark{UID: "uid-db"})); err != nil {
 		t.Fatal(err)
 	}
 	got, system, err := ObserveDatabase(ctx, conn, "rt_db")
@@ -173,7 +197,7 @@ func TestDatabaseRevokePublic(t *testing.T) {
 	defer cancel()
 	conn := adminConn(ctx, t)
 	s := DatabaseSettings{ConnectionLimit: -1, AllowConnections: true, RevokePublic: true}
-	if err := ExecEach(ctx, conn, CreateDatabaseStatements("rt_private", s, DatabaseCreateOptions{}, Mark{UID: "uid-p"})); err != nil {
+	if err := CreateDatabase(ctx, conn, "uid-p", CreateDatabaseStatements("rt_private", StagingDatabaseName("uid-p"), false, s, DatabaseCreateOptions{}, Mark{UID: "uid-p"})); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := ObserveDatabase(ctx, conn, "rt_private")
@@ -280,5 +304,77 @@ func TestStatementTimeoutFollowsLongDeadlines(t *testing.T) {
 func TestMemberOfPrefixIsWhatTheQueryWrites(t *testing.T) {
 	if !strings.Contains(observeDatabaseSQL, "'"+MemberOfPrefix+"'") {
 		t.Errorf("observeDatabaseSQL does not write memberships as %q", MemberOfPrefix)
+	}
+}
+
+// TestDatabaseCreateCutShort: a create that stops after CREATE DATABASE
+// leaves a database only this resource could have left, which the next
+// create finishes; a database of that name someone else made is refused,
+// and one that took the name meanwhile leaves no staging database behind.
+func TestDatabaseCreateCutShort(t *testing.T) {
+	suite.Versions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	s := DatabaseSettings{ConnectionLimit: 3, AllowConnections: true, Comment: "cut short"}
+	create := func(name, uid string, staged bool) DatabaseCreate {
+		return CreateDatabaseStatements(name, StagingDatabaseName(uid), staged, s, DatabaseCreateOptions{}, Mark{UID: uid})
+	}
+	exists := func(name string) bool {
+		t.Helper()
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+
+	// Killed after CREATE DATABASE: the staging database is there,
+	// closed, the admin's, unmarked.
+	if err := ExecEach(ctx, conn, []string{create("rt_cut", "uid-cut", false).Create}); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := ObserveStagingDatabase(ctx, conn, "uid-cut")
+	if err != nil || !staged {
+		t.Fatalf("ObserveStagingDatabase = %v, %v; want the staging database recognised", staged, err)
+	}
+	if staged, err := ObserveStagingDatabase(ctx, conn, "uid-other"); err != nil || staged {
+		t.Errorf("another resource's staging database = %v, %v; want none", staged, err)
+	}
+	if err := CreateDatabase(ctx, conn, "uid-cut", create("rt_cut", "uid-cut", true)); err != nil {
+		t.Fatalf("finishing the create: %v", err)
+	}
+	got, _, err := ObserveDatabase(ctx, conn, "rt_cut")
+	if err != nil || got == nil {
+		t.Fatalf("ObserveDatabase = %v, %v", got, err)
+	}
+	if got.MarkerOwner != "uid-cut" || !got.AllowConnections || got.ConnectionLimit != 3 || got.Comment != "cut short" {
+		t.Errorf("the finished database is %+v", got)
+	}
+	if exists(StagingDatabaseName("uid-cut")) {
+		t.Error("the staging database is still there after the create finished")
+	}
+
+	// Someone made a database of a staging name that accepts connections.
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+QuoteIdentifier(StagingDatabaseName("uid-squat"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ObserveStagingDatabase(ctx, conn, "uid-squat"); err == nil || !strings.Contains(err.Error(), "was not left by this provider") {
+		t.Errorf("a database someone made under a staging name: %v; want it refused", err)
+	}
+	if err := DropStagingDatabase(ctx, conn, "uid-squat"); err == nil || !exists(StagingDatabaseName("uid-squat")) {
+		t.Errorf("DropStagingDatabase dropped a database the provider did not leave (%v)", err)
+	}
+
+	// The name was taken between the observation and the rename.
+	if _, err := conn.Exec(ctx, "CREATE DATABASE rt_taken"); err != nil {
+		t.Fatal(err)
+	}
+	err = CreateDatabase(ctx, conn, "uid-late", create("rt_taken", "uid-late", false))
+	if !IsCode(err, CodeDuplicateDatabase) {
+		t.Errorf("a create whose name was taken: %v; want %s", err, CodeDuplicateDatabase)
+	}
+	if exists(StagingDatabaseName("uid-late")) {
+		t.Error("the staging database of a create whose name was taken is left behind")
 	}
 }

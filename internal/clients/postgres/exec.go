@@ -66,6 +66,7 @@ func ExecGuarded(ctx context.Context, db Beginner, guard func(TxQuerier) error, 
 			(*hook)()
 		}
 		for i, s := range stmts {
+			beforeStatement()
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
 			}
@@ -162,6 +163,7 @@ func ExecEach(ctx context.Context, db Execer, stmts []string) error {
 		}()
 	}
 	for i, s := range stmts {
+		beforeStatement()
 		if _, err := db.Exec(ctx, s); err != nil {
 			return xperrors.Errorf("statement %d of %d (%s): %w", i+1, len(stmts), verb(s), describePgError(err))
 		}

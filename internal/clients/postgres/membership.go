@@ -153,6 +153,7 @@ func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*
 	err := db.QueryRow(ctx, hasNeedSQL, n.Role, n.Set, n.Inherit).Scan(&ok, &version)
 	if err == nil && !ok {
 		grant, revoke := MembershipGrants(n, version)
+		beforeStatement()
 		if _, gerr := db.Exec(ctx, grant); gerr != nil {
 			err = xperrors.Wrapf(describePgError(gerr), "the admin may not act as role %s and cannot grant itself membership of it: it needs SUPERUSER, or CREATEROLE "+
 				"(and on PostgreSQL 16+ ADMIN OPTION on the role, which it has on roles it created)", QuoteIdentifier(n.Role))
@@ -189,6 +190,7 @@ func (m *membership) release(ctx context.Context, db Execer) error {
 	}
 	rctx, cancel := cleanupContext(ctx)
 	defer cancel()
+	beforeStatement()
 	_, err := db.Exec(rctx, revoke)
 	return describePgError(err)
 }

@@ -588,7 +588,7 @@ func TestProvisioningPlan(t *testing.T) {
 	}
 	if len(planned) < 2 || !strings.HasPrefix(planned[0], `CREATE ROLE "preview_owner"`) ||
 		!slices.ContainsFunc(planned, func(s string) bool {
-			return strings.HasPrefix(s, `CREATE DATABASE "preview"`) && strings.Contains(s, `OWNER "preview_owner"`)
+			return strings.HasPrefix(s, `ALTER DATABASE "preview" OWNER TO "preview_owner"`)
 		}) {
 		t.Errorf("the plan does not create the owner role, then the database owned by it:\n%s", strings.Join(planned, "\n"))
 	}

@@ -134,6 +134,13 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase)
 			b.BoundTo.Tenant)
 	}
 	if done {
+		if err == nil && !obs.ResourceExists && meta.WasDeleted(mg) {
+			// A create cut short may have left the staging database,
+			// which nobody but this resource could have made or entered:
+			// Delete drops it.
+			staged, serr := postgres.ObserveStagingDatabase(ctx, e.conn.Pool, string(mg.GetUID()))
+			return managed.ExternalObservation{ResourceExists: staged}, errors.Wrap(serr, errObserve)
+		}
 		return obs, err
 	}
 	owner, err := e.owner(ctx, mg)
@@ -174,8 +181,25 @@ func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 	if err != nil {
 		return nil, err
 	}
-	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), k.e.mark(mg))
-	return append(stmts, postgres.ExtensionStatements(wantedExtensions(mg), nil, nil)...), nil
+	c, err := k.e.creation(ctx, mg, owner)
+	if err != nil {
+		return nil, err
+	}
+	return append(c.Statements(), postgres.ExtensionStatements(wantedExtensions(mg), nil, nil)...), nil
+}
+
+// creation is how mg's database is created from here, through its staging
+// database (postgres.StagingDatabaseName): CREATE DATABASE is left out
+// when a create cut short (a provider killed between CREATE DATABASE and
+// the transaction that finishes it) left the staging database, which is
+// then finished rather than reported as someone else's.
+func (e *external) creation(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, owner string) (postgres.DatabaseCreate, error) {
+	uid := string(mg.GetUID())
+	staged, err := postgres.ObserveStagingDatabase(ctx, e.conn.Pool, uid)
+	if err != nil {
+		return postgres.DatabaseCreate{}, errors.Wrap(err, errObserve)
+	}
+	return postgres.CreateDatabaseStatements(mg.DatabaseName(), postgres.StagingDatabaseName(uid), staged, desired(mg, owner), createOptions(mg), e.mark(mg)), nil
 }
 
 // UpdateStatements are the changes of the database's settings, then of
@@ -382,19 +406,22 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if err := e.checkExtensionsAvailable(mg); err != nil {
 		return managed.ExternalCreation{}, err
 	}
-	// CREATE DATABASE cannot share a transaction with its marker, and a
-	// cancelled statement may still complete on the server. So both run
-	// detached from this reconcile's cancellation (a provider shutting
-	// down lets them finish), bounded by createTimeout; only a hard kill in
-	// between leaves a database without its marker, which then shows as a
-	// Conflict for a person to resolve.
-	stmts := postgres.CreateDatabaseStatements(mg.DatabaseName(), desired(mg, owner), createOptions(mg), e.mark(mg))
+	// CREATE DATABASE cannot share a transaction with anything, and a
+	// cancelled statement may still complete on the server. So the create
+	// runs detached from this reconcile's cancellation (a provider shutting
+	// down lets it finish), bounded by createTimeout; a hard kill at any
+	// point leaves nothing, the staging database (finished by the next
+	// create), or the database complete (see creation).
+	c, err := e.creation(ctx, mg, owner)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
-	// The owner is given the database, which the admin then comments on,
-	// closes to PUBLIC and installs extensions in, as its owner would.
+	// The owner is given the database, in which the admin then installs
+	// extensions as its owner would.
 	err = e.actingAs(cctx, []postgres.RoleNeed{{Role: owner, Set: true, Inherit: true}}, func() error {
-		if err := postgres.ExecEach(cctx, e.conn.Pool, stmts); err != nil {
+		if err := postgres.CreateDatabase(cctx, e.conn.Pool, string(mg.GetUID()), c); err != nil {
 			return errors.Wrap(templateInUse(err, createOptions(mg).Template), errCreate)
 		}
 		return errors.Wrap(e.applyExtensions(ctx, mg), errExtensions)
@@ -463,7 +490,7 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 		return managed.ExternalDelete{}, errors.Wrap(err, errObserve)
 	}
 	if got == nil {
-		return managed.ExternalDelete{}, nil
+		return managed.ExternalDelete{}, errors.Wrap(postgres.DropStagingDatabase(ctx, e.conn.Pool, string(mg.GetUID())), errDelete)
 	}
 	if !force && got.Sessions > 0 {
 		return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+

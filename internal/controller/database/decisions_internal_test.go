@@ -81,6 +81,17 @@ func roleExists(ok bool) fakedb.Answer {
 // the boundary allows.
 var noRole = fakedb.Answer{Match: "SELECT rolname, rolsuper, rolcreaterole"}
 
+// notStaged says no create of this resource was cut short: there is no
+// staging database.
+var notStaged = fakedb.Answer{Match: "AND NOT d.datallowconn"}
+
+// staged is the staging database a create cut short left: the admin's,
+// closed, unmarked.
+var staged = fakedb.Answer{Match: "AND NOT d.datallowconn", Rows: [][]any{{true, ""}}}
+
+// staging is the resource's staging database's name, quoted.
+var staging = postgres.QuoteIdentifier(postgres.StagingDatabaseName(dbUID))
+
 func newDatabase(change ...func(*v1alpha1.PostgreSQLDatabase)) *v1alpha1.PostgreSQLDatabase {
 	d := &v1alpha1.PostgreSQLDatabase{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", UID: dbUID},
@@ -117,7 +128,7 @@ func TestObserveDecisions(t *testing.T) {
 	}{
 		"AbsentWithItsOwnerIsCreated": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole},
+			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, notStaged},
 			want:    managed.ExternalObservation{ResourceExists: false},
 		},
 		"AbsentWaitsForItsOwnerByName": {
@@ -178,8 +189,13 @@ func TestObserveDecisions(t *testing.T) {
 		},
 		"DeletedAndAbsentIsGone": {
 			mg:      newDatabase(func(d *v1alpha1.PostgreSQLDatabase) { d.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
-			answers: []fakedb.Answer{(*observed)(nil).row()},
+			answers: []fakedb.Answer{(*observed)(nil).row(), notStaged},
 			want:    managed.ExternalObservation{ResourceExists: false},
+		},
+		"DeletedWithACreateCutShortIsThereToDrop": {
+			mg:      newDatabase(func(d *v1alpha1.PostgreSQLDatabase) { d.DeletionTimestamp = &metav1.Time{Time: time.Now()} }),
+			answers: []fakedb.Answer{(*observed)(nil).row(), staged},
+			want:    managed.ExternalObservation{ResourceExists: true},
 		},
 	}
 	for name, c := range cases {
@@ -213,19 +229,40 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		"CreateThenMarks": {
+		"CreateStagesMarksRenamesAndGivesAway": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, fakedb.ActsAsAnyRole(170000)},
+			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, notStaged, fakedb.ActsAsAnyRole(170000)},
 			op:      create,
-			want:    []string{`CREATE DATABASE "orders" WITH OWNER "alice" TEMPLATE "template0"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`},
+			want: []string{
+				`CREATE DATABASE ` + staging + ` WITH TEMPLATE "template0" ALLOW_CONNECTIONS false`,
+				`COMMENT ON DATABASE ` + staging + ` IS '` + marked + `'`,
+				`ALTER DATABASE ` + staging + ` RENAME TO "orders"`,
+				`ALTER DATABASE "orders" WITH ALLOW_CONNECTIONS true`,
+				`ALTER DATABASE "orders" OWNER TO "alice"`,
+			},
+		},
+		"CreateCutShortIsFinished": {
+			mg:      newDatabase(),
+			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, staged, fakedb.ActsAsAnyRole(170000)},
+			op:      create,
+			want: []string{
+				`COMMENT ON DATABASE ` + staging + ` IS '` + marked + `'`,
+				`ALTER DATABASE ` + staging + ` RENAME TO "orders"`,
+				`ALTER DATABASE "orders" WITH ALLOW_CONNECTIONS true`,
+				`ALTER DATABASE "orders" OWNER TO "alice"`,
+			},
 		},
 		"CreateByAManagedAdminActsAsTheOwnerAndGivesItBack": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, fakedb.ActsAsNoRole(150000)},
+			answers: []fakedb.Answer{(*observed)(nil).row(), roleExists(true), noRole, notStaged, fakedb.ActsAsNoRole(150000)},
 			op:      create,
 			want: []string{
 				`GRANT "alice" TO CURRENT_USER`,
-				`CREATE DATABASE "orders" WITH OWNER "alice" TEMPLATE "template0"`, `COMMENT ON DATABASE "orders" IS '` + marked + `'`,
+				`CREATE DATABASE ` + staging + ` WITH TEMPLATE "template0" ALLOW_CONNECTIONS false`,
+				`COMMENT ON DATABASE ` + staging + ` IS '` + marked + `'`,
+				`ALTER DATABASE ` + staging + ` RENAME TO "orders"`,
+				`ALTER DATABASE "orders" WITH ALLOW_CONNECTIONS true`,
+				`ALTER DATABASE "orders" OWNER TO "alice"`,
 				`REVOKE "alice" FROM CURRENT_USER`,
 			},
 		},
@@ -260,8 +297,14 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		},
 		"DeleteOfAnAbsentDatabaseSendsNothing": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{(*observed)(nil).row()},
+			answers: []fakedb.Answer{(*observed)(nil).row(), notStaged},
 			op:      drop,
+		},
+		"DeleteOfACreateCutShortDropsTheStagingDatabase": {
+			mg:      newDatabase(),
+			answers: []fakedb.Answer{(*observed)(nil).row(), staged},
+			op:      drop,
+			want:    []string{`DROP DATABASE IF EXISTS ` + staging},
 		},
 	}
 	for name, c := range cases {
