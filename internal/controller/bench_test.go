@@ -160,7 +160,7 @@ func allReconciles(tb testing.TB, g gatherFunc) float64 {
 
 // restoreScaleEnv restarts the provider with the scale environment's
 // options, after a benchmark changed them.
-func restoreScaleEnv(ctx context.Context, b *testing.B) {
+func restoreScaleEnv(ctx context.Context, b testing.TB) {
 	b.Helper()
 	if err := env.RestartWith(ctx, func(o *providertest.Options) {
 		o.PollInterval, o.PollJitter, o.MaxReconcileRate, o.MaxConcurrentReconciles, o.Pools = scalePoll, 0, 0, 0, scalePools

@@ -49,6 +49,10 @@ type DatabaseCreateOptions struct {
 	ICULocale      string
 	Strategy       string
 	Tablespace     string
+	// KeepAdminConnect grants the admin CONNECT on a database whose
+	// PUBLIC privileges are revoked: a non-superuser admin needs it to
+	// manage what is inside once the database is its owner's.
+	KeepAdminConnect bool
 }
 
 // ObservedDatabase is a database as the catalog shows it.
@@ -221,6 +225,12 @@ func CreateDatabaseStatements(name, staging string, staged bool, s DatabaseSetti
 	// membership of the owner for what comes before.
 	if s.Owner != "" {
 		c.Finish = append(c.Finish, "ALTER DATABASE "+id+" OWNER TO "+QuoteIdentifier(s.Owner))
+		// After the owner is given the database: a new owner takes the
+		// old one's place in every entry of the ACL, the admin's own
+		// grants included.
+		if s.RevokePublic && o.KeepAdminConnect {
+			c.Finish = append(c.Finish, "GRANT CONNECT ON DATABASE "+id+" TO CURRENT_USER")
+		}
 	}
 	return c
 }

@@ -35,7 +35,7 @@ func TestCreateDatabaseStatements(t *testing.T) {
 			reason: "Every option is spelled out, identifiers and literals quoted; the owner is given the database last.",
 			s:      DatabaseSettings{Owner: "app", ConnectionLimit: 10, AllowConnections: false, IsTemplate: true, Comment: "it's", RevokePublic: true},
 			o: DatabaseCreateOptions{Template: "template0", Encoding: "UTF8", LCCollate: "C.UTF-8", LCCtype: "C.UTF-8",
-				LocaleProvider: "icu", ICULocale: "und", Strategy: "file_copy", Tablespace: "pg_default"},
+				LocaleProvider: "icu", ICULocale: "und", Strategy: "file_copy", Tablespace: "pg_default", KeepAdminConnect: true},
 			want: DatabaseCreate{
 				Create: `CREATE DATABASE "tmp" WITH TEMPLATE "template0" ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' ` +
 					`LOCALE_PROVIDER "icu" ICU_LOCALE 'und' STRATEGY "file_copy" TABLESPACE "pg_default" CONNECTION LIMIT 10 ALLOW_CONNECTIONS false`,
@@ -45,6 +45,7 @@ func TestCreateDatabaseStatements(t *testing.T) {
 					`ALTER DATABASE "tmp" RENAME TO "orders"`,
 					`ALTER DATABASE "orders" WITH IS_TEMPLATE true`,
 					`ALTER DATABASE "orders" OWNER TO "app"`,
+					`GRANT CONNECT ON DATABASE "orders" TO CURRENT_USER`,
 				},
 			},
 		},

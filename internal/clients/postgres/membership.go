@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -30,13 +31,26 @@ type RoleNeed struct {
 
 // hasNeedSQL reads whether the session user meets a need already: it is
 // a superuser, or it holds the role's privileges (USAGE) and, where asked,
-// may SET ROLE to it (16+) or is its member (up to 15).
+// may SET ROLE to it (16+) or is its member (up to 15). Then the server's
+// version, and whether a non-superuser holds a membership of the role
+// that it granted itself (selfGrantedSQL): only ActingAs grants those, so
+// one found before this process granted anything was left by a provider
+// killed between its grant and its revoke.
 const hasNeedSQL = `SELECT r.rolsuper OR ((NOT $2 OR CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 160000
                                               THEN pg_catalog.pg_has_role(current_user, $1, 'SET')
                                               ELSE pg_catalog.pg_has_role(current_user, $1, 'MEMBER') END)
                          AND (NOT $3 OR pg_catalog.pg_has_role(current_user, $1, 'USAGE'))),
-       pg_catalog.current_setting('server_version_num')::pg_catalog.int4
+       pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
+       NOT r.rolsuper AND EXISTS (SELECT FROM ` + selfGrantedSQL + ` AND g.rolname = $1)
   FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`
+
+// selfGrantedSQL selects, as m and g, the memberships of role r in roles g
+// that r granted itself with INHERIT or SET (16+; their option columns
+// are read through to_jsonb so that the query parses on 15): what
+// ActingAs grants a non-superuser admin for the length of a step.
+const selfGrantedSQL = `pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
+                 WHERE m.member = r.oid AND m.grantor = r.oid
+                   AND coalesce((pg_catalog.to_jsonb(m)->>'inherit_option')::pg_catalog.bool OR (pg_catalog.to_jsonb(m)->>'set_option')::pg_catalog.bool, true)`
 
 // An Execer runs statements outside a transaction and reads rows.
 type Execer interface {
@@ -91,6 +105,18 @@ func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error)
 		err = xperrors.Join(err, xperrors.Errorf("cannot revoke the admin's temporary membership: %s", strings.Join(failed, "; ")))
 	}
 	return err
+}
+
+// RevokeLeftovers revokes the temporary memberships of roles (found by
+// ObserveServer as LeftoverMemberships) that a provider killed between
+// ActingAs's grant and its revoke left its admin, unless this process is
+// using one of them at the moment: then its last user revokes it.
+func RevokeLeftovers(ctx context.Context, db Execer, roles []string) error {
+	var errs []error
+	for _, r := range roles {
+		errs = append(errs, ActingAs(ctx, db, []RoleNeed{{Role: r, Inherit: true}}, func() error { return nil }))
+	}
+	return errors.Join(errs...)
 }
 
 // memberships are the temporary memberships ActingAs holds, process-wide.
@@ -148,10 +174,14 @@ func (t *membershipTable) acquire(ctx context.Context, db Execer, n RoleNeed) (*
 	if m.ready {
 		n = RoleNeed{Role: n.Role, Set: n.Set || m.need.Set, Inherit: n.Inherit || m.need.Inherit}
 	}
-	var ok bool
+	var ok, leftover bool
 	var version int
-	err := db.QueryRow(ctx, hasNeedSQL, n.Role, n.Set, n.Inherit).Scan(&ok, &version)
-	if err == nil && !ok {
+	err := db.QueryRow(ctx, hasNeedSQL, n.Role, n.Set, n.Inherit).Scan(&ok, &version, &leftover)
+	if err == nil && ok && leftover {
+		// A temporary membership a killed provider could not revoke:
+		// used as this one's, and revoked with it.
+		_, m.revoke = MembershipGrants(n, version)
+	} else if err == nil && !ok {
 		grant, revoke := MembershipGrants(n, version)
 		beforeStatement()
 		if _, gerr := db.Exec(ctx, grant); gerr != nil {

@@ -97,9 +97,9 @@ func TestActingAsSharesMemberships(t *testing.T) {
 	// Nothing is left: the admin may neither SET ROLE to it nor use its
 	// privileges any more.
 	for _, n := range []RoleNeed{{Set: true}, {Inherit: true}} {
-		var held bool
+		var held, leftover bool
 		var version int
-		if err := pools[0].QueryRow(ctx, hasNeedSQL, "acting_owner", n.Set, n.Inherit).Scan(&held, &version); err != nil {
+		if err := pools[0].QueryRow(ctx, hasNeedSQL, "acting_owner", n.Set, n.Inherit).Scan(&held, &version, &leftover); err != nil {
 			t.Fatal(err)
 		}
 		if held {
@@ -111,5 +111,57 @@ func TestActingAsSharesMemberships(t *testing.T) {
 	memberships.mu.Unlock()
 	if left != 0 {
 		t.Errorf("%d temporary memberships still tracked, want none", left)
+	}
+}
+
+// TestActingAsRevokesALeftover: a provider killed between granting its
+// admin a temporary membership and revoking it leaves the membership
+// behind. The next ActingAs of that role, in a provider started afresh,
+// takes it as its own and revokes it when done; a membership the platform
+// gave the admin (granted by someone else) is left alone.
+func TestActingAsRevokesALeftover(t *testing.T) {
+	suite.Versions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := adminConn(ctx, t)
+	if _, err := admin.Exec(ctx, "CREATE ROLE leftover_admin LOGIN CREATEDB CREATEROLE PASSWORD 'pw-leftover'"); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(RegistryOptions{MaxConnsPerPool: 2, MaxConnsPerDatabase: 2, MaxConns: 4})
+	defer r.Close()
+	tg := target("uid-leftover", "postgres")
+	tg.Credentials = Credentials{Username: "leftover_admin", Password: "pw-leftover"}
+	p, err := r.Pool(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version int
+	if err := p.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	need := RoleNeed{Role: "leftover_owner", Set: true, Inherit: true}
+	grant, _ := MembershipGrants(need, version)
+	for _, stmt := range []string{"CREATE ROLE leftover_owner", grant} {
+		if _, err := p.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The platform's own role and grant: by the superuser, not by the
+	// admin.
+	if _, err := admin.Exec(ctx, "CREATE ROLE leftover_platform; GRANT leftover_platform TO leftover_admin"); err != nil {
+		t.Fatal(err)
+	}
+	platform := RoleNeed{Role: "leftover_platform", Inherit: true}
+	if err := ActingAs(ctx, p, []RoleNeed{need, platform}, func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for role, want := range map[string]bool{"leftover_owner": false, "leftover_platform": true} {
+		var member bool
+		if err := admin.QueryRow(ctx, "SELECT pg_has_role('leftover_admin', $1, 'USAGE')", role).Scan(&member); err != nil {
+			t.Fatal(err)
+		}
+		if member != want {
+			t.Errorf("after ActingAs, the admin holds %s's privileges: %v, want %v", role, member, want)
+		}
 	}
 }

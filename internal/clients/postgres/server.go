@@ -71,6 +71,10 @@ type ServerInfo struct {
 	// own database) whose CONNECT PUBLIC holds: every login may connect to
 	// them.
 	PublicConnect []string
+	// LeftoverMemberships are the roles a non-superuser admin holds
+	// through a membership it granted itself: the temporary memberships
+	// of a provider killed in the middle of a step (RevokeLeftovers).
+	LeftoverMemberships []string
 }
 
 // Sufficient reports whether the admin role can do what the provider needs:
@@ -94,7 +98,9 @@ const observeServerSQL = `SELECT pg_catalog.current_setting('server_version'),
                   AND pg_catalog.pg_has_role(r.oid, u.oid, 'USAGE')),
        coalesce((SELECT pg_catalog.array_agg(d.datname::pg_catalog.text ORDER BY d.datname) FROM pg_catalog.pg_database d
                   WHERE d.datname = ANY (ARRAY['template1', pg_catalog.current_database()])
-                    AND pg_catalog.has_database_privilege('public', d.oid, 'CONNECT')), '{}')
+                    AND pg_catalog.has_database_privilege('public', d.oid, 'CONNECT')), '{}'),
+       CASE WHEN r.rolsuper THEN '{}'
+            ELSE coalesce((SELECT pg_catalog.array_agg(g.rolname::pg_catalog.text ORDER BY g.rolname) FROM ` + selfGrantedSQL + `), '{}') END
   FROM pg_catalog.pg_roles r,
        LATERAL (SELECT pg_catalog.array_agg(name::pg_catalog.text ORDER BY name) AS names,
                        pg_catalog.array_agg(coalesce(default_version, '') ORDER BY name) AS versions
@@ -110,7 +116,7 @@ func ObserveServer(ctx context.Context, q Querier) (*ServerInfo, error) {
 	var useReserved bool
 	if err := q.QueryRow(ctx, observeServerSQL).Scan(&i.Version, &i.VersionNum, &i.SystemIdentifier,
 		&i.Superuser, &i.CreateDB, &i.CreateRole, &names, &versions,
-		&i.MaxConnections, &superuserReserved, &reserved, &useReserved, &i.PublicConnect); err != nil {
+		&i.MaxConnections, &superuserReserved, &reserved, &useReserved, &i.PublicConnect, &i.LeftoverMemberships); err != nil {
 		return nil, errors.Wrap(ClassifyConnectError(err), "cannot read server information")
 	}
 	// A superuser may take the superuser-reserved slots and, being a

@@ -94,6 +94,13 @@ type SharedDB struct {
 
 var _ DB = SharedDB{}
 
+// Config is the pool's configuration: which server and user its sessions
+// log in to, which the temporary memberships of ActingAs belong to. Shares
+// of one pool, and the pools of one server, must share them: keyed by the
+// share, the Instance's revoke of a membership left by a killed provider
+// pulled it from under a database's create of another share.
+func (d SharedDB) Config() *pgxpool.Config { return d.pool.Config() }
+
 func (d SharedDB) take(ctx context.Context) (func(), error) {
 	if err := d.shares.take(ctx, d.key); err != nil {
 		return nil, err

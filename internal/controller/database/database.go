@@ -199,7 +199,13 @@ func (e *external) creation(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase
 	if err != nil {
 		return postgres.DatabaseCreate{}, errors.Wrap(err, errObserve)
 	}
-	return postgres.CreateDatabaseStatements(mg.DatabaseName(), postgres.StagingDatabaseName(uid), staged, desired(mg, owner), createOptions(mg), e.mark(mg)), nil
+	o := createOptions(mg)
+	// A non-superuser admin keeps CONNECT on a database closed to PUBLIC:
+	// granted by the update that follows, the database was Ready a poll
+	// later.
+	p := e.conn.Instance.Status.AdminPrivileges
+	o.KeepAdminConnect = p == nil || !p.Superuser
+	return postgres.CreateDatabaseStatements(mg.DatabaseName(), postgres.StagingDatabaseName(uid), staged, desired(mg, owner), o, e.mark(mg)), nil
 }
 
 // UpdateStatements are the changes of the database's settings, then of

@@ -44,18 +44,22 @@ const system = "7301234567890123456"
 // system identifier, the admin's SUPERUSER, CREATEDB and CREATEROLE, the
 // available extensions' names and default versions, max_connections
 // (100), superuser_reserved_connections (3), reserved_connections (none),
-// whether the admin may use them, and the shared databases PUBLIC may
-// connect to (both, as on a stock server).
+// whether the admin may use them, the shared databases PUBLIC may
+// connect to (both, as on a stock server), and the temporary memberships
+// left to the admin (none).
 func server(superuser, createdb, createrole bool) fakedb.Answer {
 	return serverWith(superuser, createdb, createrole, 0, false, []string{"postgres", "template1"})
 }
 
 // serverWith is server with reserved_connections, the admin's membership
 // of pg_use_reserved_connections and the databases PUBLIC may connect to.
-func serverWith(superuser, createdb, createrole bool, reserved int32, useReserved bool, public []string) fakedb.Answer {
+func serverWith(superuser, createdb, createrole bool, reserved int32, useReserved bool, public []string, leftovers ...string) fakedb.Answer {
+	if leftovers == nil {
+		leftovers = []string{}
+	}
 	return fakedb.Answer{Match: "FROM pg_catalog.pg_available_extensions", Rows: [][]any{{
 		"17.10 (Debian 17.10-1)", 170010, system, superuser, createdb, createrole, []string{"pgcrypto", "postgres_fdw"}, []string{"1.3", ""},
-		int32(100), int32(3), reserved, useReserved, public,
+		int32(100), int32(3), reserved, useReserved, public, leftovers,
 	}}}
 }
 
@@ -137,6 +141,16 @@ func TestObserveDecisions(t *testing.T) {
 			wantAdmin:       &v1alpha1.AdminPrivileges{Superuser: true, CreateDB: true, CreateRole: true, Sufficient: true},
 			wantSlots:       v1alpha1.ReasonSuperuserReserved,
 			wantConnections: &v1alpha1.InstanceConnections{Max: 100, ReservedForAdmin: 3, DefaultRoleConnectionLimit: 25},
+		},
+		"MembershipsLeftByAKilledProviderAreAnUpdate": {
+			answers:         []fakedb.Answer{serverWith(false, true, true, 0, false, []string{"postgres", "template1"}, "app_owner")},
+			want:            managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+			wantReason:      xpv2.ReasonAvailable,
+			wantPhase:       v1alpha1.InstancePhaseReady,
+			wantAdmin:       &v1alpha1.AdminPrivileges{CreateDB: true, CreateRole: true, Sufficient: true},
+			wantSlots:       v1alpha1.ReasonNoReservedSlots,
+			wantShared:      v1alpha1.ReasonPublicConnectKept,
+			wantConnections: &v1alpha1.InstanceConnections{Max: 100, DefaultRoleConnectionLimit: 25},
 		},
 		"AnAdminWithoutCreateRoleIsNotEnough": {
 			answers:         []fakedb.Answer{server(false, true, false)},

@@ -53,6 +53,10 @@ const (
 
 const reasonServerChanged event.Reason = "ServerChanged"
 
+// reasonLeftoversRevoked: the admin's temporary memberships that a provider
+// killed mid-step left behind were revoked.
+const reasonLeftoversRevoked event.Reason = "TemporaryMembershipsRevoked"
+
 // Setup adds the PostgreSQLInstance controller to mgr.
 func Setup(mgr ctrl.Manager, c config.Config) error {
 	name := managed.ControllerName(v1alpha1.PostgreSQLInstanceGroupKind)
@@ -293,7 +297,9 @@ func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLInstance)
 		mg.Status.AvailableExtensions[i] = v1alpha1.AvailableExtension{Name: x.Name, DefaultVersion: x.DefaultVersion}
 	}
 	recordConnections(mg, info)
-	upToDate := sharedDatabases(mg, info)
+	// Temporary memberships left by a provider killed mid-step are
+	// revoked by Update.
+	upToDate := sharedDatabases(mg, info) && len(info.LeftoverMemberships) == 0
 	mg.Status.ObservedGeneration = mg.GetGeneration()
 
 	if !info.Sufficient() {
@@ -329,6 +335,19 @@ func (e *external) Create(context.Context, *v1alpha1.PostgreSQLInstance) (manage
 }
 
 func (e *external) Update(ctx context.Context, mg *v1alpha1.PostgreSQLInstance) (managed.ExternalUpdate, error) {
+	info, err := postgres.ObserveServer(ctx, e.pool)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, errObserve)
+	}
+	// What a provider killed between granting its admin a temporary
+	// membership and revoking it left behind.
+	if len(info.LeftoverMemberships) > 0 {
+		if err := postgres.RevokeLeftovers(ctx, e.pool, info.LeftoverMemberships); err != nil {
+			return managed.ExternalUpdate{}, errors.Wrap(err, "cannot revoke the admin's temporary memberships left by a provider stopped mid-step")
+		}
+		e.record.Event(mg, event.Normal(reasonLeftoversRevoked, fmt.Sprintf(
+			"Revoked the admin's membership of %s, granted for one step by a provider that was stopped before it could revoke it", strings.Join(info.LeftoverMemberships, ", "))))
+	}
 	// What an Instance writes to its server is the one server-wide change
 	// a platform may ask for: PUBLIC's CONNECT on the shared databases.
 	if mg.Spec.SharedDatabases.RevokePublicConnect {

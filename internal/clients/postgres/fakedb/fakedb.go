@@ -339,13 +339,13 @@ func firstLine(sql string) string {
 // as a role: the admin may already (a superuser), on a server of version
 // (server_version_num), so nothing is granted.
 func ActsAsAnyRole(version int) Answer {
-	return Answer{Match: "SELECT r.rolsuper OR ", Rows: [][]any{{true, version}}}
+	return Answer{Match: "SELECT r.rolsuper OR ", Rows: [][]any{{true, version, false}}}
 }
 
 // ActsAsNoRole answers it the other way: the admin (a managed-service one)
 // must grant itself each membership for the statements that need it.
 func ActsAsNoRole(version int) Answer {
-	return Answer{Match: "SELECT r.rolsuper OR ", Rows: [][]any{{false, version}}}
+	return Answer{Match: "SELECT r.rolsuper OR ", Rows: [][]any{{false, version, false}}}
 }
 
 // PgError is a server error with SQLSTATE code, as pgx returns it.
