@@ -627,7 +627,7 @@ func TestProvisioningPlan(t *testing.T) {
 	}
 	// A few more observations: anything the plan missed would follow.
 	time.Sleep(3 * time.Second)
-	if diff := cmp.Diff(planned, env.Sent(t, from, "preview")); diff != "" {
+	if diff := cmp.Diff(planned, env.Sent(t, from, "preview", postgres.StagingDatabaseName(string(db.GetUID())))); diff != "" {
 		t.Errorf("what the server logged is not the binding's plan (-plan +logged):\n%s", diff)
 	}
 	deleteAndWait(ctx, t, b)
