@@ -276,8 +276,6 @@ func main() {
 	log.Info("Stopped")
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // retryInstall tries install again every ten seconds for five minutes
 // (an admin granting the RBAC after a package install is usually at it),
 // then every minute, until it succeeds or ctx ends.

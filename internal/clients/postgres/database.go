@@ -389,7 +389,7 @@ func CreateDatabase(ctx context.Context, db DB, uid string, c DatabaseCreate) er
 	}
 	err := Exec(ctx, db, c.Finish)
 	if IsCode(err, CodeDuplicateDatabase) {
-		return errors.Join(err, DropStagingDatabase(ctx, db, uid))
+		return xperrors.Join(err, DropStagingDatabase(ctx, db, uid))
 	}
 	return err
 }

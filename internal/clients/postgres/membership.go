@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -116,7 +115,7 @@ func RevokeLeftovers(ctx context.Context, db Execer, roles []string) error {
 	for _, r := range roles {
 		errs = append(errs, ActingAs(ctx, db, []RoleNeed{{Role: r, Inherit: true}}, func() error { return nil }))
 	}
-	return errors.Join(errs...)
+	return xperrors.Join(errs...)
 }
 
 // memberships are the temporary memberships ActingAs holds, process-wide.
