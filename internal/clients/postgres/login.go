@@ -29,8 +29,8 @@ const observeLoginsSQL = `SELECT n.name,
  ORDER BY n.i`
 
 var (
-	observeLoginsQuery             = fmt.Sprintf(observeLoginsSQL, noVerifierSQL)
-	observeLoginsWithVerifierQuery = fmt.Sprintf(observeLoginsSQL, verifierSQL)
+	observeLoginsQuery             = fmt.Sprintf(observeLoginsSQL, noVerifierSQL, "n.name")
+	observeLoginsWithVerifierQuery = fmt.Sprintf(observeLoginsSQL, verifierSQL, "n.name")
 )
 
 // ObserveLogins reads the roles names in one round trip, in that order,

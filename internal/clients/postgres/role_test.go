@@ -141,7 +141,8 @@ func TestUpdateRoleStatements(t *testing.T) {
 }
 
 // TestRoleRoundTrip creates a role from statements, observes it, and
-// checks that the observation needs no further statement.
+// checks that the observation needs no further statement. Its name needs
+// quoting (upper case, a dash): its memberships are looked up by name too.
 func TestRoleRoundTrip(t *testing.T) {
 	suite.Versions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -155,13 +156,13 @@ func TestRoleRoundTrip(t *testing.T) {
 		Login: true, Inherit: false, CreateDB: true, ConnectionLimit: 7, ValidUntil: &until,
 		Config: map[string]string{"statement_timeout": "5s"}, MemberOf: []string{"rt_group"}, Comment: "it's mine",
 	}
-	if got, system, err := ObserveRole(ctx, conn, "rt-role", false); err != nil || got != nil || system == "" {
+	if got, system, err := ObserveRole(ctx, conn, "RT-role", false); err != nil || got != nil || system == "" {
 		t.Fatalf("ObserveRole before create = %v, %q, %v; want nil, a system identifier, nil", got, system, err)
 	}
-	if err := Exec(ctx, conn, CreateRoleStatements("rt-role", want, "", Mark{UID: "uid-rt"})); err != nil {
+	if err := Exec(ctx, conn, CreateRoleStatements("RT-role", want, "", Mark{UID: "uid-rt"})); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := ObserveRole(ctx, conn, "rt-role", false)
+	got, _, err := ObserveRole(ctx, conn, "RT-role", false)
 	if err != nil || got == nil {
 		t.Fatalf("ObserveRole = %v, %v", got, err)
 	}
@@ -171,13 +172,13 @@ func TestRoleRoundTrip(t *testing.T) {
 	if got.Owner != "uid-rt" {
 		t.Errorf("marker owner = %q, want uid-rt", got.Owner)
 	}
-	if stmts := UpdateRoleStatements("rt-role", want, *got, Mark{UID: "uid-rt"}); len(stmts) != 0 {
+	if stmts := UpdateRoleStatements("RT-role", want, *got, Mark{UID: "uid-rt"}); len(stmts) != 0 {
 		t.Errorf("a freshly created role needs statements: %v", stmts)
 	}
-	if err := Exec(ctx, conn, []string{"CREATE TABLE rt_owned ()", "ALTER TABLE rt_owned OWNER TO \"rt-role\""}); err != nil {
+	if err := Exec(ctx, conn, []string{"CREATE TABLE rt_owned ()", "ALTER TABLE rt_owned OWNER TO \"RT-role\""}); err != nil {
 		t.Fatal(err)
 	}
-	err = Exec(ctx, conn, []string{DropRoleStatement("rt-role")})
+	err = Exec(ctx, conn, []string{DropRoleStatement("RT-role")})
 	if !IsCode(err, CodeDependentObjectsStillExist) {
 		t.Fatalf("dropping a role that owns a table: got %v, want SQLSTATE 2BP01", err)
 	}
