@@ -369,6 +369,16 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if bound && meta.WasDeleted(db) {
 		want.Message = fmt.Sprintf("deletion held: the database is bound to PostgreSQLTenant %s; it is deleted (following its management policies) once that tenant is gone", want.BoundTo.Tenant)
 	}
+	// A release's record (Released) goes before its phase, as a binding's
+	// does: a backup taken between the two writes holds the record of
+	// the phase the database shows, never a Released database recorded
+	// as Bound, which its restore would keep for the tenant that left.
+	if !bound && (controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) || record) {
+		controllerutil.RemoveFinalizer(db, v1alpha1.FinalizerBinding)
+		if err := b.kube.Update(ctx, db); err != nil && !kerrors.IsNotFound(err) {
+			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
+		}
+	}
 	if was := db.Status.Binding; !was.Equal(want) {
 		db.Status.Binding = want
 		// Gone meanwhile (its last finalizer removed): nothing to record.
@@ -376,12 +386,6 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 			return reconcile.Result{}, errors.Wrap(err, "cannot record the binding")
 		}
 		b.announce(db, was, want)
-	}
-	if !bound && (controllerutil.ContainsFinalizer(db, v1alpha1.FinalizerBinding) || record) {
-		controllerutil.RemoveFinalizer(db, v1alpha1.FinalizerBinding)
-		if err := b.kube.Update(ctx, db); err != nil && !kerrors.IsNotFound(err) {
-			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
-		}
 	}
 	return reconcile.Result{}, nil
 }
