@@ -55,6 +55,7 @@ type Extension struct {
 // +kubebuilder:validation:XValidation:rule="has(self.tablespace) == has(oldSelf.tablespace) && (!has(self.tablespace) || self.tablespace == oldSelf.tablespace)",message="tablespace is fixed at creation by this provider and cannot be changed"
 // +kubebuilder:validation:XValidation:rule="!has(self.icuLocale) || (has(self.localeProvider) && self.localeProvider == 'icu')",message="icuLocale needs localeProvider: icu"
 // +kubebuilder:validation:XValidation:rule="!(has(self.owner) && has(self.ownerRef))",message="set owner or ownerRef, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.name) || !self.name.startsWith('provider_postgresql_creating_')",message="name: the prefix provider_postgresql_creating_ is the provider's own: a database is created under it, from its resource's UID, before it takes its name"
 type PostgreSQLDatabaseParameters struct {
 	// Name of the database in PostgreSQL. Defaults to metadata.name, which
 	// must then be a valid identifier. It cannot change once set.

@@ -18,6 +18,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -405,6 +406,15 @@ func TestDatabaseValidation(t *testing.T) {
 	}))
 	if err == nil || !strings.Contains(err.Error(), "set owner or ownerRef, not both") {
 		t.Errorf("owner and ownerRef: got %v", err)
+	}
+	// Whoever may create PostgreSQLDatabases must not take, or import,
+	// the name another resource's create goes through.
+	err = env.Kube.Create(ctx, newDatabase("staged", func(d *v1alpha1.PostgreSQLDatabase) {
+		d.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		d.Spec.ForProvider.Name = ptr.To(postgres.StagingDatabaseName("0b0e6f0c-54a1-4b52-9f57-4bd5d1b1b0c1"))
+	}))
+	if err == nil || !strings.Contains(err.Error(), "the prefix provider_postgresql_creating_ is the provider's own") {
+		t.Errorf("a staging name: got %v", err)
 	}
 }
 
