@@ -113,7 +113,9 @@ func ActingAs(ctx context.Context, db Execer, needs []RoleNeed, fn func() error)
 func RevokeLeftovers(ctx context.Context, db Execer, roles []string) error {
 	var errs []error
 	for _, r := range roles {
-		errs = append(errs, ActingAs(ctx, db, []RoleNeed{{Role: r, Inherit: true}}, func() error { return nil }))
+		// Asking for neither option: the leftover is taken over as it
+		// is, and never widened before it is revoked.
+		errs = append(errs, ActingAs(ctx, db, []RoleNeed{{Role: r}}, func() error { return nil }))
 	}
 	return xperrors.Join(errs...)
 }

@@ -155,7 +155,17 @@ func TestActingAsRevokesALeftover(t *testing.T) {
 	if err := ActingAs(ctx, p, []RoleNeed{need, platform}, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	for role, want := range map[string]bool{"leftover_owner": false, "leftover_platform": true} {
+	// What the Instance's poll does with the leftovers it lists.
+	inheritOnly, _ := MembershipGrants(RoleNeed{Role: "leftover_swept", Inherit: true}, version)
+	for _, stmt := range []string{"CREATE ROLE leftover_swept", inheritOnly} {
+		if _, err := p.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RevokeLeftovers(ctx, p, []string{"leftover_swept"}); err != nil {
+		t.Fatal(err)
+	}
+	for role, want := range map[string]bool{"leftover_owner": false, "leftover_platform": true, "leftover_swept": false} {
 		var member bool
 		if err := admin.QueryRow(ctx, "SELECT pg_has_role('leftover_admin', $1, 'USAGE')", role).Scan(&member); err != nil {
 			t.Fatal(err)

@@ -121,6 +121,9 @@ type external struct {
 type observation struct {
 	// ownerChecked is the owner held to the boundary.
 	ownerChecked string
+	// staged says whether the staging database of a create cut short
+	// was there (nil: not read yet), as the plan of this Observe showed.
+	staged *bool
 }
 
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) (managed.ExternalObservation, error) {
@@ -195,9 +198,19 @@ func (k kind) CreateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLDatab
 // then finished rather than reported as someone else's.
 func (e *external) creation(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, owner string) (postgres.DatabaseCreate, error) {
 	uid := string(mg.GetUID())
-	staged, err := postgres.ObserveStagingDatabase(ctx, e.conn.Pool, uid)
-	if err != nil {
-		return postgres.DatabaseCreate{}, errors.Wrap(err, errObserve)
+	// Read once per reconcile: the plan Observe shows is what Create sends.
+	seen, _ := e.seen.Get()
+	var staged bool
+	if seen != nil && seen.staged != nil {
+		staged = *seen.staged
+	} else {
+		var err error
+		if staged, err = postgres.ObserveStagingDatabase(ctx, e.conn.Pool, uid); err != nil {
+			return postgres.DatabaseCreate{}, errors.Wrap(err, errObserve)
+		}
+		if seen != nil {
+			seen.staged = &staged
+		}
 	}
 	o := createOptions(mg)
 	// A non-superuser admin keeps CONNECT on a database closed to PUBLIC:

@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,5 +317,30 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 			decision.Err(t, "the operation", err, c.wantErr)
 			decision.Sent(t, db, c.want)
 		})
+	}
+}
+
+// TestCreateReadsTheStagingDatabaseOnce: the Observe that plans a create
+// and the Create that follows in the same reconcile read whether a
+// staging database is there once, so the plan shown is what is sent.
+func TestCreateReadsTheStagingDatabaseOnce(t *testing.T) {
+	ctx := context.Background()
+	db := fakedb.New((*observed)(nil).row(), roleExists(true), noRole, staged, fakedb.ActsAsAnyRole(170000))
+	e := newExternal(db)
+	mg := newDatabase()
+	if _, err := e.Observe(ctx, mg); err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if _, err := e.Create(ctx, mg); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	reads := 0
+	for _, q := range db.Queries() {
+		if strings.Contains(q, "AND NOT d.datallowconn") {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the staging database was read %d times in one reconcile, want once", reads)
 	}
 }
