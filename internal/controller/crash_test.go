@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -183,10 +182,6 @@ func cutShort(ctx context.Context, t *testing.T, bin string, obj providertest.Co
 	defer p.Stop()
 	if err := env.WaitForReady(ctx, obj, corev1.ConditionTrue, xpv2.ReasonAvailable, time.Minute); err != nil {
 		t.Errorf("killed before statement %d, %s did not become Ready afterwards: %v; the provider's log:\n%s", n, obj.GetName(), err, p.LogTail())
-		if os.Getenv("CRASH_LOG") != "" {
-			b, _ := os.ReadFile(p.LogPath())
-			_ = os.WriteFile(os.Getenv("CRASH_LOG"), b, 0o600)
-		}
 	}
 	if r, ok := obj.(*v1alpha1.PostgreSQLRole); ok && !t.Failed() {
 		d, err := env.ConnectionSecret(ctx, r.Namespace, r.Spec.WriteConnectionSecretToReference.Name)
@@ -211,7 +206,7 @@ func cutShort(ctx context.Context, t *testing.T, bin string, obj providertest.Co
 }
 
 // stagingDatabases lists the databases under a staging name.
-func stagingDatabases(ctx context.Context, t *testing.T) []string {
+func stagingDatabases(ctx context.Context, t testing.TB) []string {
 	t.Helper()
 	rows, err := env.Connect(ctx, t, "postgres").Query(ctx, `SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, postgres.StagingDatabaseName(""))
 	if err != nil {
