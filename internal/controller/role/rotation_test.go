@@ -542,6 +542,10 @@ func TestSwitchToAlternating(t *testing.T) {
 		waitGone(context.WithoutCancel(ctx), t, r)
 	})
 	own := waitSecretUser(ctx, t, "shift-conn", "shift")
+	// The Secret holds the password before the role exists (it is staged
+	// there first, so that a create cut short never loses it): the loop
+	// starts once the role is Ready, as a client waiting for it would.
+	env.Ready(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	loop := startLoginLoop(ctx, t, "shift-conn", "shift")
 	time.Sleep(time.Second)
 	providertest.Update(ctx, t, env, r, func(r *v1alpha1.PostgreSQLRole) {
