@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -16,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
 // TestCreatesGoStraightToAvailable: a new object of every kind on an
@@ -36,7 +39,8 @@ import (
 // The same versions show the metadata writes of crossplane-runtime's
 // create protocol: the finalizer and the external name are stored by the
 // create-pending write, not by a write of their own before it
-// (reconciler.Finalizer), and never after anything was created.
+// (reconciler.Finalizer), and nothing is written after the create (the
+// create-succeeded annotation is not, reconciler/created.go).
 func TestCreatesGoStraightToAvailable(t *testing.T) {
 	suite.Server(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,10 +108,12 @@ func TestCreatesGoStraightToAvailable(t *testing.T) {
 		}
 	}
 	for k, records := range metadata {
-		want := []string{"", "finalizer external-name create-pending", "finalizer external-name create-pending create-succeeded"}
+		// The create-succeeded annotation is not written after the
+		// create (reconciler/created.go).
+		want := []string{"", "finalizer external-name create-pending"}
 		if strings.HasPrefix(k, "postgresqlgrants/") || strings.HasPrefix(k, "postgresqldefaultprivileges/") {
 			// Kinds named by what they grant, without an external name.
-			want = []string{"", "finalizer create-pending", "finalizer create-pending create-succeeded"}
+			want = []string{"", "finalizer create-pending"}
 		}
 		if diff := cmp.Diff(want, records); diff != "" {
 			t.Errorf("%s: the create protocol's records of its versions (-want +got):\n%s", k, diff)
@@ -170,4 +176,114 @@ func createRecords(u *unstructured.Unstructured) string {
 		}
 	}
 	return strings.Join(r, " ")
+}
+
+// TestWritesToReady counts every API write the provider makes for a new
+// login role with its connection Secret, and for a database that role
+// owns, from the test's create to Ready, as docs/performance.md lists
+// them: the metadata write before the create (finalizer, external name,
+// create-pending), the status, the connection Secret, and the create's
+// event. Each version the API server stores of the objects and of the
+// Secret is watched, so a write more, or one written twice, fails it.
+func TestWritesToReady(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dyn, err := dynamic.NewForConfig(env.ControlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const owner, db = "wrowner", "wrdb"
+	var mu sync.Mutex
+	versions := map[string]map[string]bool{} // kind/name: the versions stored after the test's create
+	var described []string                   // each version, for a failure
+	var wg sync.WaitGroup
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "postgresqlroles"},
+		{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "postgresqldatabases"},
+		{Version: "v1", Resource: "secrets"},
+	} {
+		w, err := dyn.Resource(gvr).Namespace("scale").Watch(watchCtx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range w.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || !strings.HasPrefix(u.GetName(), "wr") || ev.Type == "DELETED" {
+					continue
+				}
+				k := gvr.Resource + "/" + u.GetName()
+				mu.Lock()
+				if versions[k] == nil {
+					versions[k] = map[string]bool{}
+				}
+				versions[k][u.GetResourceVersion()] = true
+				st, _, _ := unstructured.NestedMap(u.Object, "status")
+				described = append(described, fmt.Sprintf("%s@%s: %s %v", k, u.GetResourceVersion(), createRecords(u), st))
+				mu.Unlock()
+			}
+		}()
+	}
+	on := v1alpha1.InstanceReference{Name: "main"}
+	role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: owner, Namespace: "scale"}, Spec: v1alpha1.PostgreSQLRoleSpec{
+		InstanceRef: on, ForProvider: v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true)},
+		WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: owner + "-conn"},
+	}}
+	database := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: db, Namespace: "scale"}, Spec: v1alpha1.PostgreSQLDatabaseSpec{
+		InstanceRef: on, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{OwnerRef: &v1alpha1.LocalReference{Name: owner}},
+	}}
+	// The database after its owner is Ready: a database that finds its
+	// owner missing waits, and records the wait (docs/performance.md).
+	for _, o := range []providertest.Conditioned{role, database} {
+		env.CreateForTest(ctx, t, o)
+		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+	// Anything written after Ready would come within the observation
+	// that follows; none should.
+	time.Sleep(2 * time.Second)
+	stopWatches()
+	wg.Wait()
+
+	events := &corev1.EventList{}
+	if err := env.Kube.List(ctx, events, client.InNamespace("scale")); err != nil {
+		t.Fatal(err)
+	}
+	eventWrites := map[types.UID]int32{}
+	for _, e := range events.Items {
+		// A repeated event is one more write (a patch of its count).
+		eventWrites[e.InvolvedObject.UID] += e.Count
+	}
+	// Versions of the objects: the test's create, then the provider's
+	// writes. Of the Secret: the provider's writes alone.
+	got := map[string]int{
+		"role: metadata and status":     len(versions["postgresqlroles/"+owner]) - 1,
+		"role: connection Secret":       len(versions["secrets/"+owner+"-conn"]),
+		"role: events":                  int(eventWrites[role.GetUID()]),
+		"database: metadata and status": len(versions["postgresqldatabases/"+db]) - 1,
+		"database: events":              int(eventWrites[database.GetUID()]),
+	}
+	want := map[string]int{
+		"role: metadata and status":     2,
+		"role: connection Secret":       1,
+		"role: events":                  1,
+		"database: metadata and status": 2,
+		"database: events":              1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("API writes to Ready (-want +got):\n%s", diff)
+		for _, d := range described {
+			t.Log(d)
+		}
+		for _, e := range events.Items {
+			if strings.HasPrefix(e.InvolvedObject.Name, "wr") {
+				t.Logf("event %s/%s: %s %s (x%d): %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Reason, e.Count, e.Message)
+			}
+		}
+	}
 }

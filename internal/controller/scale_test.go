@@ -460,19 +460,13 @@ const (
 	// Secrets, and its events, on the way to Ready, counted by the API
 	// server. Each is an etcd write and a watch event to every watcher;
 	// on a 2-core machine the API server's share of the CPU is what
-	// bounds a wave. Measured 5.0 waits apart (5.08-6.05 in all, 0.06-1.03
-	// of them for waits, quiet or loaded; superuser and managed admin):
-	// 10.2 before the external name went with the finalizer, the
-	// Secret was written once, a database stopped trying CREATE DATABASE
-	// before its owner existed and the binder stopped recording
-	// Provisioning for a database no tenant can get; 8.1 before a
-	// create's Creating status was left to the observation that follows
-	// it; 7.05 before the finalizer went with the create-pending
-	// annotation, and 6.05 (5.08 with the managed admin) before the
-	// create-pending write stopped waking a second observation. One more
-	// write per object, as each of the last two was, crosses the bound,
-	// and the others have tests of their own.
-	maxWritesPerObject = 5.5
+	// bounds a wave. A pair is a role (4: metadata, Secret, status,
+	// event) and a database (3: metadata, status, event), each held
+	// exactly by TestWritesToReady: 3.5 per object, measured 3.52 (4.52
+	// in all, 1.00 of them for waits). It was 10.2 before the first of
+	// the savings docs/architecture.md lists; one more write per object
+	// of either kind crosses the bound.
+	maxWritesPerObject = 3.9
 	// maxConflictsPerObject to Ready: writes of the provider's kinds the
 	// API server refused because the provider wrote from an outdated
 	// version. Each costs a refused write, another observation and a

@@ -144,7 +144,12 @@ func (c *CLI) provisioned(ctx context.Context, composed client.MatchingLabels) (
 	if err := c.Kube.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: db}, d); err != nil {
 		return append(links, Link{Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db, Ready: "-", Note: "not there (yet)"}), nil
 	}
-	links = append(links, linkOf(v1alpha1.PostgreSQLDatabaseKind, d, fmt.Sprintf("database %q on PostgreSQLInstance %q, %s", d.DatabaseName(), d.Spec.InstanceRef.Name, strings.ToLower(string(d.Status.Binding.Phase)))))
+	phase := strings.ToLower(string(d.Status.Binding.Phase))
+	if phase == "" {
+		// The binder has not seen the binding that names it yet.
+		phase = "no binding phase yet"
+	}
+	links = append(links, linkOf(v1alpha1.PostgreSQLDatabaseKind, d, fmt.Sprintf("database %q on PostgreSQLInstance %q, %s", d.DatabaseName(), d.Spec.InstanceRef.Name, phase)))
 	if ref := d.Spec.ForProvider.OwnerRef; ref != nil {
 		r := &v1alpha1.PostgreSQLRole{}
 		if err := c.Kube.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, r); err == nil {

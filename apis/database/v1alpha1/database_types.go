@@ -290,7 +290,9 @@ type DatabaseBindingStatus struct {
 	// by an admin).
 	// +optional
 	Origin DatabaseOrigin `json:"origin,omitempty"`
-	// Phase: Provisioning, Available, Bound, Released or Unavailable.
+	// Phase: Provisioning, Available, Bound, Released or Unavailable;
+	// empty for a database that is not offered and that no binding of its
+	// namespace names, which no tenant gets.
 	// +optional
 	Phase DatabasePhase `json:"phase,omitempty"`
 	// Reason says why the database is Unavailable: ObserveOnly, Conflict,

@@ -112,21 +112,21 @@ func TestKindsActivatedOneByOne(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "actorders", Namespace: ns},
 		Spec: v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{
 			OwnerRef: &v1alpha1.LocalReference{Name: owner.Name},
-		}},
+		}, Binding: v1alpha1.DatabaseBindingPolicy{Offered: true}},
 	}
 	env.Create(ctx, t, owner, reader, db)
 	for _, o := range []providertest.Conditioned{owner, reader, db} {
 		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
 	}
-	// The binder decides without bindings: not offered, so unavailable.
+	// The binder decides without bindings: offered, so available.
 	// It is a controller of its own that decides once it sees the database
 	// observed, so its word may come a moment after Ready.
 	err := providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
 		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(db), db)
-		return err == nil && db.Status.Binding.Phase == v1alpha1.PhaseUnavailable, err
+		return err == nil && db.Status.Binding.Phase == v1alpha1.PhaseAvailable, err
 	})
 	if err != nil {
-		t.Errorf("without the PostgreSQLBinding kind the database's binding is %+v, want phase Unavailable: %v", db.Status.Binding, err)
+		t.Errorf("without the PostgreSQLBinding kind the offered database's binding is %+v, want phase Available: %v", db.Status.Binding, err)
 	}
 
 	// A grant on a schema given by reference, and a Lock on that schema,

@@ -379,7 +379,7 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 			return reconcile.Result{}, errors.Wrap(err, "cannot remove the binding finalizer")
 		}
 	}
-	if was := db.Status.Binding; !was.Equal(want) {
+	if was := db.Status.Binding; !was.Equal(want) && !unasked(db, l.Items, want) {
 		db.Status.Binding = want
 		// Gone meanwhile (its last finalizer removed): nothing to record.
 		if err := client.IgnoreNotFound(b.kube.Status().Update(ctx, db)); err != nil {
@@ -388,6 +388,25 @@ func (b *binder) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		b.announce(db, was, want)
 	}
 	return reconcile.Result{}, nil
+}
+
+// unasked reports whether want, about to be recorded on db, is only that
+// no tenant gets a database that no tenant has asked for: not offered,
+// never recorded otherwise, and named by no binding of its namespace.
+// That is how every database an admin registers starts, and the empty
+// binding status says it as well, without a status write per database
+// (one of four API writes on a new database's way to Ready,
+// docs/performance.md). Once a binding names it, the phase is recorded.
+func unasked(db *v1alpha1.PostgreSQLDatabase, bindings []v1alpha1.PostgreSQLBinding, want v1alpha1.DatabaseBindingStatus) bool {
+	if db.Status.Binding.Phase != "" || want.Phase != v1alpha1.PhaseUnavailable || want.Reason != v1alpha1.ReasonNotOffered {
+		return false
+	}
+	for _, b := range bindings {
+		if b.Spec.DatabaseRef.Name == db.GetName() {
+			return false
+		}
+	}
+	return true
 }
 
 // announce emits an event for each change of phase.

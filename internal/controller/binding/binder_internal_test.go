@@ -405,3 +405,38 @@ func TestAnnounce(t *testing.T) {
 		})
 	}
 }
+
+// TestUnasked: the binder records that a database is not offered only
+// once that says more than the empty binding status: when a binding of
+// its namespace names it, or something else was recorded before.
+func TestUnasked(t *testing.T) {
+	notOffered := v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseUnavailable, Reason: v1alpha1.ReasonNotOffered}
+	naming := func(name string) []v1alpha1.PostgreSQLBinding {
+		b := v1alpha1.PostgreSQLBinding{}
+		b.Spec.DatabaseRef.Name = name
+		return []v1alpha1.PostgreSQLBinding{b}
+	}
+	cases := map[string]struct {
+		was      v1alpha1.DatabaseBindingStatus
+		bindings []v1alpha1.PostgreSQLBinding
+		want     v1alpha1.DatabaseBindingStatus
+		unasked  bool
+	}{
+		"ANewDatabaseNobodyAsksFor":   {want: notOffered, unasked: true},
+		"ABindingOfAnotherDatabase":   {bindings: naming("other"), want: notOffered, unasked: true},
+		"ABindingNamesIt":             {bindings: naming("orders"), want: notOffered},
+		"AnOfferWithdrawn":            {was: v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseAvailable}, want: notOffered},
+		"AnythingElseIsRecorded":      {want: v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseAvailable}},
+		"UnavailableForAnotherReason": {want: v1alpha1.DatabaseBindingStatus{Phase: v1alpha1.PhaseUnavailable, Reason: v1alpha1.ReasonConflict}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			db := &v1alpha1.PostgreSQLDatabase{}
+			db.SetName("orders")
+			db.Status.Binding = tc.was
+			if got := unasked(db, tc.bindings, tc.want); got != tc.unasked {
+				t.Errorf("unasked: got %t, want %t", got, tc.unasked)
+			}
+		})
+	}
+}

@@ -74,9 +74,10 @@ type Object struct {
 	// at all: one that is another resource's is never handed over from
 	// here, whoever asks. "" offers none.
 	Adopt string
-	// Created is when the resource records that its create of an object
-	// of this name succeeded (Crossplane's external-create-succeeded
-	// annotation), zero if it records none. An unmarked object of a
+	// Created is when the resource records that it created an object of
+	// this name (Crossplane's external-create-pending annotation that no
+	// create-failed one answers, or a create-succeeded one), zero if it
+	// records none. An unmarked object of a
 	// resource that did create one lost its marker since: its comment was
 	// replaced (by its owner, who may, or an admin), or it was dropped and
 	// made again.
@@ -133,7 +134,7 @@ func Foreign(o Object) Message {
 		// a reason to hand the object over.
 		m.Found = fmt.Sprintf("exists but its ownership marker is gone: this %s records that it created a %s of this name at %s, and since then its comment was replaced (by someone allowed to comment on it, such as its owner or an admin) or it was dropped and made again", o.Kind, o.Noun, o.Created.UTC().Format(time.RFC3339))
 		m.Confirmed = fmt.Sprintf("the %s exists and carries no ownership marker", o.Noun)
-		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place (the record of the create is the resource's %s annotation, which whoever may edit the resource can write), and who relies on it", o.Noun, meta.AnnotationKeyExternalCreateSucceeded)
+		m.Uncertain = fmt.Sprintf("whether it is the %s this resource created, its marker removed, or another made in its place (the record of the create is the resource's %s annotation, which whoever may edit the resource can write), and who relies on it", o.Noun, meta.AnnotationKeyExternalCreatePending)
 		m.Next = `The server's log names the session that changed it when log_statement is ddl or all. To manage it read-only meanwhile, set managementPolicies to ["Observe"]`
 		if o.Adopt != "" {
 			m.Next += ". If the server's log shows it is the one this resource created, an admin restores the marker: " + o.Adopt

@@ -73,7 +73,7 @@ func TestForeign(t *testing.T) {
 				o.Created = time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
 				return o
 			},
-			want:  []string{"Confirmed: the database exists and carries no ownership marker. Uncertain: whether it is the database this resource created", "crossplane.io/external-create-succeeded annotation, which whoever may edit the resource can write", "If the server's log shows it is the one this resource created"},
+			want:  []string{"Confirmed: the database exists and carries no ownership marker. Uncertain: whether it is the database this resource created", "crossplane.io/external-create-pending annotation, which whoever may edit the resource can write", "If the server's log shows it is the one this resource created"},
 			never: []string{"Confirmed: this resource created"},
 		},
 		"MarkerRemovedWithoutAdoption": {

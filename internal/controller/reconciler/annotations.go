@@ -37,6 +37,10 @@ var criticalAnnotations = []string{
 // cache may still hold the version that conflicted.
 func CriticalAnnotationUpdater(kube client.Client, reader client.Reader) managed.CriticalAnnotationUpdater {
 	return managed.CriticalAnnotationUpdateFn(func(ctx context.Context, o client.Object) error {
+		if succeededUnrecorded(ctx, o) {
+			// created.go says why.
+			return nil
+		}
 		keep := map[string]string{}
 		for _, k := range criticalAnnotations {
 			if v, ok := o.GetAnnotations()[k]; ok {

@@ -93,7 +93,11 @@ func notingConflicts(c client.WithWatch, l *writeLedger) client.WithWatch {
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
 			base := o.GetResourceVersion()
-			return done(ctx, o, base, c.Update(ctx, o, opts...))
+			if err := done(ctx, o, base, c.Update(ctx, o, opts...)); err != nil {
+				return err
+			}
+			pendingWritten(ctx, o)
+			return nil
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 			base := o.GetResourceVersion()

@@ -34,7 +34,16 @@ import (
 // A createNote records that a reconcile created its external resource, and
 // whether the status write recording it was left to the observation; and,
 // before that, that its observation found nothing and a create follows.
-type createNote struct{ created, deferred, follows atomic.Bool }
+type createNote struct {
+	created, deferred, follows atomic.Bool
+	// pending is what the create-pending write stored (pendingWritten),
+	// nil before it.
+	pending atomic.Pointer[pendingWrite]
+}
+
+// A pendingWrite is what crossplane-runtime's create-pending write of a
+// reconcile stored: the external name in it.
+type pendingWrite struct{ externalName string }
 
 type createNoteKey struct{}
 
@@ -128,4 +137,60 @@ func createRecorded(o client.Object) bool {
 		return false
 	}
 	return c.GetCondition(xpv2.TypeReady).Reason == xpv2.ReasonCreating && c.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue
+}
+
+// After a successful create crossplane-runtime writes the
+// external-create-succeeded annotation, a second write of the object's
+// metadata right after the create-pending one, so that a later reconcile
+// can tell a create that finished from one a crash cut short (the
+// create-pending annotation without a later succeeded or failed one).
+// This provider's creates need no such record: every external name is
+// deterministic (crossplane-runtime then proceeds past a create it cannot
+// confirm, WithDeterministicExternalName), and what a create cut short
+// left on the server is recognised there, by the ownership marker written
+// in the create's own transaction or by the staging name of a database
+// (docs/kinds/database.md), and finished or refused by the observation.
+// (A grant or default privileges, which have no marker, are found by
+// what they grant; granting again changes nothing.) So when nothing but
+// that annotation would change (the external name is the one the
+// create-pending write stored), the write is not sent: one API write,
+// and a watch event to every watcher, less per new object. The
+// create-pending annotation stays on the object as the record of the
+// provider's last create, and a failed create's annotation is still
+// written.
+
+// pendingWritten records, in the note of the reconcile of ctx, what the
+// create-pending write that was just sent stored in o.
+func pendingWritten(ctx context.Context, o client.Object) {
+	n, ok := ctx.Value(createNoteKey{}).(*createNote)
+	if !ok || !n.follows.Load() || meta.GetExternalCreatePending(o).IsZero() {
+		return
+	}
+	n.pending.Store(&pendingWrite{externalName: meta.GetExternalName(o)})
+}
+
+// succeededUnrecorded reports whether o's critical annotations, about to
+// be written after a successful create in the reconcile of ctx, hold the
+// external name its create-pending write stored; if so it takes the
+// create-succeeded annotation off o, whose metadata is then the stored
+// one again.
+func succeededUnrecorded(ctx context.Context, o client.Object) bool {
+	n, ok := ctx.Value(createNoteKey{}).(*createNote)
+	if !ok {
+		return false
+	}
+	// The version may have moved on: a grant records what it is about to
+	// grant in its status before granting it. What matters is that the
+	// stored object holds the external name.
+	p := n.pending.Load()
+	if p == nil || p.externalName != meta.GetExternalName(o) {
+		return false
+	}
+	succeeded, failed := meta.GetExternalCreateSucceeded(o), meta.GetExternalCreateFailed(o)
+	// The annotations hold seconds: a create's records often share one.
+	if succeeded.IsZero() || meta.GetExternalCreatePending(o).After(succeeded) || failed.After(succeeded) {
+		return false
+	}
+	meta.RemoveAnnotations(o, meta.AnnotationKeyExternalCreateSucceeded)
+	return true
 }

@@ -240,3 +240,95 @@ func TestFinalizerGoesWithCreatePending(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateSucceededIsNotSent: through the manager's client, the
+// create-succeeded annotation crossplane-runtime writes after a create is
+// not sent when the create-pending write of the same reconcile stored
+// the external name (created.go); the object stays as that write stored it,
+// in memory too. Whenever more than that annotation would change, or the
+// reconcile did not write create-pending itself, the write is sent. A
+// write by someone else in between changes nothing: the stored object has
+// the external name, and the annotation is not needed (created.go).
+func TestCreateSucceededIsNotSent(t *testing.T) {
+	tier.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube, api, counter := countedClients(ctx, t)
+	cases := map[string]struct {
+		// note: the reconcile has a create note and found nothing to
+		// observe (Missing); between: someone writes the object between
+		// the create-pending write and the create's record.
+		note, between bool
+		// renamed: the create set another external name; failed: the
+		// create failed.
+		renamed, failed bool
+		sent            bool
+	}{
+		"ACreateOfTheReconcile":        {note: true, sent: false},
+		"NoCreatePendingWriteNoted":    {sent: true},
+		"WrittenByAnotherInBetween":    {note: true, between: true, sent: false},
+		"TheCreateSetAnExternalName":   {note: true, renamed: true, sent: true},
+		"AFailedCreateIsStillRecorded": {note: true, failed: true, sent: true},
+	}
+	i := 0
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i++
+			role := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("succ%d", i), Namespace: testNamespace(ctx, t)}, Spec: v1alpha1.PostgreSQLRoleSpec{InstanceRef: v1alpha1.InstanceReference{Name: "main"}}}
+			if err := kube.Create(ctx, role); err != nil {
+				t.Fatal(err)
+			}
+			rctx := ctx
+			if tc.note {
+				rctx, _ = withCreateNote(ctx)
+				Missing(rctx, role)
+			}
+			// crossplane-runtime's create-pending write, then the create.
+			meta.SetExternalName(role, role.GetName())
+			meta.SetExternalCreatePending(role, time.Now())
+			if err := kube.Update(rctx, role); err != nil {
+				t.Fatal(err)
+			}
+			if tc.between {
+				other := role.DeepCopy()
+				meta.AddAnnotations(other, map[string]string{"team": "shop"})
+				if err := api.Update(ctx, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.renamed {
+				meta.SetExternalName(role, "renamed")
+			}
+			if tc.failed {
+				meta.SetExternalCreateFailed(role, time.Now())
+			} else {
+				meta.SetExternalCreateSucceeded(role, time.Now())
+			}
+			counter.updates.Store(0)
+			if err := CriticalAnnotationUpdater(kube, api).UpdateCriticalAnnotations(rctx, role); err != nil {
+				t.Fatal(err)
+			}
+			if got := counter.updates.Load() > 0; got != tc.sent {
+				t.Errorf("the create's record sent: %t, want %t", got, tc.sent)
+			}
+			stored := &v1alpha1.PostgreSQLRole{}
+			if err := api.Get(ctx, client.ObjectKeyFromObject(role), stored); err != nil {
+				t.Fatal(err)
+			}
+			records := func(o client.Object) []bool {
+				a := o.GetAnnotations()
+				_, p := a[meta.AnnotationKeyExternalCreatePending]
+				_, s := a[meta.AnnotationKeyExternalCreateSucceeded]
+				_, f := a[meta.AnnotationKeyExternalCreateFailed]
+				return []bool{p, s, f}
+			}
+			want := []bool{true, tc.sent && !tc.failed, tc.failed}
+			if diff := cmp.Diff(want, records(stored)); diff != "" {
+				t.Errorf("stored pending, succeeded, failed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want, records(role)); diff != "" {
+				t.Errorf("in memory pending, succeeded, failed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ package serverobject
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -237,8 +238,23 @@ func Observe[T resource.Managed, O any](ctx context.Context, k Kind[T, O], in *v
 func foreign[T resource.Managed, O any](ctx context.Context, k Kind[T, O], mg T, o Observed[O]) (conflict.Object, error) {
 	f, err := k.Foreign(ctx, mg, o.Object, o.Marker)
 	f.Marker, f.Namespace = o.Marker, mg.GetNamespace()
-	f.Created = meta.GetExternalCreateSucceeded(mg)
+	f.Created = createRecorded(mg)
 	return f, err
+}
+
+// createRecorded is when mg records that it created an object of its
+// name: its last create-succeeded annotation, or a later create-pending
+// one that no create-failed annotation answers. The provider does not
+// write the create-succeeded annotation after its own creates
+// (reconciler/created.go): a create it began either committed, marker
+// included, or is found missing, or cut short, by the next observation
+// and made again under a newer create-pending time.
+func createRecorded(mg resource.Managed) time.Time {
+	succeeded, pending, failed := meta.GetExternalCreateSucceeded(mg), meta.GetExternalCreatePending(mg), meta.GetExternalCreateFailed(mg)
+	if pending.After(succeeded) && pending.After(failed) {
+		return pending
+	}
+	return succeeded
 }
 
 // refused decides from o's ownership marker whether mg's observation ends

@@ -192,6 +192,25 @@ func TestObserve(t *testing.T) {
 			want: want{Done: true, Err: "ownership marker is gone: this PostgreSQLRole records that it created a role of this name at 2026-12-05T07:00:00Z",
 				ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
 		},
+		"MarkerRemovedAfterTheProvidersCreate": {
+			reason: "The provider's own creates leave a create-pending record and no create-succeeded one: that record is the create's.",
+			f:      fake{observed: exists("")},
+			mg: func(r *v1alpha1.PostgreSQLRole) {
+				meta.SetExternalCreatePending(r, time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+			},
+			want: want{Done: true, Err: "ownership marker is gone: this PostgreSQLRole records that it created a role of this name at 2026-12-06T08:00:00Z",
+				ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+		},
+		"UnmarkedAfterAFailedCreate": {
+			reason: "A create that failed records none: the unmarked object is someone else's.",
+			f:      fake{observed: exists("")},
+			mg: func(r *v1alpha1.PostgreSQLRole) {
+				meta.SetExternalCreatePending(r, time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+				meta.SetExternalCreateFailed(r, time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC))
+			},
+			want: want{Done: true, Err: "exists but was not created by this PostgreSQLRole",
+				ErrIs: oninstance.ErrConflict, Reason: v1alpha1.ReasonConflict, BoundTo: instanceUID, BoundToSys: server},
+		},
 		"SomeoneElsesReleased": {
 			reason: "Deleting a resource that never owned the object lets go without touching it.",
 			f:      fake{observed: exists("")},
