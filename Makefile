@@ -192,6 +192,12 @@ bench-peer: tools ## The role-and-database workload (100 login roles, 100 databa
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" PEER_PROVIDER_SQL_DIR="$$(hack/peer-tools.sh --dir)" \
 		go test -v -run '^$$' -bench BenchmarkPeer -benchtime 1x -timeout 60m ./internal/controller/
 
+.PHONY: bench-instances
+bench-instances: tools ## A fleet of BENCH_INSTANCES (100) PostgreSQL servers with BENCH_INSTANCE_PAIRS (10) login roles and databases each, on one provider; then one server frozen during a second wave.
+	hack/ensure-postgresql.sh
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+		go test -v -run '^$$' -bench BenchmarkInstances -benchtime 1x -timeout 90m ./internal/controller/
+
 .PHONY: bench-failover
 bench-failover: tools ## Two replicas with leader election; the leader killed (SIGKILL) in a wave of BENCH_FAILOVER_PAIRS (500) login roles and databases, at the default lease and at 15 s; then a graceful stop.
 	hack/ensure-postgresql.sh

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +77,8 @@ func measureFailover(ctx context.Context, b *testing.B, bin string, lease time.D
 	second := replica()
 	defer second.Stop()
 
+	// From the apply to the kill: the renewals under the wave's load.
+	renewals := watchRenewals(ctx, leader)
 	prefix := fmt.Sprintf("fo%d", int(lease.Seconds()))
 	labels := map[string]string{"bench": prefix}
 	on := v1alpha1.InstanceReference{Name: "main"}
@@ -97,6 +100,7 @@ func measureFailover(ctx context.Context, b *testing.B, bin string, lease time.D
 	}
 	waitReadyCount(ctx, b, labels, pairs/2, 10*time.Minute)
 	before := secretPasswords(ctx, b, labels)
+	gap, renewed := renewals.done()
 	if err := syscall.Kill(first.Pid(), syscall.SIGKILL); err != nil {
 		b.Fatal(err)
 	}
@@ -152,6 +156,16 @@ func measureFailover(ctx context.Context, b *testing.B, bin string, lease time.D
 	graceful := time.Since(stoppedAt)
 	removeFailover(ctx, b, labels)
 
+	renewDeadline := lease * 2 / 3
+	if lease == 60*time.Second {
+		renewDeadline = 50 * time.Second
+	}
+	b.Logf("the leader renewed its Lease %d times in the wave before the kill; the longest gap between two renewals was %s (renew deadline %s)", renewed, gap.Round(time.Millisecond), renewDeadline)
+	if renewed < 2 {
+		b.Errorf("the leader renewed its Lease %d times in the wave: too few to measure", renewed)
+	}
+	b.ReportMetric(gap.Seconds(), "s-longest-renewal-gap")
+	b.ReportMetric(gap.Seconds()/renewDeadline.Seconds(), "x-renew-deadline")
 	b.ReportMetric(lease.Seconds(), "s-lease")
 	b.ReportMetric(takeover.Seconds(), "s-takeover-after-kill")
 	b.ReportMetric(takeover.Seconds()/lease.Seconds(), "x-lease")
@@ -266,4 +280,52 @@ func removeFailover(ctx context.Context, tb testing.TB, labels map[string]string
 			tb.Fatalf("the benchmark's objects were not deleted: %v", err)
 		}
 	}
+}
+
+// A renewalWatch follows the renewals of the leader election Lease held
+// by one holder: how often the leader renewed it under the wave's load,
+// and the longest time between two renewals, which must stay well under
+// the renew deadline for the leader to keep leading.
+type renewalWatch struct {
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	longest time.Duration
+	count   int
+}
+
+func watchRenewals(ctx context.Context, holder string) *renewalWatch {
+	w := &renewalWatch{stop: make(chan struct{})}
+	w.wg.Go(func() {
+		var last time.Time
+		for {
+			var leases coordinationv1.LeaseList
+			if err := env.Kube.List(ctx, &leases, client.InNamespace(providertest.Namespace)); err == nil {
+				for _, l := range leases.Items {
+					if ptr.Deref(l.Spec.HolderIdentity, "") != holder || l.Spec.RenewTime == nil {
+						continue
+					}
+					if r := l.Spec.RenewTime.Time; r.After(last) {
+						if !last.IsZero() {
+							w.count++
+							w.longest = max(w.longest, r.Sub(last))
+						}
+						last = r
+					}
+				}
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+	return w
+}
+
+// done stops the watch and returns the longest gap and the renewals seen.
+func (w *renewalWatch) done() (time.Duration, int) {
+	close(w.stop)
+	w.wg.Wait()
+	return w.longest, w.count
 }

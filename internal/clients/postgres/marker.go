@@ -2,10 +2,11 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
-	"strings"
+	"golang.org/x/sync/singleflight"
 )
 
 // The ownership marker ends the comment of every object the provider
@@ -80,9 +81,15 @@ const markerTTL = 5 * time.Second
 // markers remembers, for a short while, the markers of databases that
 // exist. An absent database is never remembered: one created a moment
 // later, by anyone, must not be entered on the strength of an old answer.
+//
+// The objects of a database ask at the same moment, each from its own
+// controller: without reading sets they each missed the memory and read
+// the marker themselves (three reads where one does, BenchmarkScale).
+// Concurrent asks for one database share one read.
 type markers struct {
-	mu   sync.Mutex
-	seen map[string]markerSeen
+	mu      sync.Mutex
+	seen    map[string]markerSeen
+	reading singleflight.Group
 }
 
 type markerSeen struct {
@@ -100,10 +107,25 @@ func (r *Registry) DatabaseMarker(ctx context.Context, t Target, q RowsQuerier, 
 	if ok && time.Since(m.at) < markerTTL {
 		return m.marker, true, nil
 	}
-	marker, exists, err := ObserveDatabaseMarker(ctx, q, name)
-	if err != nil {
-		return "", false, err
+	type read struct {
+		marker string
+		exists bool
 	}
+	ch := r.markers.reading.DoChan(key, func() (any, error) {
+		marker, exists, err := ObserveDatabaseMarker(ctx, q, name)
+		return read{marker, exists}, err
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
+	if res.Err != nil {
+		return "", false, res.Err
+	}
+	got, _ := res.Val.(read)
+	marker, exists := got.marker, got.exists
 	r.markers.mu.Lock()
 	defer r.markers.mu.Unlock()
 	if r.markers.seen == nil {
