@@ -385,16 +385,10 @@ func waitInstanceNotReady(ctx context.Context, b *testing.B, name string, timeou
 	return time.Now()
 }
 
-// A fleetSampler samples the provider's sessions on every server of a
-// fleet but one (skip, which does not answer) and keeps the highest sum.
-type fleetSampler struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-	peak atomic.Int64
-}
-
-func sampleFleet(ctx context.Context, fleet []*fleetServer, skip *fleetServer) *fleetSampler {
-	s := &fleetSampler{stop: make(chan struct{})}
+// sampleFleet keeps, in a peakSampler, the most provider sessions open at
+// once on every server of a fleet but skip (which does not answer).
+func sampleFleet(ctx context.Context, fleet []*fleetServer, skip *fleetServer) *peakSampler {
+	s := &peakSampler{stop: make(chan struct{})}
 	s.wg.Go(func() {
 		for {
 			if n := sampleFleetOnce(ctx, fleet, skip); n > s.peak.Load() {
@@ -408,12 +402,6 @@ func sampleFleet(ctx context.Context, fleet []*fleetServer, skip *fleetServer) *
 		}
 	})
 	return s
-}
-
-func (s *fleetSampler) done() int64 {
-	close(s.stop)
-	s.wg.Wait()
-	return s.peak.Load()
 }
 
 // sampleFleetOnce is how many of the provider's sessions were open on the
