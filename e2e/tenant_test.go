@@ -359,6 +359,22 @@ func TestTenantEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("CrossplaneTraceGoesDownToTheDatabaseAndItsOwner", func(t *testing.T) {
+		// Crossplane's own trace shows what it composed and, from the
+		// binding on, what the provider provisioned for the claim.
+		tree := crossplaneTrace(ctx, t, filepath.Join(tools, "crossplane-cli"), "postgresqltenants.database.ayatori.ddupan.top/orders", "shop")
+		for _, want := range []struct{ kind, name, under string }{
+			{"PostgreSQLBinding", "", ""},
+			{"PostgreSQLDatabase", "orders", "PostgreSQLBinding"},
+			{"PostgreSQLRole", "orders-owner", "PostgreSQLBinding"},
+			{"PostgreSQLRole", "", ""},
+		} {
+			if !tree.has(want.kind, want.name, want.under) {
+				t.Errorf("crossplane resource trace of the claim does not show %s %q under %q:\n%s", want.kind, want.name, want.under, tree)
+			}
+		}
+	})
+
 	t.Run("ANamespacedTenantTheCrossplaneV2Way", func(t *testing.T) {
 		// The same tenant as a namespaced composite: its own Composition,
 		// the same function and rules; a database, a login and a Secret
@@ -391,6 +407,10 @@ func TestTenantEndToEnd(t *testing.T) {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("the trace does not show %q:\n%s", want, out.String())
 			}
+		}
+		tree := crossplaneTrace(ctx, t, filepath.Join(tools, "crossplane-cli"), "tenants.database.ayatori.ddupan.top/journal", "shop")
+		if !tree.has("PostgreSQLDatabase", "journal", "PostgreSQLBinding") || !tree.has("PostgreSQLRole", "journal-owner", "PostgreSQLBinding") {
+			t.Errorf("crossplane resource trace of the Tenant does not show its database and owner role under its binding:\n%s", tree)
 		}
 		// A Tenant cannot pick another Composition either: the XRD
 		// enforces the platform's.
@@ -1097,4 +1117,58 @@ func stuck(ctx context.Context) string {
 		}
 	}
 	return "not synced: [" + strings.Join(out, "; ") + "]"
+}
+
+// traceNode is one object of crossplane resource trace -o json.
+type traceNode struct {
+	Object   unstructured.Unstructured `json:"object"`
+	Children []*traceNode              `json:"children"`
+}
+
+// has reports whether the tree holds an object of kind (and name, when
+// given) that is a child of an object of kind under (when given).
+func (n *traceNode) has(kind, name, under string) bool {
+	for _, c := range n.Children {
+		if c.Object.GetKind() == kind && (name == "" || c.Object.GetName() == name) && (under == "" || n.Object.GetKind() == under) {
+			return true
+		}
+		if c.has(kind, name, under) {
+			return true
+		}
+	}
+	return false
+}
+
+// String is the tree as kind/name lines, indented by depth.
+func (n *traceNode) String() string {
+	var b strings.Builder
+	var walk func(n *traceNode, depth int)
+	walk = func(n *traceNode, depth int) {
+		fmt.Fprintf(&b, "%s%s/%s\n", strings.Repeat("  ", depth), n.Object.GetKind(), n.Object.GetName())
+		for _, c := range n.Children {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return b.String()
+}
+
+// crossplaneTrace runs Crossplane's CLI, `crossplane resource trace`, on
+// resource in namespace ns, and returns its tree.
+func crossplaneTrace(ctx context.Context, t *testing.T, cli, resource, ns string) *traceNode {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, cli, "resource", "trace", resource, "-n", ns, "-o", "json")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.ControlPlane.Kubeconfig)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("crossplane resource trace %s: %v\n%s", resource, err, stderr.String())
+	}
+	tree := &traceNode{}
+	if err := json.Unmarshal(out, tree); err != nil {
+		t.Fatalf("crossplane resource trace %s -o json: %v\n%s", resource, err, out)
+	}
+	t.Logf("crossplane resource trace %s:\n%s", resource, tree)
+	return tree
 }

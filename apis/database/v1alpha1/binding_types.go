@@ -103,6 +103,39 @@ type PostgreSQLBindingSpec struct {
 	// offered (spec.binding.offered).
 	// +optional
 	Provision *BindingProvision `json:"provision,omitempty"`
+
+	// Crossplane is what the provider records on the binding for
+	// Crossplane's tools. Written by the provider; a value set here is
+	// replaced on the binding's next reconcile.
+	// +optional
+	Crossplane *BindingCrossplane `json:"crossplane,omitempty"`
+}
+
+// BindingCrossplane is what Crossplane's tools read of a binding.
+type BindingCrossplane struct {
+	// ResourceRefs are the objects the binding stands for: the
+	// PostgreSQLDatabase bound to it or provisioned for it and, when the
+	// database names one, its owner PostgreSQLRole. Kept in the shape of
+	// a composite resource's spec.crossplane.resourceRefs so that
+	// `crossplane resource trace` of a tenant goes on from its binding to
+	// them. Empty while nothing is bound or provisioned.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	// +optional
+	ResourceRefs []ResourceRef `json:"resourceRefs,omitempty"`
+}
+
+// ResourceRef names an object in the binding's namespace.
+type ResourceRef struct {
+	// APIVersion of the object.
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // BoundDatabase is what a Bound binding delivers.

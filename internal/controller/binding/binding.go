@@ -152,14 +152,20 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	db := &v1alpha1.PostgreSQLDatabase{}
 	err := r.kube.Get(ctx, client.ObjectKey{Namespace: b.GetNamespace(), Name: b.Spec.DatabaseRef.Name}, db)
+	if kerrors.IsNotFound(err) {
+		db = nil
+	} else if err != nil {
+		return reconcile.Result{}, errors.Wrap(err, errGetDatabase)
+	}
+	if err := r.refer(ctx, b, standsFor(b, db)); err != nil {
+		return reconcile.Result{}, err
+	}
 	switch {
-	case kerrors.IsNotFound(err) && b.Spec.Provision != nil:
+	case db == nil && b.Spec.Provision != nil:
 		return reconcile.Result{}, r.provision(ctx, b)
-	case kerrors.IsNotFound(err):
+	case db == nil:
 		return reconcile.Result{}, r.report(ctx, b, v1alpha1.NotReady(v1alpha1.ReasonDatabaseNotFound,
 			fmt.Sprintf("PostgreSQLDatabase %s/%s does not exist: an admin registers it", b.GetNamespace(), b.Spec.DatabaseRef.Name)), nil, nil)
-	case err != nil:
-		return reconcile.Result{}, errors.Wrap(err, errGetDatabase)
 	}
 	var plan *v1alpha1.ProvisioningPlan
 	if provisionedFor(db, b) {
@@ -194,6 +200,48 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		delivered.CredentialVault = in.Spec.CredentialVault != nil
 	}
 	return reconcile.Result{}, r.report(ctx, b, c, delivered, plan)
+}
+
+// standsFor is what b stands for, as Crossplane's tools follow it: db
+// once it is bound to b or provisioned for it, and db's owner role when db
+// names a PostgreSQLRole as its owner. A database bound to another
+// binding is not b's to show.
+func standsFor(b *v1alpha1.PostgreSQLBinding, db *v1alpha1.PostgreSQLDatabase) []v1alpha1.ResourceRef {
+	if db == nil {
+		return nil
+	}
+	st := db.Status.Binding
+	bound := st.Phase == v1alpha1.PhaseBound && st.BoundTo != nil && st.BoundTo.UID == string(b.GetUID())
+	if !bound && !provisionedFor(db, b) {
+		return nil
+	}
+	api := v1alpha1.SchemeGroupVersion.String()
+	refs := []v1alpha1.ResourceRef{{APIVersion: api, Kind: v1alpha1.PostgreSQLDatabaseKind, Name: db.GetName()}}
+	if o := db.Spec.ForProvider.OwnerRef; o != nil {
+		refs = append(refs, v1alpha1.ResourceRef{APIVersion: api, Kind: v1alpha1.PostgreSQLRoleKind, Name: o.Name})
+	}
+	return refs
+}
+
+// refer records refs on b's spec.crossplane.resourceRefs when they
+// changed. It is one write when a database is bound or provisioned and
+// one when it goes: the binding's generation moves with it, and the
+// status written next in the same pass observes the new one.
+func (r *reconciler) refer(ctx context.Context, b *v1alpha1.PostgreSQLBinding, refs []v1alpha1.ResourceRef) error {
+	var had []v1alpha1.ResourceRef
+	if b.Spec.Crossplane != nil {
+		had = b.Spec.Crossplane.ResourceRefs
+	}
+	if slices.Equal(had, refs) {
+		return nil
+	}
+	patch := client.MergeFrom(b.DeepCopy())
+	if refs == nil {
+		b.Spec.Crossplane = nil
+	} else {
+		b.Spec.Crossplane = &v1alpha1.BindingCrossplane{ResourceRefs: refs}
+	}
+	return errors.Wrap(client.IgnoreNotFound(r.kube.Patch(ctx, b, patch)), "cannot record what the PostgreSQLBinding stands for (spec.crossplane.resourceRefs)")
 }
 
 // provisionedFor reports whether db was provisioned for b: for b's UID,
@@ -293,7 +341,11 @@ func (r *reconciler) report(ctx context.Context, b *v1alpha1.PostgreSQLBinding, 
 	wasBound := b.Status.Phase == v1alpha1.BindingBound
 	b.Status.Phase, b.Status.Database, b.Status.Plan, b.Status.ObservedGeneration = phase, d, plan, b.GetGeneration()
 	b.SetConditions(c)
-	if err := r.kube.Status().Update(ctx, b); err != nil {
+	if err := r.kube.Status().Update(ctx, b); kerrors.IsNotFound(err) {
+		// A binding deleted meanwhile (its tenant went) has no status to
+		// keep, nor anyone to tell: not an error to log and retry.
+		return nil
+	} else if err != nil {
 		return errors.Wrap(err, "cannot update the PostgreSQLBinding's status")
 	}
 	switch {

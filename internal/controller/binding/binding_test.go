@@ -58,6 +58,14 @@ func explicit(ns, name, db string) *v1alpha1.PostgreSQLBinding {
 	}
 }
 
+// refsOf is b's spec.crossplane.resourceRefs.
+func refsOf(b *v1alpha1.PostgreSQLBinding) []v1alpha1.ResourceRef {
+	if b.Spec.Crossplane == nil {
+		return nil
+	}
+	return b.Spec.Crossplane.ResourceRefs
+}
+
 // registered creates what an admin registers for tenants: a NOLOGIN owner
 // role and a database it owns, offered to one tenant of the namespace.
 func registered(ctx context.Context, t *testing.T, ns, name string) *v1alpha1.PostgreSQLDatabase {
@@ -142,6 +150,13 @@ func TestProvisionBindRelease(t *testing.T) {
 	want := v1alpha1.BoundDatabase{Name: "orders", Instance: "main", Database: "orders", Owner: "orders_owner"}
 	if d := got.Status.Database; d == nil || d.Name != want.Name || d.Instance != want.Instance || d.Database != want.Database || d.Owner != want.Owner || d.UID == "" {
 		t.Fatalf("binding delivers %+v, want %+v", d, want)
+	}
+	// What crossplane resource trace follows from the binding: the
+	// database and its owner role.
+	api := v1alpha1.SchemeGroupVersion.String()
+	wantRefs := []v1alpha1.ResourceRef{{APIVersion: api, Kind: "PostgreSQLDatabase", Name: "orders"}, {APIVersion: api, Kind: "PostgreSQLRole", Name: "orders-owner"}}
+	if diff := cmp.Diff(wantRefs, refsOf(got)); diff != "" {
+		t.Errorf("spec.crossplane.resourceRefs of a Bound binding (-want +got):\n%s", diff)
 	}
 	db := &v1alpha1.PostgreSQLDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
 	bound := phase(ctx, t, db, v1alpha1.PhaseBound)
@@ -229,7 +244,11 @@ func TestProvisionBindRelease(t *testing.T) {
 		}
 		// Stays so: a poll later nothing changed.
 		time.Sleep(3 * time.Second)
-		bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonReleased)
+		st = bindingReady(ctx, t, again, corev1.ConditionFalse, v1alpha1.ReasonReleased)
+		// Another tenant's database is not this binding's to show.
+		if refs := refsOf(st); refs != nil {
+			t.Errorf("a binding refused a Released database lists %v in spec.crossplane.resourceRefs", refs)
+		}
 
 		// The admin re-opens it: the next tenant binds and reads the old rows.
 		cur := &v1alpha1.PostgreSQLDatabase{}
