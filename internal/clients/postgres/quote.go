@@ -23,3 +23,16 @@ func QuoteLiteral(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// QuoteLiteralOneLine quotes a string literal as QuoteLiteral does, on
+// one line: for a statement a message offers a person to copy, where a
+// line break inside the literal would cut the statement in two for
+// anyone who picks it out line by line. A value holding a line break is
+// written as an E” literal with \n and \r.
+func QuoteLiteralOneLine(s string) string {
+	s = strings.ReplaceAll(s, "\x00", "")
+	if !strings.ContainsAny(s, "\n\r") {
+		return QuoteLiteral(s)
+	}
+	return "E'" + strings.NewReplacer(`\`, `\\`, "'", "''", "\n", `\n`, "\r", `\r`).Replace(s) + "'"
+}

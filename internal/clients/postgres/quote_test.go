@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,14 +16,20 @@ func TestQuoteLiteralRoundTrip(t *testing.T) {
 	conn := adminConn(ctx, t)
 	for _, in := range []string{
 		"plain", "it's", `back\slash`, `'; DROP ROLE postgres; --`, `\'`, "$$dollar$$", "ünïcödé", "new\nline", "",
+		"a comment\r\n[marker]", "it's\\n not a line break\n", `\n`,
 	} {
-		var got string
-		if err := conn.QueryRow(ctx, "SELECT "+QuoteLiteral(in)).Scan(&got); err != nil {
-			t.Errorf("SELECT %s: %v", QuoteLiteral(in), err)
-			continue
+		for name, quote := range map[string]func(string) string{"QuoteLiteral": QuoteLiteral, "QuoteLiteralOneLine": QuoteLiteralOneLine} {
+			var got string
+			if err := conn.QueryRow(ctx, "SELECT "+quote(in)).Scan(&got); err != nil {
+				t.Errorf("SELECT %s: %v", quote(in), err)
+				continue
+			}
+			if got != in {
+				t.Errorf("%s(%q) read back as %q", name, in, got)
+			}
 		}
-		if got != in {
-			t.Errorf("QuoteLiteral(%q) read back as %q", in, got)
+		if q := QuoteLiteralOneLine(in); strings.ContainsAny(q, "\n\r") {
+			t.Errorf("QuoteLiteralOneLine(%q) = %q spans lines", in, q)
 		}
 	}
 	for _, in := range []string{"MixedCase", `with"quote`, "space name", "select"} {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -333,7 +334,10 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase, _ *p
 	return conflict.Object{
 		Noun: "database", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLDatabaseKind,
 		MarkedBy: whose, Check: "psql -c '\\l+ " + name + "'",
-		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))),
+		// The marker goes with the comment the spec asks for, so that the
+		// statement leaves the resource nothing to send (the server's own
+		// comment is not copied into a message).
+		Adopt: "COMMENT ON DATABASE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteralOneLine(postgres.WithMarker(ptr.Deref(mg.Spec.ForProvider.Comment, ""), k.e.mark(mg))),
 	}, err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -321,8 +322,11 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLRole, _ *postg
 		Noun: "role", Name: name, In: fmt.Sprintf("on PostgreSQLInstance %q", k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLRoleKind,
 		MarkedBy: whose, Check: "psql -c '\\du+ " + name + "'",
 	}
+	// The marker goes with the comment the spec asks for, so that the
+	// statement leaves the resource nothing to send (the server's own
+	// comment is not copied into a message).
 	if !credential.Managed(mg) && !credential.Publishes(mg) {
-		o.Adopt = "COMMENT ON ROLE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg)))
+		o.Adopt = "COMMENT ON ROLE " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteralOneLine(postgres.WithMarker(ptr.Deref(mg.Spec.ForProvider.Comment, ""), k.e.mark(mg)))
 	}
 	return o, err
 }
@@ -444,7 +448,7 @@ func (k kind) Describe(mg *v1alpha1.PostgreSQLRole, ours bool) string {
 		d += fmt.Sprintf(" (an imported role publishes no connection details: its password is not the provider's to hand out; "+
 			"to deliver credentials, manage a login role of your own, or have an admin adopt this one: COMMENT ON ROLE %s IS %s, "+
 			"then managementPolicies back to the default, and the provider rotates a generated password into the Secret; see docs/credentials.md)",
-			postgres.QuoteIdentifier(mg.RoleName()), postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))))
+			postgres.QuoteIdentifier(mg.RoleName()), postgres.QuoteLiteralOneLine(postgres.WithMarker(ptr.Deref(mg.Spec.ForProvider.Comment, ""), k.e.mark(mg))))
 	}
 	return d
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -282,7 +283,10 @@ func (k kind) Foreign(ctx context.Context, mg *v1alpha1.PostgreSQLSchema, _ *pos
 	return conflict.Object{
 		Noun: "schema", Name: name, In: fmt.Sprintf("in database %q on PostgreSQLInstance %q", db, k.e.conn.Instance.GetName()), Kind: v1alpha1.PostgreSQLSchemaKind,
 		MarkedBy: whose, Check: "psql -d " + db + " -c '\\dn+ " + name + "'",
-		Adopt: "COMMENT ON SCHEMA " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteral(postgres.WithMarker("", k.e.mark(mg))),
+		// The marker goes with the comment the spec asks for, so that the
+		// statement leaves the resource nothing to send (the server's own
+		// comment is not copied into a message).
+		Adopt: "COMMENT ON SCHEMA " + postgres.QuoteIdentifier(name) + " IS " + postgres.QuoteLiteralOneLine(postgres.WithMarker(ptr.Deref(mg.Spec.ForProvider.Comment, ""), k.e.mark(mg))),
 	}, err
 }
 
