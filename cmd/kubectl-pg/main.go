@@ -40,6 +40,7 @@ func main() {
 type flags struct {
 	namespace, output, kubeconfig, context string
 	all                                    bool
+	inventory                              pgctl.InventoryOptions
 	args                                   []string
 }
 
@@ -68,6 +69,16 @@ func parse(args []string) (flags, error) {
 			f.kubeconfig, err = take()
 		case "--context":
 			f.context, err = take()
+		case "--instance":
+			f.inventory.Instance, err = take()
+		case "--provider-namespace":
+			f.inventory.ProviderNamespace, err = take()
+		case "--dsn":
+			f.inventory.DSN, err = take()
+		case "--dir":
+			f.inventory.Dir, err = take()
+		case "--mapping":
+			f.inventory.MappingFile, err = take()
 		case "-A", "--all-namespaces":
 			f.all = true
 		default:
@@ -91,13 +102,21 @@ func run(ctx context.Context, args []string) error {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
-	cli := &pgctl.CLI{Out: os.Stdout, Namespace: f.namespace, AllNamespaces: f.all, Output: f.output}
+	cli := &pgctl.CLI{Out: os.Stdout, Err: os.Stderr, Namespace: f.namespace, AllNamespaces: f.all, Output: f.output, Inventory: f.inventory}
 	if len(f.args) == 0 || f.args[0] == "help" || f.args[0] == "-h" || f.args[0] == "--help" {
 		return cli.Run(ctx, nil)
 	}
 	if f.args[0] == "version" {
 		_, err := fmt.Fprintln(os.Stdout, "kubectl-pg", version.Version)
 		return err
+	}
+	if f.args[0] == "inventory" && f.inventory.DSN != "" {
+		// Reading a server through a connection string needs no cluster:
+		// the manifests go to a folder, for Git.
+		if cli.Namespace == "" {
+			cli.Namespace, _, _ = cc.Namespace()
+		}
+		return cli.Run(ctx, f.args)
 	}
 	if cli.Namespace == "" {
 		if cli.Namespace, _, err = cc.Namespace(); err != nil {

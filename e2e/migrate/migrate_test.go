@@ -30,7 +30,7 @@ const ns = "shop"
 
 var env *providertest.Env
 
-var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns}},
+var suite = providertest.Suite(providertest.Options{PollInterval: 2 * time.Second, Instance: "main", Namespaces: append([]string{ns}, adoptNamespaces...)},
 	func(e *providertest.Env) { env = e })
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
@@ -310,9 +310,9 @@ func markers(ctx context.Context, t *testing.T) {
 }
 
 // shell returns a runner of the page's blocks: bash in a folder of the
-// test, with kubectl and psql on PATH, the test cluster's kubeconfig and
+// test, with kubectl, psql and the folders of path on PATH, the test cluster's kubeconfig and
 // PG_ADMIN_URL, the admin's URL the page asks the reader to set.
-func shell(t *testing.T) func(context.Context, string) ([]byte, error) {
+func shell(t *testing.T, path ...string) func(context.Context, string) ([]byte, error) {
 	t.Helper()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.crt")
@@ -322,7 +322,7 @@ func shell(t *testing.T) func(context.Context, string) ([]byte, error) {
 	pg := env.Postgres
 	admin := url.URL{Scheme: "postgresql", User: url.UserPassword(pg.AdminUser, pg.AdminPassword), Host: fmt.Sprintf("%s:%d", pg.Host, pg.Port), Path: "/postgres",
 		RawQuery: url.Values{"sslmode": {"verify-full"}, "sslrootcert": {ca}, "hostaddr": {pg.Hostaddr}, "application_name": {"psql"}}.Encode()}
-	vars := []string{"PATH=" + os.Getenv("KUBEBUILDER_ASSETS") + ":/usr/bin:/bin", "HOME=" + dir,
+	vars := []string{"PATH=" + strings.Join(append(path, os.Getenv("KUBEBUILDER_ASSETS"), "/usr/bin", "/bin"), ":"), "HOME=" + dir,
 		"KUBECONFIG=" + env.ControlPlane.Kubeconfig, "PG_ADMIN_URL=" + admin.String()}
 	return func(ctx context.Context, script string) ([]byte, error) {
 		out, err := runbook.Run(ctx, dir, vars, script)

@@ -34,6 +34,10 @@ type CLI struct {
 	AllNamespaces bool
 	// Output is "" (a table), "json" or "yaml".
 	Output string
+	// Err is where long commands report their progress (nil: nowhere).
+	Err io.Writer
+	// Inventory are the flags of kubectl pg inventory.
+	Inventory InventoryOptions
 }
 
 // Usage is the plugin's help.
@@ -46,6 +50,9 @@ Usage:
   kubectl pg drift [-A]                 the last change made on the server outside the provider, per resource
   kubectl pg why KIND/NAME              conditions, the plan and the last events, in one view
   kubectl pg trace tenant/NAME          a claim (or namespaced Tenant) down to its credential: binding, database, owner role, login role, Secret or vault path
+  kubectl pg inventory --instance NAME --dir DIR [--mapping FILE] [--provider-namespace NS] [--dsn DSN]
+                                        read a running server (its roles, databases, schemas, extensions) and write
+                                        one Observe-only manifest per object, with a summary of what was skipped and why
   kubectl pg version                    the plugin's version
 
 KIND is a kind (PostgreSQLRole), its short name (pgrole) or a plain word (role, database, schema, grant,
@@ -88,6 +95,11 @@ func (c *CLI) Run(ctx context.Context, args []string) error {
 		default:
 			return c.trace(ctx, a)
 		}
+	case "inventory":
+		if len(args) != 1 {
+			return errors.Errorf("kubectl pg inventory takes flags only (--instance, --dir, --mapping, --provider-namespace, --dsn)")
+		}
+		return c.inventory(ctx)
 	case "drift":
 		if len(args) != 1 {
 			return errors.Errorf("kubectl pg drift takes no argument")

@@ -1,0 +1,278 @@
+// Package inventory reads what a running PostgreSQL server holds (its
+// roles, databases, schemas and extensions) and describes it as the
+// provider's managed resources, read-only: Observe-only manifests whose
+// plans are empty, so that a server set up by hand, by Terraform or by
+// another provider is adopted without a statement sent, and a list of what
+// the API cannot express, each with its reason.
+//
+// Reading costs a fixed number of queries for the server and a fixed
+// number per database, whatever the number of objects: the catalogs are
+// read whole, never once per object.
+package inventory
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+)
+
+// A Server is what one PostgreSQL server holds, as read.
+type Server struct {
+	// Version is server_version_num.
+	Version int
+	// Admin is the role the inventory logged in as.
+	Admin     string
+	Roles     []Role
+	Databases []Database
+}
+
+// A Role is a row of pg_roles with its memberships and settings.
+type Role struct {
+	Name                                                         string
+	Login, Inherit, CreateDB, CreateRole, Replication, BypassRLS bool
+	Superuser                                                    bool
+	ConnectionLimit                                              int32
+	// ValidUntil is nil for no expiry (NULL or infinity).
+	ValidUntil *time.Time
+	// Config is the role's settings in every database (rolconfig), as
+	// name=value.
+	Config []string
+	// DatabaseConfig is the role's settings in one database, as
+	// "database: name=value".
+	DatabaseConfig []string
+	// Comment is the role's comment without an ownership marker.
+	Comment string
+	// Managed: the comment carries the provider's ownership marker.
+	Managed bool
+	// MemberOf are the roles it is a member of.
+	MemberOf []string
+	// AdminOf are the roles it is a member of WITH ADMIN OPTION.
+	AdminOf []string
+	// System: a role PostgreSQL predefines (pg_*).
+	System bool
+}
+
+// A Database is a row of pg_database, with what was read inside it.
+type Database struct {
+	Name, Owner, Encoding, Collate, Ctype string
+	ConnectionLimit                       int32
+	AllowConnections, IsTemplate          bool
+	Comment                               string
+	Managed                               bool
+	// Config is the database's settings for every role (ALTER DATABASE …
+	// SET), as name=value.
+	Config []string
+	// Unread says why nothing inside the database was read ("" when it
+	// was).
+	Unread     string
+	Schemas    []Schema
+	Extensions []Extension
+}
+
+// A Schema is a row of pg_namespace of a database.
+type Schema struct {
+	Name, Owner, Comment string
+	Managed              bool
+	// Extension names the extension that created the schema, if one did.
+	Extension string
+}
+
+// An Extension installed in a database.
+type Extension struct {
+	Name, Version, Schema string
+}
+
+// An Opener opens a session to a database of the server as its admin.
+type Opener func(ctx context.Context, database string) (*pgx.Conn, error)
+
+// Progress is told what the inventory reads, as it goes.
+type Progress func(format string, args ...any)
+
+// rolesSQL reads every role with its memberships and settings. On 16+ a
+// membership may be granted several times by different grantors: one
+// entry per group, with ADMIN OPTION if any grant has it.
+const rolesSQL = `SELECT r.rolname::pg_catalog.text, r.rolcanlogin, r.rolinherit, r.rolcreatedb, r.rolcreaterole,
+       r.rolreplication, r.rolbypassrls, r.rolsuper, r.rolconnlimit, r.rolvaliduntil, coalesce(r.rolconfig, '{}'),
+       coalesce(pg_catalog.shobj_description(r.oid, 'pg_authid'), ''),
+       coalesce(ARRAY(SELECT g.rolname::pg_catalog.text FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
+                       WHERE m.member = r.oid GROUP BY g.rolname ORDER BY 1), '{}'),
+       coalesce(ARRAY(SELECT g.rolname::pg_catalog.text FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
+                       WHERE m.member = r.oid AND m.admin_option GROUP BY g.rolname ORDER BY 1), '{}'),
+       coalesce(ARRAY(SELECT d.datname::pg_catalog.text || ': ' || c.setting FROM pg_catalog.pg_db_role_setting s
+                       JOIN pg_catalog.pg_database d ON d.oid = s.setdatabase, LATERAL pg_catalog.unnest(s.setconfig) AS c(setting)
+                       WHERE s.setrole = r.oid ORDER BY 1), '{}'),
+       r.rolname ~ '^pg_' AND r.oid < 16384
+  FROM pg_catalog.pg_roles r
+ ORDER BY 1`
+
+// databasesSQL reads every database with its settings for every role.
+const databasesSQL = `SELECT d.datname::pg_catalog.text, pg_catalog.pg_get_userbyid(d.datdba)::pg_catalog.text,
+       pg_catalog.pg_encoding_to_char(d.encoding)::pg_catalog.text, d.datcollate::pg_catalog.text, d.datctype::pg_catalog.text,
+       d.datconnlimit, d.datallowconn, d.datistemplate,
+       coalesce(pg_catalog.shobj_description(d.oid, 'pg_database'), ''),
+       coalesce((SELECT s.setconfig FROM pg_catalog.pg_db_role_setting s WHERE s.setdatabase = d.oid AND s.setrole = 0), '{}'),
+       pg_catalog.has_database_privilege(d.oid, 'CONNECT')
+  FROM pg_catalog.pg_database d
+ ORDER BY 1`
+
+// schemasSQL reads a database's schemas, but PostgreSQL's own and the
+// temporary ones, with the extension that created each (if any).
+const schemasSQL = `SELECT n.nspname::pg_catalog.text, pg_catalog.pg_get_userbyid(n.nspowner)::pg_catalog.text,
+       coalesce(pg_catalog.obj_description(n.oid, 'pg_namespace'), ''),
+       coalesce((SELECT e.extname::pg_catalog.text FROM pg_catalog.pg_depend dep JOIN pg_catalog.pg_extension e ON e.oid = dep.refobjid
+                  WHERE dep.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND dep.objid = n.oid
+                    AND dep.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND dep.deptype = 'e' LIMIT 1), '')
+  FROM pg_catalog.pg_namespace n
+ WHERE n.nspname !~ '^pg_' AND n.nspname <> 'information_schema'
+ ORDER BY 1`
+
+// extensionsSQL reads a database's extensions.
+const extensionsSQL = `SELECT e.extname::pg_catalog.text, e.extversion::pg_catalog.text, n.nspname::pg_catalog.text
+  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+ ORDER BY 1`
+
+// Read reads the server open reaches: the roles and databases from the
+// database home, then each database that allows connections, one session
+// at a time.
+func Read(ctx context.Context, open Opener, home string, progress Progress) (*Server, error) {
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	c, err := open(ctx, home)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot connect to database %q", home)
+	}
+	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Read only; nothing to lose.
+	s := &Server{}
+	if err := c.QueryRow(ctx, "SELECT pg_catalog.current_setting('server_version_num')::pg_catalog.int4, current_user::pg_catalog.text").Scan(&s.Version, &s.Admin); err != nil {
+		return nil, errors.Wrap(err, "cannot read the server's version")
+	}
+	if s.Roles, err = readRoles(ctx, c); err != nil {
+		return nil, err
+	}
+	progress("read %d roles", len(s.Roles))
+	if s.Databases, err = readDatabases(ctx, c); err != nil {
+		return nil, err
+	}
+	progress("read %d databases", len(s.Databases))
+	for i := range s.Databases {
+		d := &s.Databases[i]
+		if d.Unread != "" {
+			continue
+		}
+		progress("reading inside database %q (%d of %d)", d.Name, i+1, len(s.Databases))
+		if err := readInside(ctx, open, d); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func readRoles(ctx context.Context, c *pgx.Conn) ([]Role, error) {
+	rows, err := c.Query(ctx, rolesSQL)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the roles")
+	}
+	var out []Role
+	for rows.Next() {
+		var r Role
+		var until pgtype.Timestamptz
+		if err := rows.Scan(&r.Name, &r.Login, &r.Inherit, &r.CreateDB, &r.CreateRole, &r.Replication, &r.BypassRLS, &r.Superuser,
+			&r.ConnectionLimit, &until, &r.Config, &r.Comment, &r.MemberOf, &r.AdminOf, &r.DatabaseConfig, &r.System); err != nil {
+			rows.Close()
+			return nil, errors.Wrap(err, "cannot read the roles")
+		}
+		if until.Valid && until.InfinityModifier == pgtype.Finite {
+			t := until.Time.UTC()
+			r.ValidUntil = &t
+		}
+		r.Comment, r.Managed = unmarked(r.Comment)
+		out = append(out, r)
+	}
+	return out, errors.Wrap(rows.Err(), "cannot read the roles")
+}
+
+func readDatabases(ctx context.Context, c *pgx.Conn) ([]Database, error) {
+	rows, err := c.Query(ctx, databasesSQL)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot read the databases")
+	}
+	var out []Database
+	for rows.Next() {
+		var d Database
+		var connect bool
+		if err := rows.Scan(&d.Name, &d.Owner, &d.Encoding, &d.Collate, &d.Ctype, &d.ConnectionLimit, &d.AllowConnections, &d.IsTemplate,
+			&d.Comment, &d.Config, &connect); err != nil {
+			rows.Close()
+			return nil, errors.Wrap(err, "cannot read the databases")
+		}
+		d.Comment, d.Managed = unmarked(d.Comment)
+		switch {
+		case !d.AllowConnections:
+			d.Unread = "it does not allow connections (ALLOW_CONNECTIONS false)"
+		case !connect:
+			d.Unread = "the admin has no CONNECT privilege on it"
+		}
+		out = append(out, d)
+	}
+	return out, errors.Wrap(rows.Err(), "cannot read the databases")
+}
+
+// readInside reads d's schemas and extensions in a session of its own.
+func readInside(ctx context.Context, open Opener, d *Database) error {
+	c, err := open(ctx, d.Name)
+	if err != nil {
+		return errors.Wrapf(err, "cannot connect to database %q", d.Name)
+	}
+	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Read only; nothing to lose.
+	rows, err := c.Query(ctx, schemasSQL)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the schemas of database %q", d.Name)
+	}
+	for rows.Next() {
+		var s Schema
+		if err := rows.Scan(&s.Name, &s.Owner, &s.Comment, &s.Extension); err != nil {
+			rows.Close()
+			return errors.Wrapf(err, "cannot read the schemas of database %q", d.Name)
+		}
+		s.Comment, s.Managed = unmarked(s.Comment)
+		d.Schemas = append(d.Schemas, s)
+	}
+	if err := rows.Err(); err != nil {
+		return errors.Wrapf(err, "cannot read the schemas of database %q", d.Name)
+	}
+	rows, err = c.Query(ctx, extensionsSQL)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the extensions of database %q", d.Name)
+	}
+	for rows.Next() {
+		var e Extension
+		if err := rows.Scan(&e.Name, &e.Version, &e.Schema); err != nil {
+			rows.Close()
+			return errors.Wrapf(err, "cannot read the extensions of database %q", d.Name)
+		}
+		d.Extensions = append(d.Extensions, e)
+	}
+	return errors.Wrapf(rows.Err(), "cannot read the extensions of database %q", d.Name)
+}
+
+// unmarked splits an object's comment from the provider's ownership
+// marker: the comment as a resource states it, and whether a marker was
+// there.
+func unmarked(stored string) (string, bool) {
+	comment, m := postgres.ParseMarker(stored)
+	return comment, m.UID != ""
+}
+
+// setting splits a name=value setting.
+func setting(kv string) (string, string) {
+	name, value, _ := strings.Cut(kv, "=")
+	return name, value
+}
