@@ -84,9 +84,15 @@ func TestAdopt(t *testing.T) {
 	out := run("inventory")
 	run("allow")
 	want := []string{
-		"adopted/analytics/databases/analytics.yaml", "adopted/analytics/roles/analysts.yaml", "adopted/analytics/roles/etl.yaml",
+		"adopted/analytics/databases/analytics.yaml",
+		"adopted/analytics/grants/analytics-analysts.yaml", "adopted/analytics/grants/analytics-marts-report-bot.yaml",
+		"adopted/analytics/roles/analysts.yaml", "adopted/analytics/roles/etl.yaml",
 		"adopted/analytics/roles/report-bot.yaml", "adopted/analytics/schemas/analytics-marts.yaml",
 		"adopted/sales/databases/billing.yaml", "adopted/sales/databases/frozen.yaml", "adopted/sales/databases/legacy.yaml", "adopted/sales/databases/orders.yaml",
+		"adopted/sales/defaultprivileges/billing-app-billing-app-writers-sequences.yaml", "adopted/sales/defaultprivileges/orders-app-orders-sales-app-readers-tables.yaml",
+		"adopted/sales/grants/orders-sales-app-readers-functions.yaml", "adopted/sales/grants/orders-sales-app-readers-tables.yaml",
+		"adopted/sales/grants/orders-sales-app-readers.yaml", "adopted/sales/grants/orders-sales-app-writers-sequences.yaml",
+		"adopted/sales/grants/orders-sales-app-writers-tables-grantable.yaml",
 		"adopted/sales/roles/app-billing.yaml", "adopted/sales/roles/app-orders.yaml", "adopted/sales/roles/app-readers.yaml", "adopted/sales/roles/app-writers.yaml",
 		"adopted/sales/roles/migrator.yaml", "adopted/sales/roles/ops.yaml", "adopted/sales/roles/replicator.yaml",
 	}
@@ -113,6 +119,8 @@ func TestAdopt(t *testing.T) {
 		"frozen", "nothing inside it was read: it does not allow connections",
 		"a role PostgreSQL predefines", "the mapping places it in no namespace\n      contractor",
 		"role analysts: a member of app_readers, which the mapping places in namespace sales, not analytics",
+		"1 grant: a grant to PUBLIC: a PostgreSQLGrant names one role\n      SELECT on orders.sales.open_orders to PUBLIC",
+		"a column's privilege: the API grants on whole tables only\n      SELECT on orders.sales.items.sku to svc_01",
 	} {
 		if !strings.Contains(out, skipped) {
 			t.Errorf("the inventory's summary does not report %q", skipped)
@@ -144,7 +152,7 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("role ops's comment after the hand-over: %q", comment)
 	}
 	run("import-inside")
-	noPlansIn(ctx, t, "after the import inside", &v1alpha1.PostgreSQLSchemaList{})
+	noPlansIn(ctx, t, "after the import inside", &v1alpha1.PostgreSQLSchemaList{}, &v1alpha1.PostgreSQLGrantList{}, &v1alpha1.PostgreSQLDefaultPrivilegesList{})
 	run("hand-over-inside")
 
 	// The provider's next polls see the same objects, and send nothing.
@@ -187,7 +195,8 @@ func notReady(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
 	for _, ns := range adoptNamespaces {
-		for _, l := range []client.ObjectList{&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}, &v1alpha1.PostgreSQLSchemaList{}} {
+		for _, l := range []client.ObjectList{&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}, &v1alpha1.PostgreSQLSchemaList{},
+			&v1alpha1.PostgreSQLGrantList{}, &v1alpha1.PostgreSQLDefaultPrivilegesList{}} {
 			if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
 				t.Fatal(err)
 			}
@@ -223,6 +232,14 @@ func itemsOf(l client.ObjectList) []providertest.Conditioned {
 			out = append(out, &x.Items[i])
 		}
 	case *v1alpha1.PostgreSQLSchemaList:
+		for i := range x.Items {
+			out = append(out, &x.Items[i])
+		}
+	case *v1alpha1.PostgreSQLGrantList:
+		for i := range x.Items {
+			out = append(out, &x.Items[i])
+		}
+	case *v1alpha1.PostgreSQLDefaultPrivilegesList:
 		for i := range x.Items {
 			out = append(out, &x.Items[i])
 		}

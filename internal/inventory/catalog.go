@@ -74,6 +74,38 @@ type Database struct {
 	Unread     string
 	Schemas    []Schema
 	Extensions []Extension
+	// Grants are the privileges granted on the database and on what is
+	// inside it, one privilege a row, but the owner's own.
+	Grants []Grant
+	// Defaults are the default privileges set in the database, one
+	// privilege a row.
+	Defaults []Default
+}
+
+// A Grant is one privilege one grantee holds on one object, from the
+// object's ACL.
+type Grant struct {
+	// Kind is Database, Schema, Table, Sequence, Function or Column.
+	Kind string
+	// Schema holds the object ("" for a database).
+	Schema string
+	// Object is the table, sequence or column (table.column), or the
+	// function's signature ("" for a database or a schema).
+	Object string
+	// Grantee is a role's name, or PUBLIC.
+	Grantee   string
+	Privilege string
+	Grantable bool
+}
+
+// A Default is one privilege of pg_default_acl: what Owner's new objects
+// of ObjectType (in Schema, or in every schema) give Grantee.
+type Default struct {
+	Owner, Schema string
+	// ObjectType is pg_default_acl's defaclobjtype: r, S, f, T or n.
+	ObjectType         string
+	Grantee, Privilege string
+	Grantable          bool
 }
 
 // A Schema is a row of pg_namespace of a database.
@@ -138,6 +170,50 @@ const extensionsSQL = `SELECT e.extname::pg_catalog.text, e.extversion::pg_catal
   FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
  ORDER BY 1`
 
+// grantee names an ACL item's grantee, PUBLIC for 0.
+const grantee = `CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.pg_get_userbyid(a.grantee)::pg_catalog.text END`
+
+// databaseGrantsSQL reads the privileges granted on every database, but
+// its owner's own.
+const databaseGrantsSQL = `SELECT d.datname::pg_catalog.text, ` + grantee + `, a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM pg_catalog.pg_database d, LATERAL pg_catalog.aclexplode(d.datacl) AS a
+ WHERE d.datacl IS NOT NULL AND a.grantee <> d.datdba
+ ORDER BY 1, 2, 3`
+
+// insideGrantsSQL reads the privileges granted on a database's schemas,
+// tables (views and the like included), sequences, functions and
+// columns, but their owners' own; PostgreSQL's own schemas are left out.
+const insideGrantsSQL = `WITH ns AS (SELECT oid, nspname, nspowner, nspacl FROM pg_catalog.pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema')
+SELECT 'Schema', n.nspname::pg_catalog.text, '', ` + grantee + `, a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM ns n, LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+ WHERE n.nspacl IS NOT NULL AND a.grantee <> n.nspowner
+UNION ALL
+SELECT CASE c.relkind WHEN 'S' THEN 'Sequence' ELSE 'Table' END, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, ` + grantee + `,
+       a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM pg_catalog.pg_class c JOIN ns n ON n.oid = c.relnamespace, LATERAL pg_catalog.aclexplode(c.relacl) AS a
+ WHERE c.relacl IS NOT NULL AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND a.grantee <> c.relowner
+UNION ALL
+SELECT 'Function', n.nspname::pg_catalog.text, p.proname::pg_catalog.text || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')', ` + grantee + `,
+       a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM pg_catalog.pg_proc p JOIN ns n ON n.oid = p.pronamespace, LATERAL pg_catalog.aclexplode(p.proacl) AS a
+ WHERE p.proacl IS NOT NULL AND p.prokind = 'f' AND a.grantee <> p.proowner
+UNION ALL
+SELECT 'Column', n.nspname::pg_catalog.text, c.relname::pg_catalog.text || '.' || t.attname::pg_catalog.text, ` + grantee + `,
+       a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM pg_catalog.pg_attribute t JOIN pg_catalog.pg_class c ON c.oid = t.attrelid JOIN ns n ON n.oid = c.relnamespace,
+       LATERAL pg_catalog.aclexplode(t.attacl) AS a
+ WHERE t.attacl IS NOT NULL AND NOT t.attisdropped
+ ORDER BY 1, 2, 3, 4, 5`
+
+// defaultsSQL reads a database's default privileges, but the owner's own
+// (a global entry lists them).
+const defaultsSQL = `SELECT pg_catalog.pg_get_userbyid(d.defaclrole)::pg_catalog.text, coalesce(n.nspname::pg_catalog.text, ''), d.defaclobjtype::pg_catalog.text,
+       ` + grantee + `, a.privilege_type::pg_catalog.text, a.is_grantable
+  FROM pg_catalog.pg_default_acl d LEFT JOIN pg_catalog.pg_namespace n ON n.oid = d.defaclnamespace,
+       LATERAL pg_catalog.aclexplode(d.defaclacl) AS a
+ WHERE a.grantee <> d.defaclrole
+ ORDER BY 1, 2, 3, 4, 5`
+
 // Read reads the server open reaches: the roles and databases from the
 // database home, then each database that allows connections, one session
 // at a time.
@@ -159,6 +235,9 @@ func Read(ctx context.Context, open Opener, home string, progress Progress) (*Se
 	}
 	progress("read %d roles", len(s.Roles))
 	if s.Databases, err = readDatabases(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := readDatabaseGrants(ctx, c, s.Databases); err != nil {
 		return nil, err
 	}
 	progress("read %d databases", len(s.Databases))
@@ -225,7 +304,33 @@ func readDatabases(ctx context.Context, c *pgx.Conn) ([]Database, error) {
 	return out, errors.Wrap(rows.Err(), "cannot read the databases")
 }
 
-// readInside reads d's schemas and extensions in a session of its own.
+// readDatabaseGrants reads the privileges granted on the databases into
+// dbs.
+func readDatabaseGrants(ctx context.Context, c *pgx.Conn, dbs []Database) error {
+	rows, err := c.Query(ctx, databaseGrantsSQL)
+	if err != nil {
+		return errors.Wrap(err, "cannot read the databases' privileges")
+	}
+	byName := map[string]*Database{}
+	for i := range dbs {
+		byName[dbs[i].Name] = &dbs[i]
+	}
+	for rows.Next() {
+		var db string
+		g := Grant{Kind: "Database"}
+		if err := rows.Scan(&db, &g.Grantee, &g.Privilege, &g.Grantable); err != nil {
+			rows.Close()
+			return errors.Wrap(err, "cannot read the databases' privileges")
+		}
+		if d := byName[db]; d != nil {
+			d.Grants = append(d.Grants, g)
+		}
+	}
+	return errors.Wrap(rows.Err(), "cannot read the databases' privileges")
+}
+
+// readInside reads d's schemas, extensions, grants and default privileges
+// in a session of its own.
 func readInside(ctx context.Context, open Opener, d *Database) error {
 	c, err := open(ctx, d.Name)
 	if err != nil {
@@ -260,7 +365,37 @@ func readInside(ctx context.Context, open Opener, d *Database) error {
 		}
 		d.Extensions = append(d.Extensions, e)
 	}
-	return errors.Wrapf(rows.Err(), "cannot read the extensions of database %q", d.Name)
+	if err := rows.Err(); err != nil {
+		return errors.Wrapf(err, "cannot read the extensions of database %q", d.Name)
+	}
+	rows, err = c.Query(ctx, insideGrantsSQL)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the privileges in database %q", d.Name)
+	}
+	for rows.Next() {
+		var g Grant
+		if err := rows.Scan(&g.Kind, &g.Schema, &g.Object, &g.Grantee, &g.Privilege, &g.Grantable); err != nil {
+			rows.Close()
+			return errors.Wrapf(err, "cannot read the privileges in database %q", d.Name)
+		}
+		d.Grants = append(d.Grants, g)
+	}
+	if err := rows.Err(); err != nil {
+		return errors.Wrapf(err, "cannot read the privileges in database %q", d.Name)
+	}
+	rows, err = c.Query(ctx, defaultsSQL)
+	if err != nil {
+		return errors.Wrapf(err, "cannot read the default privileges in database %q", d.Name)
+	}
+	for rows.Next() {
+		var x Default
+		if err := rows.Scan(&x.Owner, &x.Schema, &x.ObjectType, &x.Grantee, &x.Privilege, &x.Grantable); err != nil {
+			rows.Close()
+			return errors.Wrapf(err, "cannot read the default privileges in database %q", d.Name)
+		}
+		d.Defaults = append(d.Defaults, x)
+	}
+	return errors.Wrapf(rows.Err(), "cannot read the default privileges in database %q", d.Name)
 }
 
 // unmarked splits an object's comment from the provider's ownership

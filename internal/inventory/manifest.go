@@ -169,8 +169,10 @@ func Describe(s *Server, o Options) Inventory {
 		inv.Manifests = append(inv.Manifests, Manifest{Path: path.Join(ns, "databases", db.GetName()+".yaml"), Object: db})
 		if d.Unread != "" {
 			skip(KindDatabase, d.Name, "nothing inside it was read: "+d.Unread)
-			continue
 		}
+		// Unread, it has no schemas and no default privileges, and only
+		// the grants on the database itself, read with the server's
+		// catalog.
 		for _, sc := range d.Schemas {
 			qualified := d.Name + "." + sc.Name
 			if why := schemaSkipped(sc); why != "" {
@@ -190,6 +192,8 @@ func Describe(s *Server, o Options) Inventory {
 			schema.SetName(names.name(ns, KindSchema, d.Name+"_"+sc.Name))
 			inv.Manifests = append(inv.Manifests, Manifest{Path: path.Join(ns, "schemas", schema.GetName()+".yaml"), Object: schema})
 		}
+		inv.Manifests = append(inv.Manifests, describeGrants(d, ns, o.Instance, names, skip)...)
+		inv.Manifests = append(inv.Manifests, describeDefaults(d, ns, o.Instance, names, skip)...)
 	}
 	inv.Crossing = crossing(inv.Manifests)
 	return inv
@@ -226,6 +230,11 @@ func crossing(ms []Manifest) []Skip {
 			check(KindDatabase, *o.Spec.ForProvider.Name, o.GetNamespace(), "owned by", *o.Spec.ForProvider.Owner)
 		case *v1alpha1.PostgreSQLSchema:
 			check(KindSchema, *o.Spec.ForProvider.Database+"."+*o.Spec.ForProvider.Name, o.GetNamespace(), "owned by", *o.Spec.ForProvider.Owner)
+		case *v1alpha1.PostgreSQLGrant:
+			check(KindGrant, o.GetName(), o.GetNamespace(), "granted to", *o.Spec.ForProvider.Role)
+		case *v1alpha1.PostgreSQLDefaultPrivileges:
+			check(KindDefault, o.GetName(), o.GetNamespace(), "for the new objects of", *o.Spec.ForProvider.Owner)
+			check(KindDefault, o.GetName(), o.GetNamespace(), "granted to", *o.Spec.ForProvider.Role)
 		}
 	}
 	return out
@@ -377,14 +386,20 @@ func (n *namer) name(ns, kind, pg string) string {
 	if len(base) > 56 {
 		base = strings.TrimRight(base[:56], "-")
 	}
+	if base == "" {
+		base = strings.ReplaceAll(kind, " ", "-")
+	}
 	name := base
-	if !clean || n.taken[ns+"/"+kind+"/"+name] {
+	// The hash of the PostgreSQL name, and of it with a count when two
+	// resources would still share one (grants of one grantee in one
+	// schema, say).
+	for i := 0; !clean || n.taken[ns+"/"+kind+"/"+name]; i++ {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(pg))
-		name = fmt.Sprintf("%s-%06x", base, h.Sum32()&0xffffff)
-		if base == "" {
-			name = fmt.Sprintf("%s-%06x", kind, h.Sum32()&0xffffff)
+		if i > 0 {
+			_, _ = fmt.Fprintf(h, "#%d", i)
 		}
+		name, clean = fmt.Sprintf("%s-%06x", base, h.Sum32()&0xffffff), true
 	}
 	n.taken[ns+"/"+kind+"/"+name] = true
 	return name

@@ -131,6 +131,10 @@ func TestNames(t *testing.T) {
 		{"a", KindRole, "app_orders_", "app-orders-ca1105"},
 		{"a", KindRole, "xabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk", "xabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabc-9372fd"},
 		{"a", KindSchema, "_", "schema-0c196e"},
+		// Three resources from one name: each its own.
+		{"a", KindGrant, "orders_sales_readers_tables", "orders-sales-readers-tables"},
+		{"a", KindGrant, "orders_sales_readers_tables", "orders-sales-readers-tables-37afe8"},
+		{"a", KindGrant, "orders_sales_readers_tables", "orders-sales-readers-tables-33efe0"},
 	}
 	for _, tc := range cases {
 		if got := n.name(tc.ns, tc.kind, tc.pg); got != tc.want {

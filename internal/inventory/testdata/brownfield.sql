@@ -57,11 +57,22 @@ CREATE SCHEMA audit AUTHORIZATION ops;
 COMMENT ON SCHEMA audit IS 'append-only audit trail';
 CREATE EXTENSION pgcrypto;
 CREATE TABLE sales.items (id bigint PRIMARY KEY, sku text);
+CREATE TABLE sales.orders (id bigserial PRIMARY KEY, item bigint REFERENCES sales.items);
+CREATE VIEW sales.open_orders AS SELECT id FROM sales.orders;
+CREATE FUNCTION sales.total(order_id bigint) RETURNS numeric LANGUAGE sql AS 'SELECT 0::numeric';
 ALTER TABLE sales.items OWNER TO app_orders;
+ALTER TABLE sales.orders OWNER TO app_orders;
+ALTER VIEW sales.open_orders OWNER TO app_orders;
+ALTER FUNCTION sales.total(bigint) OWNER TO app_orders;
 GRANT USAGE ON SCHEMA sales TO app_readers;
 GRANT SELECT ON ALL TABLES IN SCHEMA sales TO app_readers;
 GRANT INSERT, UPDATE ON sales.items TO app_writers WITH GRANT OPTION;
+GRANT USAGE ON SEQUENCE sales.orders_id_seq TO app_writers;
+GRANT EXECUTE ON FUNCTION sales.total(bigint) TO app_readers;
 ALTER DEFAULT PRIVILEGES FOR ROLE app_orders IN SCHEMA sales GRANT SELECT ON TABLES TO app_readers;
+-- What the API cannot grant: a column's privilege, and a grant to PUBLIC.
+GRANT SELECT (sku) ON sales.items TO svc_01;
+GRANT SELECT ON sales.open_orders TO PUBLIC;
 
 \connect billing
 CREATE SCHEMA crypto AUTHORIZATION app_billing;
