@@ -156,6 +156,26 @@ func Describe(s *Server, o Options) Inventory {
 		role.SetNamespace(ns)
 		role.SetName(names.name(ns, KindRole, r.Name))
 		inv.Manifests = append(inv.Manifests, Manifest{Path: path.Join(ns, "roles", role.GetName()+".yaml"), Object: role})
+		// The role's memberOf lists every membership; one held WITH ADMIN
+		// OPTION is a Membership grant too, which says so.
+		for _, g := range r.AdminOf {
+			if !schemaName.MatchString(g) {
+				skip(KindMember, r.Name+" in "+g, "WITH ADMIN OPTION, of a role whose name is outside what the API takes ("+schemaName.String()+")")
+				continue
+			}
+			grant := &v1alpha1.PostgreSQLGrant{
+				TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLGrantKind},
+				Spec: v1alpha1.PostgreSQLGrantSpec{
+					ManagementPolicies: observeOnly(), InstanceRef: v1alpha1.InstanceReference{Name: o.Instance},
+					ForProvider: v1alpha1.PostgreSQLGrantParameters{
+						Role: ptr.To(r.Name), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To(g), WithAdminOption: ptr.To(true),
+					},
+				},
+			}
+			grant.SetNamespace(ns)
+			grant.SetName(names.name(ns, KindGrant, r.Name+"_in_"+g))
+			inv.Manifests = append(inv.Manifests, Manifest{Path: path.Join(ns, "grants", grant.GetName()+".yaml"), Object: grant})
+		}
 	}
 	for _, d := range s.Databases {
 		ns, why := databaseTaken(d, o)
@@ -232,6 +252,9 @@ func crossing(ms []Manifest) []Skip {
 			check(KindSchema, *o.Spec.ForProvider.Database+"."+*o.Spec.ForProvider.Name, o.GetNamespace(), "owned by", *o.Spec.ForProvider.Owner)
 		case *v1alpha1.PostgreSQLGrant:
 			check(KindGrant, o.GetName(), o.GetNamespace(), "granted to", *o.Spec.ForProvider.Role)
+			if m := o.Spec.ForProvider.MemberOf; m != nil {
+				check(KindGrant, o.GetName(), o.GetNamespace(), "membership of", *m)
+			}
 		case *v1alpha1.PostgreSQLDefaultPrivileges:
 			check(KindDefault, o.GetName(), o.GetNamespace(), "for the new objects of", *o.Spec.ForProvider.Owner)
 			check(KindDefault, o.GetName(), o.GetNamespace(), "granted to", *o.Spec.ForProvider.Role)
@@ -319,9 +342,6 @@ func describeRole(r Role, instance string, skip func(kind, name, reason string))
 	}
 	for _, kv := range r.DatabaseConfig {
 		skip(KindSetting, r.Name+" in "+kv, "a role's setting in one database (ALTER ROLE … IN DATABASE … SET): the API has no field for it")
-	}
-	for _, g := range r.AdminOf {
-		skip(KindMember, r.Name+" in "+g, "WITH ADMIN OPTION: memberOf lists the membership, a Membership grant with withAdminOption would give the option (not inventoried)")
 	}
 	return &v1alpha1.PostgreSQLRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.PostgreSQLRoleKind},

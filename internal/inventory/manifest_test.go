@@ -46,7 +46,7 @@ func TestDescribe(t *testing.T) {
 	for _, mf := range inv.Manifests {
 		paths = append(paths, mf.Path)
 	}
-	if diff := cmp.Diff([]string{"shop/roles/app.yaml", "shop/roles/app-acee09.yaml", "shop/databases/orders.yaml", "shop/schemas/orders-crypto.yaml",
+	if diff := cmp.Diff([]string{"shop/roles/app.yaml", "shop/grants/app-in-writers.yaml", "shop/roles/app-acee09.yaml", "shop/databases/orders.yaml", "shop/schemas/orders-crypto.yaml",
 		"shop/schemas/orders-sales.yaml", "shop/databases/frozen.yaml"}, paths); diff != "" {
 		t.Errorf("manifests (-want +got):\n%s", diff)
 	}
@@ -59,7 +59,6 @@ func TestDescribe(t *testing.T) {
 		{KindRole, "elsewhere", "the mapping places it in no namespace"},
 		{KindSetting, "app: Bad-Name", "a setting name outside what the API takes (^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)?$)"},
 		{KindSetting, "app in orders: work_mem=16MB", "a role's setting in one database (ALTER ROLE … IN DATABASE … SET): the API has no field for it"},
-		{KindMember, "app in writers", "WITH ADMIN OPTION: memberOf lists the membership, a Membership grant with withAdminOption would give the option (not inventoried)"},
 		{KindDatabase, "postgres", "a database every server has"},
 		{KindDatabase, "template1", "a database every server has"},
 		{KindDatabase, "home", "the database the Instance connects to"},
@@ -77,6 +76,7 @@ func TestDescribe(t *testing.T) {
 	wantCrossing := []Skip{
 		{KindRole, "app", "a member of readers, which no manifest describes"},
 		{KindRole, "app", "a member of writers, which no manifest describes"},
+		{KindGrant, "app-in-writers", "membership of writers, which no manifest describes"},
 	}
 	if diff := cmp.Diff(wantCrossing, inv.Crossing); diff != "" {
 		t.Errorf("crossing (-want +got):\n%s", diff)
@@ -104,7 +104,12 @@ func TestDescribe(t *testing.T) {
 	if role.Spec.ForProvider.PasswordSecretRef != nil || role.Spec.WriteConnectionSecretToReference != nil {
 		t.Error("an adopted role names a password or a Secret")
 	}
-	db, _ := inv.Manifests[2].Object.(*v1alpha1.PostgreSQLDatabase)
+	member, _ := inv.Manifests[1].Object.(*v1alpha1.PostgreSQLGrant)
+	wantMember := v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("app"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("writers"), WithAdminOption: ptr.To(true)}
+	if diff := cmp.Diff(wantMember, member.Spec.ForProvider); diff != "" {
+		t.Errorf("membership WITH ADMIN OPTION (-want +got):\n%s", diff)
+	}
+	db, _ := inv.Manifests[3].Object.(*v1alpha1.PostgreSQLDatabase)
 	wantDB := v1alpha1.PostgreSQLDatabaseParameters{
 		Name: ptr.To("orders"), Owner: ptr.To("app"), Encoding: ptr.To("UTF8"), LCCollate: ptr.To("C"), LCCtype: ptr.To("C"),
 		ConnectionLimit: ptr.To[int32](-1), AllowConnections: ptr.To(true), IsTemplate: ptr.To(false), Comment: ptr.To("orders"),
@@ -113,7 +118,7 @@ func TestDescribe(t *testing.T) {
 	if diff := cmp.Diff(wantDB, db.Spec.ForProvider); diff != "" {
 		t.Errorf("database orders (-want +got):\n%s", diff)
 	}
-	sc, _ := inv.Manifests[4].Object.(*v1alpha1.PostgreSQLSchema)
+	sc, _ := inv.Manifests[5].Object.(*v1alpha1.PostgreSQLSchema)
 	wantSchema := v1alpha1.PostgreSQLSchemaParameters{Name: ptr.To("sales"), Database: ptr.To("orders"), Owner: ptr.To("app"), Comment: ptr.To("sales")}
 	if diff := cmp.Diff(wantSchema, sc.Spec.ForProvider); diff != "" {
 		t.Errorf("schema orders.sales (-want +got):\n%s", diff)
