@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -149,6 +150,16 @@ func (c *CLI) opener(ctx context.Context) (inventory.Opener, string, error) {
 			return nil, "", errors.New("--dsn is not a connection string or URL libpq would take")
 		}
 		cfg.RuntimeParams["application_name"] = inventoryApp
+		// libpq's hostaddr, which pgx does not know: dial that address,
+		// and check the certificate against the host's name.
+		if addr, ok := cfg.RuntimeParams["hostaddr"]; ok {
+			delete(cfg.RuntimeParams, "hostaddr")
+			ip := net.ParseIP(addr)
+			if ip == nil {
+				return nil, "", errors.Errorf("--dsn: hostaddr %q is not an IP address", addr)
+			}
+			cfg.LookupFunc = func(context.Context, string) ([]string, error) { return []string{ip.String()}, nil }
+		}
 		home := cfg.Database
 		return func(ctx context.Context, db string) (*pgx.Conn, error) {
 			c := cfg.Copy()
