@@ -215,9 +215,9 @@ const defaultsSQL = `SELECT pg_catalog.pg_get_userbyid(d.defaclrole)::pg_catalog
  ORDER BY 1, 2, 3, 4, 5`
 
 // Read reads the server open reaches: the roles and databases from the
-// database home, then each database that allows connections, one session
-// at a time.
-func Read(ctx context.Context, open Opener, home string, progress Progress) (*Server, error) {
+// database home, then each database that allows connections and that
+// inside wants (nil: every one), one session at a time.
+func Read(ctx context.Context, open Opener, home string, inside func(database string) bool, progress Progress) (*Server, error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
@@ -241,12 +241,14 @@ func Read(ctx context.Context, open Opener, home string, progress Progress) (*Se
 		return nil, err
 	}
 	progress("read %d databases", len(s.Databases))
+	var read []*Database
 	for i := range s.Databases {
-		d := &s.Databases[i]
-		if d.Unread != "" {
-			continue
+		if d := &s.Databases[i]; d.Unread == "" && (inside == nil || inside(d.Name)) {
+			read = append(read, d)
 		}
-		progress("reading inside database %q (%d of %d)", d.Name, i+1, len(s.Databases))
+	}
+	for i, d := range read {
+		progress("reading inside database %q (%d of %d)", d.Name, i+1, len(read))
 		if err := readInside(ctx, open, d); err != nil {
 			return nil, err
 		}

@@ -263,6 +263,14 @@ func crossing(ms []Manifest) []Skip {
 	return out
 }
 
+// Reads reports whether the inventory reads inside the database of that
+// name: one it may describe, by its name alone (not the server's own
+// databases, a name the API takes, a namespace in the mapping).
+func (o Options) Reads(database string) bool {
+	_, why := databaseTaken(Database{Name: database}, o)
+	return why == ""
+}
+
 // roleTaken is the namespace r goes to, or why it is skipped.
 func roleTaken(r Role, admin string, m Mapping) (string, string) {
 	switch {

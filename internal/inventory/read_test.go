@@ -107,7 +107,7 @@ func TestReadIsPerDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var c counter
-	before, err := inventory.Read(ctx, c.opener, "postgres", nil)
+	before, err := inventory.Read(ctx, c.opener, "postgres", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestReadIsPerDatabase(t *testing.T) {
 
 	build(ctx, t, "per", 200, 3, 4, 25)
 	c = counter{}
-	got, err := inventory.Read(ctx, c.opener, "postgres", nil)
+	got, err := inventory.Read(ctx, c.opener, "postgres", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,15 @@ func TestReadIsPerDatabase(t *testing.T) {
 	if c.sessions.Load() != wantSessions || c.queries.Load() != wantQueries {
 		t.Errorf("200 roles, 3 databases of 100 tables: %d sessions and %d queries, want %d and %d (one session and four queries a database)",
 			c.sessions.Load(), c.queries.Load(), wantSessions, wantQueries)
+	}
+	// A mapping that places one database reads inside that one only.
+	c = counter{}
+	o := inventory.Options{Instance: "main", Home: "postgres", Mapping: inventory.Mapping{Namespaces: []inventory.Placement{{Namespace: "shop", Databases: []string{"per_db_2"}}}}}
+	if _, err := inventory.Read(ctx, c.opener, "postgres", o.Reads, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c.sessions.Load() != 2 || c.queries.Load() != 8 {
+		t.Errorf("one database placed: %d sessions and %d queries, want 2 and 8", c.sessions.Load(), c.queries.Load())
 	}
 	// What was read is all there.
 	roles, tables := 0, 0
@@ -172,7 +181,7 @@ func BenchmarkInventory(b *testing.B) {
 	for b.Loop() {
 		var c counter
 		start := time.Now()
-		srv, err := inventory.Read(ctx, c.opener, "postgres", nil)
+		srv, err := inventory.Read(ctx, c.opener, "postgres", nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

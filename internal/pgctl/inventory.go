@@ -77,7 +77,8 @@ func (c *CLI) inventory(ctx context.Context) error {
 		_, _ = fmt.Fprintf(c.errOut(), "inventory: "+format+"\n", args...) // Progress only: a closed stderr loses nothing.
 	}
 	start := time.Now()
-	srv, err := inventory.Read(ctx, open, home, progress)
+	opts := inventory.Options{Instance: o.Instance, Mapping: mapping, Home: home}
+	srv, err := inventory.Read(ctx, open, home, opts.Reads, progress)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (c *CLI) inventory(ctx context.Context) error {
 	}
 	took := time.Since(start)
 	progress("read %d objects of PostgreSQL %d in %s (%.0f objects/s)", read, srv.Version/10000, took.Round(time.Millisecond), float64(read)/max(took.Seconds(), 0.001))
-	inv := inventory.Describe(srv, inventory.Options{Instance: o.Instance, Mapping: mapping, Home: home})
+	inv := inventory.Describe(srv, opts)
 	if err := writeInventory(o.Dir, inv); err != nil {
 		return err
 	}
