@@ -79,6 +79,8 @@ func parse(args []string) (flags, error) {
 			f.inventory.Dir, err = take()
 		case "--mapping":
 			f.inventory.MappingFile, err = take()
+		case "--include-managed":
+			f.inventory.IncludeManaged = true
 		case "-A", "--all-namespaces":
 			f.all = true
 		default:

@@ -69,6 +69,9 @@ type Database struct {
 	// Config is the database's settings for every role (ALTER DATABASE …
 	// SET), as name=value.
 	Config []string
+	// ACL: privileges were granted or revoked on the database (datacl is
+	// set); without, PUBLIC holds CONNECT and TEMPORARY by default.
+	ACL bool
 	// Unread says why nothing inside the database was read ("" when it
 	// was).
 	Unread     string
@@ -150,7 +153,7 @@ const databasesSQL = `SELECT d.datname::pg_catalog.text, pg_catalog.pg_get_userb
        d.datconnlimit, d.datallowconn, d.datistemplate,
        coalesce(pg_catalog.shobj_description(d.oid, 'pg_database'), ''),
        coalesce((SELECT s.setconfig FROM pg_catalog.pg_db_role_setting s WHERE s.setdatabase = d.oid AND s.setrole = 0), '{}'),
-       pg_catalog.has_database_privilege(d.oid, 'CONNECT')
+       pg_catalog.has_database_privilege(d.oid, 'CONNECT'), d.datacl IS NOT NULL
   FROM pg_catalog.pg_database d
  ORDER BY 1`
 
@@ -290,7 +293,7 @@ func readDatabases(ctx context.Context, c *pgx.Conn) ([]Database, error) {
 		var d Database
 		var connect bool
 		if err := rows.Scan(&d.Name, &d.Owner, &d.Encoding, &d.Collate, &d.Ctype, &d.ConnectionLimit, &d.AllowConnections, &d.IsTemplate,
-			&d.Comment, &d.Config, &connect); err != nil {
+			&d.Comment, &d.Config, &connect, &d.ACL); err != nil {
 			rows.Close()
 			return nil, errors.Wrap(err, "cannot read the databases")
 		}

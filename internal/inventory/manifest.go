@@ -122,6 +122,11 @@ type Options struct {
 	// Home is the database the Instance connects to (its
 	// spec.endpoint.database); it is the server's, not a tenant's.
 	Home string
+	// IncludeManaged describes the objects that carry this provider's
+	// ownership marker too: to compare a server with the manifests that
+	// manage it. The resources the markers name keep their objects; a copy
+	// applied elsewhere is refused (Conflict).
+	IncludeManaged bool
 }
 
 // pgName is a name the API takes for a role, a database and (without the
@@ -147,7 +152,7 @@ func Describe(s *Server, o Options) Inventory {
 	}
 	names := newNamer()
 	for _, r := range s.Roles {
-		ns, why := roleTaken(r, s.Admin, o.Mapping)
+		ns, why := roleTaken(r, s.Admin, o)
 		if why != "" {
 			skip(KindRole, r.Name, why)
 			continue
@@ -195,7 +200,7 @@ func Describe(s *Server, o Options) Inventory {
 		// catalog.
 		for _, sc := range d.Schemas {
 			qualified := d.Name + "." + sc.Name
-			if why := schemaSkipped(sc); why != "" {
+			if why := schemaSkipped(sc, o.IncludeManaged); why != "" {
 				skip(KindSchema, qualified, why)
 				continue
 			}
@@ -272,7 +277,7 @@ func (o Options) Reads(database string) bool {
 }
 
 // roleTaken is the namespace r goes to, or why it is skipped.
-func roleTaken(r Role, admin string, m Mapping) (string, string) {
+func roleTaken(r Role, admin string, o Options) (string, string) {
 	switch {
 	case r.System:
 		return "", "a role PostgreSQL predefines"
@@ -280,12 +285,12 @@ func roleTaken(r Role, admin string, m Mapping) (string, string) {
 		return "", "the role the inventory logged in as: the Instance's admin is registered on the PostgreSQLInstance, not managed as a role"
 	case r.Superuser:
 		return "", "a SUPERUSER: the provider never manages a superuser"
-	case r.Managed:
-		return "", "managed by provider-postgresql already (its comment carries an ownership marker)"
+	case r.Managed && !o.IncludeManaged:
+		return "", managedAlready
 	case !pgName.MatchString(r.Name):
 		return "", "its name is outside what the API takes (" + pgName.String() + ")"
 	}
-	ns := m.roleNamespace(r.Name)
+	ns := o.Mapping.roleNamespace(r.Name)
 	if ns == "" {
 		return "", "the mapping places it in no namespace"
 	}
@@ -299,8 +304,8 @@ func databaseTaken(d Database, o Options) (string, string) {
 		return "", "a database every server has"
 	case d.Name == o.Home:
 		return "", "the database the Instance connects to"
-	case d.Managed:
-		return "", "managed by provider-postgresql already (its comment carries an ownership marker)"
+	case d.Managed && !o.IncludeManaged:
+		return "", managedAlready
 	case !pgName.MatchString(d.Name):
 		return "", "its name is outside what the API takes (" + pgName.String() + ")"
 	}
@@ -311,15 +316,18 @@ func databaseTaken(d Database, o Options) (string, string) {
 	return ns, ""
 }
 
+// managedAlready is why an object the provider manages is left out.
+const managedAlready = "managed by provider-postgresql already (its comment carries an ownership marker; --include-managed describes it too)"
+
 // schemaSkipped says why a schema is not described ("" when it is).
-func schemaSkipped(s Schema) string {
+func schemaSkipped(s Schema, includeManaged bool) string {
 	switch {
 	case s.Name == "public":
 		return "the public schema every database has"
 	case s.Extension != "":
 		return "created by extension " + s.Extension + ", which the database's resource lists"
-	case s.Managed:
-		return "managed by provider-postgresql already (its comment carries an ownership marker)"
+	case s.Managed && !includeManaged:
+		return managedAlready
 	case !schemaName.MatchString(s.Name):
 		return "its name is outside what the API takes (" + schemaName.String() + ")"
 	}
@@ -366,6 +374,9 @@ func describeDatabase(d Database, instance string, skip func(kind, name, reason 
 		ConnectionLimit: ptr.To(d.ConnectionLimit), AllowConnections: ptr.To(d.AllowConnections), IsTemplate: ptr.To(d.IsTemplate),
 		Comment: nonEmpty(d.Comment),
 	}
+	// PUBLIC holding nothing on the database is a REVOKE someone ran,
+	// which revokePublicPrivileges says.
+	p.RevokePublicPrivileges = d.ACL && !slices.ContainsFunc(d.Grants, func(g Grant) bool { return g.Kind == "Database" && g.Grantee == "PUBLIC" })
 	for _, e := range d.Extensions {
 		switch {
 		case e.Name == "plpgsql":

@@ -55,7 +55,7 @@ func TestDescribe(t *testing.T) {
 		{KindRole, "postgres_admin", "the role the inventory logged in as: the Instance's admin is registered on the PostgreSQLInstance, not managed as a role"},
 		{KindRole, "dba", "a SUPERUSER: the provider never manages a superuser"},
 		{KindRole, "Legacy Admin", "its name is outside what the API takes (^[a-z][a-z0-9_]{0,62}$)"},
-		{KindRole, "kept", "managed by provider-postgresql already (its comment carries an ownership marker)"},
+		{KindRole, "kept", managedAlready},
 		{KindRole, "elsewhere", "the mapping places it in no namespace"},
 		{KindSetting, "app: Bad-Name", "a setting name outside what the API takes (^[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)?$)"},
 		{KindSetting, "app in orders: work_mem=16MB", "a role's setting in one database (ALTER ROLE … IN DATABASE … SET): the API has no field for it"},
@@ -86,6 +86,22 @@ func TestDescribe(t *testing.T) {
 		Options{Instance: "main", Mapping: Mapping{Namespaces: []Placement{{Namespace: "a", Roles: []string{"readers"}}, {Namespace: "b", Roles: []string{"*"}}}}})
 	if diff := cmp.Diff([]Skip{{KindRole, "bot", "a member of readers, which the mapping places in namespace a, not b"}}, apart.Crossing); diff != "" {
 		t.Errorf("crossing of a member placed apart from its group (-want +got):\n%s", diff)
+	}
+
+	// PUBLIC kept out of a database by a REVOKE, and objects the
+	// provider manages, described on demand.
+	kept := Describe(&Server{Roles: []Role{{Name: "kept", Managed: true}},
+		Databases: []Database{{Name: "closed", Owner: "kept", ACL: true, Grants: []Grant{{Kind: "Database", Grantee: "kept", Privilege: "CONNECT"}}},
+			{Name: "open", Owner: "kept", ACL: true, Grants: []Grant{{Kind: "Database", Grantee: "PUBLIC", Privilege: "CONNECT"}}}}},
+		Options{Instance: "main", Mapping: Everything("copy"), IncludeManaged: true})
+	var revoked []string
+	for _, m := range kept.Manifests {
+		if d, ok := m.Object.(*v1alpha1.PostgreSQLDatabase); ok && d.Spec.ForProvider.RevokePublicPrivileges {
+			revoked = append(revoked, d.GetName())
+		}
+	}
+	if len(kept.Manifests) != 4 || len(kept.Skipped) != 0 || !cmp.Equal(revoked, []string{"closed"}) {
+		t.Errorf("with IncludeManaged: %d manifests, skipped %v, PUBLIC revoked on %v; want 4 (a role, two databases, a grant), none and [closed]", len(kept.Manifests), kept.Skipped, revoked)
 	}
 
 	role, _ := inv.Manifests[0].Object.(*v1alpha1.PostgreSQLRole)

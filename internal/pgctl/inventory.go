@@ -44,6 +44,8 @@ type InventoryOptions struct {
 	// MappingFile places the objects in namespaces; without it every
 	// object goes to the CLI's namespace.
 	MappingFile string
+	// IncludeManaged describes the objects this provider manages too.
+	IncludeManaged bool
 }
 
 // DefaultProviderNamespace is where Crossplane installs the provider.
@@ -77,7 +79,7 @@ func (c *CLI) inventory(ctx context.Context) error {
 		_, _ = fmt.Fprintf(c.errOut(), "inventory: "+format+"\n", args...) // Progress only: a closed stderr loses nothing.
 	}
 	start := time.Now()
-	opts := inventory.Options{Instance: o.Instance, Mapping: mapping, Home: home}
+	opts := inventory.Options{Instance: o.Instance, Mapping: mapping, Home: home, IncludeManaged: o.IncludeManaged}
 	srv, err := inventory.Read(ctx, open, home, opts.Reads, progress)
 	if err != nil {
 		return err

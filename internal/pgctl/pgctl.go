@@ -50,7 +50,7 @@ Usage:
   kubectl pg drift [-A]                 the last change made on the server outside the provider, per resource
   kubectl pg why KIND/NAME              conditions, the plan and the last events, in one view
   kubectl pg trace tenant/NAME          a claim (or namespaced Tenant) down to its credential: binding, database, owner role, login role, Secret or vault path
-  kubectl pg inventory --instance NAME --dir DIR [--mapping FILE] [--provider-namespace NS] [--dsn DSN]
+  kubectl pg inventory --instance NAME --dir DIR [--mapping FILE] [--provider-namespace NS] [--dsn DSN] [--include-managed]
                                         read a running server (its roles, databases, schemas, extensions) and write
                                         one Observe-only manifest per object, with a summary of what was skipped and why
   kubectl pg version                    the plugin's version
@@ -97,7 +97,7 @@ func (c *CLI) Run(ctx context.Context, args []string) error {
 		}
 	case "inventory":
 		if len(args) != 1 {
-			return errors.Errorf("kubectl pg inventory takes flags only (--instance, --dir, --mapping, --provider-namespace, --dsn)")
+			return errors.Errorf("kubectl pg inventory takes flags only (--instance, --dir, --mapping, --provider-namespace, --dsn, --include-managed)")
 		}
 		return c.inventory(ctx)
 	case "drift":
