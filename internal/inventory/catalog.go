@@ -124,8 +124,27 @@ type Extension struct {
 	Name, Version, Schema string
 }
 
-// An Opener opens a session to a database of the server as its admin.
-type Opener func(ctx context.Context, database string) (*pgx.Conn, error)
+// An Opener says how to open a session to a database of the server as
+// its admin. Read pins the session's settings before it connects.
+type Opener func(ctx context.Context, database string) (*pgx.ConnConfig, error)
+
+// App names the inventory's sessions in pg_stat_activity.
+const App = "kubectl-pg inventory"
+
+// connect opens a session to database with the provider's startup pins:
+// the inventory runs as the admin inside databases whose owners decide
+// what a new session starts with (ALTER DATABASE … SET search_path, role,
+// statement_timeout), and the startup packet outranks them.
+func connect(ctx context.Context, open Opener, database string) (*pgx.Conn, error) {
+	cfg, err := open(ctx, database)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot connect to database %q", database)
+	}
+	postgres.PinSession(&cfg.Config)
+	cfg.RuntimeParams["application_name"] = App
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	return c, errors.Wrapf(err, "cannot connect to database %q", database)
+}
 
 // Progress is told what the inventory reads, as it goes.
 type Progress func(format string, args ...any)
@@ -224,9 +243,9 @@ func Read(ctx context.Context, open Opener, home string, inside func(database st
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	c, err := open(ctx, home)
+	c, err := connect(ctx, open, home)
 	if err != nil {
-		return nil, errors.Wrapf(err, "cannot connect to database %q", home)
+		return nil, err
 	}
 	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Read only; nothing to lose.
 	s := &Server{}
@@ -337,9 +356,9 @@ func readDatabaseGrants(ctx context.Context, c *pgx.Conn, dbs []Database) error 
 // readInside reads d's schemas, extensions, grants and default privileges
 // in a session of its own.
 func readInside(ctx context.Context, open Opener, d *Database) error {
-	c, err := open(ctx, d.Name)
+	c, err := connect(ctx, open, d.Name)
 	if err != nil {
-		return errors.Wrapf(err, "cannot connect to database %q", d.Name)
+		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // Read only; nothing to lose.
 	rows, err := c.Query(ctx, schemasSQL)

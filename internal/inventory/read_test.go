@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,14 +45,14 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQ
 func (*counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // opener opens sessions to the test server as its superuser, counted.
-func (c *counter) opener(ctx context.Context, database string) (*pgx.Conn, error) {
+func (c *counter) opener(_ context.Context, database string) (*pgx.ConnConfig, error) {
 	cfg, err := server.ConnConfig(database)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Tracer = c
 	c.sessions.Add(1)
-	return pgx.ConnectConfig(ctx, cfg)
+	return cfg, nil
 }
 
 // sql runs statements, each on its own (CREATE DATABASE cannot run in a
@@ -197,5 +198,43 @@ func BenchmarkInventory(b *testing.B) {
 		b.ReportMetric(float64(len(inv.Manifests)), "manifests")
 		b.ReportMetric(float64(took.Microseconds())/float64(objects), "µs/object")
 		b.ReportMetric(float64(c.queries.Load()), "queries")
+	}
+}
+
+// TestADatabaseOwnerCannotSteerTheInventory: the owner of a database
+// decides what each new session in it starts with (ALTER DATABASE … SET).
+// A search_path that puts its own schema first would have the inventory's
+// catalog queries, run as the admin, resolve an operator to the owner's
+// function; a statement_timeout of 1 ms or role = the owner would fail or
+// narrow them. The inventory reads the database as it is regardless.
+func TestADatabaseOwnerCannotSteerTheInventory(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sql(ctx, t, "postgres", "CREATE ROLE steer LOGIN", "CREATE DATABASE steered OWNER steer")
+	sql(ctx, t, "steered",
+		"SET ROLE steer",
+		"CREATE SCHEMA trap",
+		"CREATE TABLE trap.kept (id int)",
+		`CREATE FUNCTION trap.hijack(name, text) RETURNS boolean LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'the admin ran the owner''s operator'; END$$`,
+		"CREATE OPERATOR trap.!~ (LEFTARG = name, RIGHTARG = text, FUNCTION = trap.hijack)",
+		"GRANT SELECT ON trap.kept TO PUBLIC",
+		"ALTER DATABASE steered SET search_path = trap, pg_catalog",
+		"ALTER DATABASE steered SET statement_timeout = 1",
+		"ALTER DATABASE steered SET role = steer",
+	)
+	var c counter
+	got, err := inventory.Read(ctx, c.opener, "postgres", func(db string) bool { return db == "steered" }, nil)
+	if err != nil {
+		t.Fatalf("the inventory of a database whose owner set its sessions up: %v", err)
+	}
+	i := slices.IndexFunc(got.Databases, func(d inventory.Database) bool { return d.Name == "steered" })
+	if i < 0 {
+		t.Fatal("the database was not read")
+	}
+	d := got.Databases[i]
+	if !slices.ContainsFunc(d.Schemas, func(s inventory.Schema) bool { return s.Name == "trap" && s.Owner == "steer" }) ||
+		!slices.ContainsFunc(d.Grants, func(g inventory.Grant) bool { return g.Object == "kept" && g.Grantee == "PUBLIC" }) {
+		t.Errorf("the database read as %+v", d)
 	}
 }

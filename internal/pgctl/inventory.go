@@ -51,9 +51,6 @@ type InventoryOptions struct {
 // DefaultProviderNamespace is where Crossplane installs the provider.
 const DefaultProviderNamespace = "crossplane-system"
 
-// inventoryApp names the inventory's sessions in pg_stat_activity.
-const inventoryApp = "kubectl-pg inventory"
-
 // inventory reads a server and writes its objects as Observe-only
 // manifests.
 func (c *CLI) inventory(ctx context.Context) error {
@@ -152,7 +149,6 @@ func (c *CLI) opener(ctx context.Context) (inventory.Opener, string, error) {
 			// pgx quotes the string in its errors; say only which flag.
 			return nil, "", errors.New("--dsn is not a connection string or URL libpq would take")
 		}
-		cfg.RuntimeParams["application_name"] = inventoryApp
 		// libpq's hostaddr, which pgx does not know: dial that address,
 		// and check the certificate against the host's name.
 		if addr, ok := cfg.RuntimeParams["hostaddr"]; ok {
@@ -164,10 +160,10 @@ func (c *CLI) opener(ctx context.Context) (inventory.Opener, string, error) {
 			cfg.LookupFunc = func(context.Context, string) ([]string, error) { return []string{ip.String()}, nil }
 		}
 		home := cfg.Database
-		return func(ctx context.Context, db string) (*pgx.Conn, error) {
+		return func(_ context.Context, db string) (*pgx.ConnConfig, error) {
 			c := cfg.Copy()
 			c.Database = db
-			return pgx.ConnectConfig(ctx, c)
+			return c, nil
 		}, home, nil
 	}
 	if c.Kube == nil {
@@ -189,15 +185,10 @@ func (c *CLI) opener(ctx context.Context) (inventory.Opener, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return func(ctx context.Context, db string) (*pgx.Conn, error) {
+	return func(_ context.Context, db string) (*pgx.ConnConfig, error) {
 		ep := t.Endpoint
 		ep.Database = db
-		cfg, err := postgres.ConnConfig(ep, t.Credentials)
-		if err != nil {
-			return nil, err
-		}
-		cfg.RuntimeParams["application_name"] = inventoryApp
-		return pgx.ConnectConfig(ctx, cfg)
+		return postgres.ConnConfig(ep, t.Credentials)
 	}, home, nil
 }
 

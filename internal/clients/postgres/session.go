@@ -96,3 +96,8 @@ func pinSession(c *pgconn.Config, home bool) {
 		c.RuntimeParams["lock_timeout"] = strconv.FormatInt(homeLockTimeout.Milliseconds(), 10)
 	}
 }
+
+// PinSession sets c up as an admin session outside the provider's pools
+// (kubectl pg inventory): the same startup pins, so that a database
+// owner's settings steer it no more than the provider's own sessions.
+func PinSession(c *pgconn.Config) { pinSession(c, false) }
