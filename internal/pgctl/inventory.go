@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -273,7 +275,7 @@ func summarize(w io.Writer, dir string, inv inventory.Inventory) error {
 				groups = append(groups, &group{kind: s.Kind, reason: s.Reason})
 				i = len(groups) - 1
 			}
-			groups[i].names = append(groups[i].names, s.Name)
+			groups[i].names = append(groups[i].names, shown(s.Name))
 		}
 		fmt.Fprintf(&b, "Skipped %d (listed in %s):\n", len(inv.Skipped), filepath.Join(dir, "skipped.yaml"))
 		for _, g := range groups {
@@ -290,12 +292,23 @@ func summarize(w io.Writer, dir string, inv inventory.Inventory) error {
 		fmt.Fprintf(&b, "Before widening, %d cross a namespace's boundary: a role may be a member of, or an object owned by, only a role of its own namespace, "+
 			"unless the Instance's spec.policy.allowMembershipOf lists that role. Allow them there, or change the mapping to keep them together:\n", len(inv.Crossing))
 		for _, s := range inv.Crossing {
-			fmt.Fprintf(&b, "  %s %s: %s\n", s.Kind, s.Name, s.Reason)
+			fmt.Fprintf(&b, "  %s %s: %s\n", s.Kind, shown(s.Name), s.Reason)
 		}
 	}
 	b.WriteString("Apply them, then read the plans: every one must be empty (kubectl pg plan -A).\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// shown is a name read from the server as the summary prints it: quoted
+// when it holds a character that is not printable, so that whoever may
+// create a role or a table cannot write to the terminal of whoever runs
+// the inventory (escape sequences, a line that reads like the summary's).
+func shown(name string) string {
+	if strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 func plural(kind string, n int) string {

@@ -1,9 +1,13 @@
 package pgctl
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/ayatori/provider-postgresql/internal/inventory"
 )
 
 func TestHasPassword(t *testing.T) {
@@ -36,5 +40,25 @@ func TestEmptyDir(t *testing.T) {
 	}
 	if err := emptyDir(filepath.Join(dir, "new", "folder")); err == nil {
 		t.Error("a folder holding a file was accepted: the inventory would overwrite it")
+	}
+}
+
+// TestSummaryQuotesWhatCannotBePrinted: names come from the server, where
+// whoever may create a role or a table chooses them; one with a terminal
+// escape or a line break is printed quoted.
+func TestSummaryQuotesWhatCannotBePrinted(t *testing.T) {
+	var out bytes.Buffer
+	inv := inventory.Inventory{Skipped: []inventory.Skip{
+		{Kind: inventory.KindRole, Name: "evil\x1b[2J\nWrote 0 manifests", Reason: "its name is outside what the API takes"},
+		{Kind: inventory.KindRole, Name: "Plain Name", Reason: "its name is outside what the API takes"},
+	}}
+	if err := summarize(&out, "adopted", inv); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b") || strings.Contains(out.String(), "\nWrote 0") {
+		t.Errorf("the summary prints a name raw:\n%q", out.String())
+	}
+	if !strings.Contains(out.String(), `"evil\x1b[2J\nWrote 0 manifests", Plain Name`) {
+		t.Errorf("the summary does not show the names, the odd one quoted:\n%s", out.String())
 	}
 }
