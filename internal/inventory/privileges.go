@@ -77,7 +77,15 @@ func describeGrants(d Database, ns, instance string, names *namer, skip func(kin
 		privs   []string
 		objects []string
 	}
+	type shared struct {
+		k     grantKey
+		privs string
+	}
 	var groups []*group
+	// open is the group still taking objects, for each grantee, schema,
+	// kind and set of privileges: one look-up an object, whatever the
+	// number of groups (a schema of thousands of tables).
+	open := map[shared]*group{}
 	for _, k := range keys {
 		p := privs[k]
 		slices.Sort(p)
@@ -85,15 +93,14 @@ func describeGrants(d Database, ns, instance string, names *namer, skip func(kin
 			groups = append(groups, &group{k: k, privs: p})
 			continue
 		}
-		shared := grantKey{kind: k.kind, schema: k.schema, grantee: k.grantee, grantable: k.grantable}
-		i := slices.IndexFunc(groups, func(g *group) bool {
-			return g.k == shared && slices.Equal(g.privs, p) && len(g.objects) < maxObjects
-		})
-		if i < 0 {
-			groups = append(groups, &group{k: shared, privs: p})
-			i = len(groups) - 1
+		key := shared{k: grantKey{kind: k.kind, schema: k.schema, grantee: k.grantee, grantable: k.grantable}, privs: strings.Join(p, ",")}
+		g := open[key]
+		if g == nil || len(g.objects) == maxObjects {
+			g = &group{k: key.k, privs: p}
+			groups = append(groups, g)
+			open[key] = g
 		}
-		groups[i].objects = append(groups[i].objects, k.object)
+		g.objects = append(g.objects, k.object)
 	}
 	var out []Manifest
 	for _, g := range groups {

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -109,5 +110,30 @@ func TestDescribeDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantSkipped, skipped); diff != "" {
 		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+}
+
+// TestGrantsOfManyObjects: a schema of 600 tables granted alike is three
+// grants, each naming at most 256 of them, together all of them once.
+func TestGrantsOfManyObjects(t *testing.T) {
+	d := Database{Name: "big"}
+	for i := range 600 {
+		d.Grants = append(d.Grants, Grant{Kind: "Table", Schema: "s", Object: fmt.Sprintf("t%03d", i), Grantee: "readers", Privilege: "SELECT"})
+	}
+	ms := describeGrants(d, "shop", "main", newNamer(), func(kind, name, reason string) { t.Errorf("skipped %s %s: %s", kind, name, reason) })
+	var sizes []int
+	seen := map[string]bool{}
+	for _, m := range ms {
+		objs := m.Object.(*v1alpha1.PostgreSQLGrant).Spec.ForProvider.Objects //nolint:forcetypeassert // Only grants here.
+		sizes = append(sizes, len(objs))
+		for _, o := range objs {
+			if seen[o] {
+				t.Errorf("%s named twice", o)
+			}
+			seen[o] = true
+		}
+	}
+	if diff := cmp.Diff([]int{256, 256, 88}, sizes); diff != "" || len(seen) != 600 {
+		t.Errorf("grants of 600 tables: sizes (-want +got):\n%s; %d tables named", diff, len(seen))
 	}
 }
