@@ -101,6 +101,24 @@ func TestProvisionInOnePass(t *testing.T) {
 	if got.Status.ObservedGeneration != got.GetGeneration() {
 		t.Errorf("status.observedGeneration %d after the refs were recorded at generation %d", got.Status.ObservedGeneration, got.GetGeneration())
 	}
+
+	// Whoever may edit the binding may point the field elsewhere (another
+	// tenant's database, a Secret): the next pass puts back what it
+	// stands for.
+	forged := got.DeepCopy()
+	forged.Spec.Crossplane = &v1alpha1.BindingCrossplane{ResourceRefs: []v1alpha1.ResourceRef{{APIVersion: "v1", Kind: "Secret", Name: "someone-elses"}}}
+	if err := kube.Update(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, req.NamespacedName, got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got.Spec.Crossplane); diff != "" {
+		t.Errorf("spec.crossplane after a hand-written one (-want +got):\n%s", diff)
+	}
 }
 
 func TestStandsFor(t *testing.T) {
