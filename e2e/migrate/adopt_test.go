@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -135,9 +136,20 @@ func TestAdopt(t *testing.T) {
 	from := env.ServerLogLen(t)
 
 	run("import")
-	noPlansIn(ctx, t, "after the import", &v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{})
-	if out := run("plans"); strings.Contains(out, "ChangesPending") && !strings.Contains(out, "NoChangesPending") {
-		t.Errorf("the plans step shows pending changes:\n%s", out)
+	noPlansIn(ctx, t, "after the import", v1alpha1.PostgreSQLRoleKind, v1alpha1.PostgreSQLDatabaseKind)
+	// Every row of the page's table reads NoChangesPending with no plan.
+	out = run("plans")
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] != "KIND" {
+			rows++
+			if len(f) != 5 || f[3] != string(v1alpha1.ReasonNoChangesPending) || f[4] != "<none>" {
+				t.Errorf("the plans step shows a resource with changes pending: %q", l)
+			}
+		}
+	}
+	if rows != 35 {
+		t.Errorf("the plans step shows %d rows, want one for each of the 30 roles and 5 databases:\n%s", rows, out)
 	}
 	// One marker for each of the 30 roles and 5 databases.
 	if out = run("hand-over"); !slices.Contains(strings.Split(out, "\n"), "35") {
@@ -152,7 +164,7 @@ func TestAdopt(t *testing.T) {
 		t.Errorf("role ops's comment after the hand-over: %q", comment)
 	}
 	run("import-inside")
-	noPlansIn(ctx, t, "after the import inside", &v1alpha1.PostgreSQLSchemaList{}, &v1alpha1.PostgreSQLGrantList{}, &v1alpha1.PostgreSQLDefaultPrivilegesList{})
+	noPlansIn(ctx, t, "after the import inside", v1alpha1.PostgreSQLSchemaKind, v1alpha1.PostgreSQLGrantKind, v1alpha1.PostgreSQLDefaultPrivilegesKind)
 	run("hand-over-inside")
 
 	// The provider's next polls see the same objects, and send nothing.
@@ -162,31 +174,26 @@ func TestAdopt(t *testing.T) {
 	}
 }
 
-// noPlansIn fails the test unless every resource of the lists' kinds in
-// the adopted namespaces is UpToDate with no plan, naming those that are
-// not.
-func noPlansIn(ctx context.Context, t *testing.T, when string, lists ...client.ObjectList) {
+// noPlansIn fails the test unless every resource of the kinds in the
+// adopted namespaces is UpToDate with no plan, naming those that are not.
+func noPlansIn(ctx context.Context, t *testing.T, when string, kinds ...string) {
 	t.Helper()
-	n := 0
-	for _, ns := range adoptNamespaces {
-		for _, l := range lists {
-			if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
+	found := adopted(ctx, t, kinds...)
+	for _, o := range found {
+		c := o.GetCondition(v1alpha1.TypeUpToDate)
+		if p := o.(v1alpha1.Planned).GetPlan(); p != nil || c.Reason != v1alpha1.ReasonNoChangesPending { //nolint:forcetypeassert // Every kind on an Instance plans.
+			var stmts []string
+			if p != nil {
+				stmts = p.Statements
 			}
-			for _, o := range itemsOf(l) {
-				n++
-				c := o.GetCondition(v1alpha1.TypeUpToDate)
-				if p := planOf(o); p != nil || c.Reason != v1alpha1.ReasonNoChangesPending {
-					t.Errorf("%s, %s %s/%s is %s (%s) and plans %v: the inventory does not describe the object as it is", when,
-						kindOf(o), ns, o.GetName(), c.Reason, c.Message, planStatements(p))
-				}
-			}
+			t.Errorf("%s, %s %s/%s is %s (%s) and plans %v: the inventory does not describe the object as it is", when,
+				kindOf(o), o.GetNamespace(), o.GetName(), c.Reason, c.Message, stmts)
 		}
 	}
-	if n == 0 {
+	if len(found) == 0 {
 		t.Errorf("%s, no resource in %v", when, adoptNamespaces)
 	}
-	t.Logf("%s: %d resources, every plan empty", when, n)
+	t.Logf("%s: %d resources, every plan empty", when, len(found))
 }
 
 // notReady lists the adopted namespaces' resources that are not Ready,
@@ -194,54 +201,37 @@ func noPlansIn(ctx context.Context, t *testing.T, when string, lists ...client.O
 func notReady(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, ns := range adoptNamespaces {
-		for _, l := range []client.ObjectList{&v1alpha1.PostgreSQLRoleList{}, &v1alpha1.PostgreSQLDatabaseList{}, &v1alpha1.PostgreSQLSchemaList{},
-			&v1alpha1.PostgreSQLGrantList{}, &v1alpha1.PostgreSQLDefaultPrivilegesList{}} {
-			if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range itemsOf(l) {
-				if c := o.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionTrue {
-					s := o.GetCondition(xpv2.TypeSynced)
-					fmt.Fprintf(&b, "%s %s/%s: Ready %s %s: %s; Synced %s: %s\n", kindOf(o), ns, o.GetName(),
-						c.Status, c.Reason, c.Message, s.Reason, s.Message)
-				}
-			}
+	for _, o := range adopted(ctx, t) {
+		if c := o.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionTrue {
+			s := o.GetCondition(xpv2.TypeSynced)
+			fmt.Fprintf(&b, "%s %s/%s: Ready %s %s: %s; Synced %s: %s\n", kindOf(o), o.GetNamespace(), o.GetName(),
+				c.Status, c.Reason, c.Message, s.Reason, s.Message)
 		}
 	}
 	return b.String()
 }
 
-func planStatements(p *v1alpha1.Plan) []string {
-	if p == nil {
-		return nil
-	}
-	return p.Statements
-}
-
-// itemsOf returns the items of a list of the provider's kinds.
-func itemsOf(l client.ObjectList) []providertest.Conditioned {
+// adopted returns the resources of the kinds named (every kind that lives
+// on an Instance when none is) in the adopted namespaces.
+func adopted(ctx context.Context, t *testing.T, kinds ...string) []providertest.Conditioned {
+	t.Helper()
 	var out []providertest.Conditioned
-	switch x := l.(type) {
-	case *v1alpha1.PostgreSQLRoleList:
-		for i := range x.Items {
-			out = append(out, &x.Items[i])
+	for _, k := range v1alpha1.Kinds {
+		if !k.OnInstance || len(kinds) > 0 && !slices.Contains(kinds, k.Kind) {
+			continue
 		}
-	case *v1alpha1.PostgreSQLDatabaseList:
-		for i := range x.Items {
-			out = append(out, &x.Items[i])
-		}
-	case *v1alpha1.PostgreSQLSchemaList:
-		for i := range x.Items {
-			out = append(out, &x.Items[i])
-		}
-	case *v1alpha1.PostgreSQLGrantList:
-		for i := range x.Items {
-			out = append(out, &x.Items[i])
-		}
-	case *v1alpha1.PostgreSQLDefaultPrivilegesList:
-		for i := range x.Items {
-			out = append(out, &x.Items[i])
+		for _, ns := range adoptNamespaces {
+			l := k.NewList()
+			if err := env.Kube.List(ctx, l, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				out = append(out, it.(providertest.Conditioned)) //nolint:forcetypeassert // The provider's kinds carry conditions.
+			}
 		}
 	}
 	return out

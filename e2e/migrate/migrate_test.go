@@ -279,8 +279,6 @@ func planOf(o providertest.Conditioned) *v1alpha1.Plan {
 		return x.Status.AtProvider.Plan
 	case *v1alpha1.PostgreSQLGrant:
 		return x.Status.AtProvider.Plan
-	case *v1alpha1.PostgreSQLDefaultPrivileges:
-		return x.Status.AtProvider.Plan
 	}
 	return nil
 }
