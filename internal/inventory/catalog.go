@@ -33,6 +33,17 @@ type Server struct {
 	Databases []Database
 }
 
+// Objects is how many objects were read: roles, databases, and the
+// schemas, extensions, grants and default privileges of each (a
+// privilege counted once per grantee and object).
+func (s *Server) Objects() int {
+	n := len(s.Roles) + len(s.Databases)
+	for _, d := range s.Databases {
+		n += len(d.Schemas) + len(d.Extensions) + len(d.Grants) + len(d.Defaults)
+	}
+	return n
+}
+
 // A Role is a row of pg_roles with its memberships and settings.
 type Role struct {
 	Name                                                         string

@@ -188,10 +188,7 @@ func BenchmarkInventory(b *testing.B) {
 		}
 		inv := inventory.Describe(srv, inventory.Options{Instance: "main", Mapping: inventory.Everything("bench")})
 		took := time.Since(start)
-		objects := len(srv.Roles)
-		for _, d := range srv.Databases {
-			objects += 1 + len(d.Schemas) + len(d.Extensions) + len(d.Grants) + len(d.Defaults)
-		}
+		objects := srv.Objects()
 		b.ReportMetric(took.Seconds(), "s-inventory")
 		b.ReportMetric(took.Seconds()/60, "x-minute")
 		b.ReportMetric(float64(objects), "objects-read")

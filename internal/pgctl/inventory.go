@@ -67,11 +67,13 @@ func (c *CLI) inventory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := emptyDir(o.Dir); err != nil {
-		return err
-	}
 	open, home, err := c.opener(ctx)
 	if err != nil {
+		return err
+	}
+	// Checked before the server is read; created only once the flags
+	// and the credentials are known to be usable.
+	if err := emptyDir(o.Dir); err != nil {
 		return err
 	}
 	progress := func(format string, args ...any) {
@@ -83,11 +85,7 @@ func (c *CLI) inventory(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	read := len(srv.Roles) + len(srv.Databases)
-	for _, d := range srv.Databases {
-		read += len(d.Schemas) + len(d.Extensions)
-	}
-	took := time.Since(start)
+	took, read := time.Since(start), srv.Objects()
 	progress("read %d objects of PostgreSQL %d in %s (%.0f objects/s)", read, srv.Version/10000, took.Round(time.Millisecond), float64(read)/max(took.Seconds(), 0.001))
 	inv := inventory.Describe(srv, opts)
 	if err := writeInventory(o.Dir, inv); err != nil {
