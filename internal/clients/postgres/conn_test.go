@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pki"
-	"github.com/ayatori/provider-postgresql/internal/fixture/tier"
 )
 
 // server is the one PostgreSQL server of this test package.
@@ -23,14 +21,7 @@ var server *pgserver.Server
 
 // suite is the package's PostgreSQL server, started by the first test
 // that declares it needs it.
-var suite = tier.NewFixture(2*time.Minute, func(ctx context.Context) (func() error, error) {
-	s, err := pgserver.Start(ctx, pgserver.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("cannot start the test PostgreSQL server: %w", err)
-	}
-	server = s
-	return s.Stop, nil
-})
+var suite = pgserver.Suite(func(s *pgserver.Server) { server = s })
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
