@@ -72,6 +72,11 @@ type Config struct {
 	// Observations, when set, records the intervals between observations.
 	Observations *poll.Observations
 
+	// Queues is what the work queues of every managed controller share
+	// (SharedQueues); nil shares only the global reconcile rate, and no
+	// controller's polls wait for another's changes.
+	Queues *queue.Shared
+
 	// InstanceSecrets reads the Instances' admin credentials and CA
 	// bundles (secretmemo.InstanceSecrets); the controllers' setup sets it when nil.
 	InstanceSecrets client.Reader
@@ -145,22 +150,31 @@ func (c Config) PollIntervalHook(wake func(resource.Managed, time.Time) time.Dur
 // provider runs it (reconciler.Wrap). The global reconcile rate is kept by
 // its work queue (ForManaged).
 func Reconciler(c Config, r reconcile.Reconciler) reconcile.Reconciler {
-	return reconciler.Wrap(c.waitRequeue(), r)
+	return reconciler.Wrap(c.waits(), r)
 }
 
-// maxWaitRequeue bounds how long a waiting resource sleeps when nothing
-// wakes it (it waits for an object the provider does not manage): the
-// longest step of the error back-off it replaces.
+// maxWaitRequeue bounds how long a resource waiting for an object the
+// provider does not manage sleeps (nothing wakes it): the longest step of
+// the error back-off it replaces.
 const maxWaitRequeue = time.Minute
 
-// waitRequeue is how long a reconcile that waits for another object is
-// left before it looks again, unless the object appearing wakes it
-// sooner: the poll interval, at most a minute.
-func (c Config) waitRequeue() time.Duration {
+// watchedWaitRequeue is how long a resource waiting for a managed resource
+// of its namespace sleeps: that resource's observation wakes it, so this
+// only guards against an event lost. A large apply's schemas, grants and
+// default privileges wait for their databases for minutes
+// (docs/performance.md).
+const watchedWaitRequeue = 10 * time.Minute
+
+// waits is how long a reconcile that waits for another object is left
+// before it looks again, unless the object appearing wakes it sooner: the
+// poll interval, at most a minute, for an object the provider does not
+// manage; watchedWaitRequeue for a managed resource.
+func (c Config) waits() reconciler.Waits {
+	w := reconciler.Waits{Unwatched: maxWaitRequeue, Watched: watchedWaitRequeue}
 	if c.PollInterval > 0 && c.PollInterval < maxWaitRequeue {
-		return c.PollInterval
+		w.Unwatched = c.PollInterval
 	}
-	return maxWaitRequeue
+	return w
 }
 
 // ForControllerRuntime is crossplane-runtime's controller options with the
@@ -171,16 +185,28 @@ func (c Config) ForControllerRuntime() ctrlcontroller.Options {
 }
 
 // ForManaged is ForControllerRuntime for a managed reconciler: its queue
-// also keeps the global reconcile rate (--max-reconcile-rate), which every
-// managed controller shares.
+// also keeps the global reconcile rate (--max-reconcile-rate), and holds
+// its polls while changes wait in another managed controller's queue,
+// both shared with every managed controller through Queues.
 func (c Config) ForManaged() ctrlcontroller.Options {
-	return c.withQueue(pace(c.GlobalRateLimiter))
+	s := c.Queues
+	if s == nil {
+		s = queue.Paced(pace(c.GlobalRateLimiter))
+	}
+	return c.withQueue(s)
 }
 
-func (c Config) withQueue(pace *rate.Limiter) ctrlcontroller.Options {
+// SharedQueues is what the queues of every managed controller set up with
+// o share (Config.Queues): o's global reconcile rate, and polls held while
+// changes wait, for at most poll.Hold.
+func SharedQueues(o controller.Options) *queue.Shared {
+	return queue.NewShared(pace(o.GlobalRateLimiter), poll.Hold(o.PollInterval), poll.Priority)
+}
+
+func (c Config) withQueue(s *queue.Shared) ctrlcontroller.Options {
 	o := c.Options.ForControllerRuntime()
 	o.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		return queue.New(name, rl, pace)
+		return queue.New(name, rl, s)
 	}
 	return o
 }

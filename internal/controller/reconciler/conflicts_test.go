@@ -112,7 +112,7 @@ func TestConflictsRetryWithoutBackOff(t *testing.T) {
 // does, with f in place of the managed reconciler.
 func run(ctx context.Context, t *testing.T, f func(context.Context) (reconcile.Result, error)) reconcile.Result {
 	t.Helper()
-	r := Wrap(time.Minute, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
+	r := Wrap(Waits{Unwatched: time.Minute, Watched: 10 * time.Minute}, reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) { return f(ctx) }))
 	res, err := r.Reconcile(ctx, reconcile.Request{})
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)

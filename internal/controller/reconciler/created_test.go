@@ -73,7 +73,7 @@ func TestObservationFollowsACreate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			calls := 0
 			var deferred []bool
-			r := requeues{after: time.Minute, r: reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+			r := requeues{waits: Waits{Unwatched: time.Minute, Watched: 10 * time.Minute}, r: reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 				p := tc.passes[calls]
 				calls++
 				if p.creates {

@@ -142,12 +142,24 @@ func withoutCreateRecords(annotations map[string]string) map[string]string {
 
 // Wrap wraps a managed reconciler the way every controller of the
 // provider runs it: with API conflicts requeued silently, and its requeues
-// adjusted by requeues (below); after is how long a reconcile that waits
-// for another object sleeps when nothing wakes it. The global rate limit
+// adjusted by requeues (below); w is how long a reconcile that waits for
+// another object sleeps when nothing wakes it. The global rate limit
 // is the work queue's (queue.Fair), not crossplane-runtime's rate-limited
 // reconciler, which booked a token for every reconcile it turned away.
-func Wrap(after time.Duration, r reconcile.Reconciler) reconcile.Reconciler {
-	return errors.WithSilentRequeueOnConflict(requeues{r: r, after: after})
+func Wrap(w Waits, r reconcile.Reconciler) reconcile.Reconciler {
+	return errors.WithSilentRequeueOnConflict(requeues{r: r, waits: w})
+}
+
+// Waits is how long a reconcile that stopped to wait for another object
+// (reference.Wait) sleeps unless that object wakes it sooner.
+type Waits struct {
+	// Unwatched: for an object on the server that no managed resource
+	// stands for, whose appearance wakes nothing.
+	Unwatched time.Duration
+	// Watched: for a managed resource not observed yet
+	// (reference.Awaited), whose observation wakes the waiters; this
+	// only guards against a lost event.
+	Watched time.Duration
 }
 
 // requeues runs the managed reconciler, once more at once when a create
@@ -165,7 +177,7 @@ func Wrap(after time.Duration, r reconcile.Reconciler) reconcile.Reconciler {
 //   - a requeue after a delay (a poll) gets poll.Priority.
 type requeues struct {
 	r     reconcile.Reconciler
-	after time.Duration
+	waits Waits
 }
 
 func (q requeues) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -174,7 +186,7 @@ func (q requeues) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		// The create's status was left to this observation (created.go).
 		_, res, o, err = q.once(ctx, req, false)
 	}
-	return adjust(res, err, o, q.after)
+	return adjust(res, err, o, q.waits)
 }
 
 // once runs the managed reconciler once, with the notes it may leave: a
@@ -188,20 +200,22 @@ func (q requeues) once(ctx context.Context, req reconcile.Request, deferCreate b
 		ctx, created = withCreateNote(ctx)
 	}
 	res, err := q.r.Reconcile(ctx, req)
-	return created, res, outcome{waiting: note.Waiting(), conflicted: conflicts.conflicted()}, err
+	return created, res, outcome{waiting: note.Waiting(), woken: note.Woken(), conflicted: conflicts.conflicted()}, err
 }
 
 // outcome is what a reconcile noted about itself.
 type outcome struct {
-	// waiting: it stopped to wait for another object (reference.Wait).
-	waiting bool
+	// waiting: it stopped to wait for another object (reference.Wait);
+	// woken: for a managed resource whose observation wakes it
+	// (reference.Awaited).
+	waiting, woken bool
 	// conflicted: one of its writes met a newer version of the object.
 	conflicted bool
 }
 
 // adjust is requeues' decision, given the managed reconciler's result and
 // what the reconcile noted.
-func adjust(res reconcile.Result, err error, o outcome, after time.Duration) (reconcile.Result, error) {
+func adjust(res reconcile.Result, err error, o outcome, w Waits) (reconcile.Result, error) {
 	//nolint:staticcheck // crossplane-runtime still returns Requeue.
 	requeued := res.Requeue && res.RequeueAfter == 0
 	if o.conflicted && (err == nil && requeued || err != nil && kerrors.IsConflict(err)) {
@@ -211,6 +225,10 @@ func adjust(res reconcile.Result, err error, o outcome, after time.Duration) (re
 		return res, err
 	}
 	if o.waiting && requeued {
+		after := w.Unwatched
+		if o.woken {
+			after = w.Watched
+		}
 		return reconcile.Result{RequeueAfter: after, Priority: ptr.To(poll.Priority)}, nil
 	}
 	if res.RequeueAfter > 0 && !res.Requeue { //nolint:staticcheck // As above.

@@ -35,6 +35,10 @@ func TestAdjust(t *testing.T) {
 			res: requeue, noted: outcome{waiting: true},
 			want: reconcile.Result{RequeueAfter: time.Minute, Priority: ptr.To(poll.Priority)},
 		},
+		"WaitingForAWatchedResourceLooksAgainOnlyLate": {
+			res: requeue, noted: outcome{waiting: true, woken: true},
+			want: reconcile.Result{RequeueAfter: 10 * time.Minute, Priority: ptr.To(poll.Priority)},
+		},
 		"AnErrorIsLeftToTheBackOff": {
 			res:  requeue,
 			want: requeue,
@@ -75,7 +79,7 @@ func TestAdjust(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := adjust(tc.res, tc.err, tc.noted, time.Minute)
+			got, err := adjust(tc.res, tc.err, tc.noted, Waits{Unwatched: time.Minute, Watched: 10 * time.Minute})
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("error: got %v, want %v", err, tc.wantErr)
 			}

@@ -107,7 +107,7 @@ func (r Resolver) get(ctx context.Context, what, name string, obj client.Object)
 	}
 	if kerrors.IsNotFound(err) {
 		// Created later, it wakes this resource once it is observed.
-		return Wait(ctx, errors.Errorf("%s: waiting for %s %s/%s to be created", what, kindOf(obj), r.Namespace, name))
+		return Awaited(ctx, errors.Errorf("%s: waiting for %s %s/%s to be created", what, kindOf(obj), r.Namespace, name))
 	}
 	return errors.Wrapf(err, "%s: cannot get %s/%s", what, r.Namespace, name)
 }
@@ -120,7 +120,7 @@ func (r Resolver) check(ctx context.Context, what string, obj client.Object, ins
 		return "", errors.Errorf("%s: %s %s/%s is on PostgreSQLInstance %q, not %q", what, kind, r.Namespace, obj.GetName(), instance, r.Instance)
 	}
 	if observed == "" {
-		return "", Wait(ctx, errors.Errorf("%s: waiting for %s %s/%s to exist", what, kind, r.Namespace, obj.GetName()))
+		return "", Awaited(ctx, errors.Errorf("%s: waiting for %s %s/%s to exist", what, kind, r.Namespace, obj.GetName()))
 	}
 	return observed, nil
 }

@@ -23,7 +23,7 @@ const ns = "waits"
 var env *providertest.Env
 
 // The default poll interval of the harness (10 minutes) makes a waiting
-// resource's fallback requeue a minute away (config.waitRequeue): what
+// resource's fallback requeue a minute away (config.Config.waits): what
 // these tests see within seconds is the wake-up, nothing else.
 // suite is the package's environment, started by the first test that
 // declares it needs it.
