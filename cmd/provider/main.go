@@ -266,6 +266,7 @@ func main() {
 		MinPollInterval: *minPollInterval,
 		Pools:           pools,
 		Observations:    observations,
+		Queues:          config.SharedQueues(o),
 		Seal:            key,
 	}, cancel), "Cannot set up controllers")
 

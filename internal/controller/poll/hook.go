@@ -140,3 +140,11 @@ func databaseGroup(mg resource.Managed) string {
 // after a restart (a CI run of TestRestartMidwayConverges caught that
 // with -10); equal, they are served in the order they were queued.
 const Priority = handler.LowPriority
+
+// Hold is how long past its due time a poll of a provider polling every
+// interval may be held while changes wait in another controller's queue
+// (queue.Shared): four polls. A wave of creates on 2 cores can take
+// minutes; within it, objects already Ready are observed about every
+// Hold+interval instead of every interval, and a steady stream of changes
+// delays drift detection by at most that much, never indefinitely.
+func Hold(interval time.Duration) time.Duration { return 4 * interval }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -31,14 +30,16 @@ import (
 // turn in each round; another namespace's one new object waits for one
 // item of each busy namespace, not for all of them.
 //
-// The provider's global reconcile rate is kept here too (pace): a worker
-// that takes an item waits for the rate's next token. crossplane-runtime's
-// rate-limited reconciler, which this replaces, reserved a token for
-// every reconcile it turned away, so that a wave of one namespace's
-// objects booked the next seconds of tokens ahead of everyone else.
+// The provider's global reconcile rate is kept here too (Shared): a
+// worker that takes an item waits for the rate's next token.
+// crossplane-runtime's rate-limited reconciler, which this replaces,
+// reserved a token for every reconcile it turned away, so that a wave of
+// one namespace's objects booked the next seconds of tokens ahead of
+// everyone else. A poll also waits, for a while, when a change waits in
+// another controller's queue (Shared).
 type Fair struct {
-	rl   workqueue.TypedRateLimiter[reconcile.Request]
-	pace *rate.Limiter
+	rl     workqueue.TypedRateLimiter[reconcile.Request]
+	shared *Shared
 
 	mu    sync.Mutex
 	ready *sync.Cond
@@ -59,6 +60,12 @@ type Fair struct {
 	paceCtx  context.Context
 	stopPace context.CancelFunc
 	depth    depthGauge
+
+	// urgent counts the urgent entries in byTurn (Shared); holdAt is
+	// when holdTimer wakes the held workers.
+	urgent    int64
+	holdTimer *time.Timer
+	holdAt    time.Time
 }
 
 var _ priorityqueue.PriorityQueue[reconcile.Request] = &Fair{}
@@ -71,6 +78,11 @@ type entry struct {
 	readyAt time.Time
 	// parked: ready, but a worker is still working on the object.
 	parked bool
+	// urgent: a change rather than a poll or a retry (Shared.urgentFor);
+	// since: when it last became ready, from which a poll is held at
+	// most Shared's hold.
+	urgent bool
+	since  time.Time
 	// tag is the entry's turn, seq the order it became ready in, which
 	// settles equal turns first come, first served.
 	tag, seq uint64
@@ -80,21 +92,25 @@ type entry struct {
 }
 
 // New returns the fair queue of controller name: rl decides the back-off
-// of the items added rate-limited, pace (nil: none) the rate at which
-// items are handed out, shared by every controller.
-func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request], pace *rate.Limiter) *Fair {
+// of the items added rate-limited, shared (nil: nothing) the rate at which
+// items are handed out and the precedence of changes over polls, both
+// across every controller made with it.
+func New(name string, rl workqueue.TypedRateLimiter[reconcile.Request], shared *Shared) *Fair {
 	if rl == nil {
 		rl = workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	q := &Fair{
-		rl: rl, pace: pace,
+		rl: rl, shared: shared,
 		items: map[reconcile.Request]*entry{}, working: map[reconcile.Request]bool{}, last: map[string]uint64{},
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		paceCtx: ctx, stopPace: cancel, depth: depthOf(name),
 		byTurn: byTurnOrder(), byTime: byTimeOrder(),
 	}
 	q.ready = sync.NewCond(&q.mu)
+	if shared != nil {
+		shared.join(q)
+	}
 	go q.release()
 	return q
 }
@@ -112,6 +128,7 @@ func (q *Fair) AddWithOpts(o priorityqueue.AddOpts, reqs ...reconcile.Request) {
 	if o.Priority != nil {
 		priority = *o.Priority
 	}
+	urgent := q.shared.urgentFor(priority, o.RateLimited)
 	for _, req := range reqs {
 		after := o.After
 		if o.RateLimited {
@@ -121,7 +138,7 @@ func (q *Fair) AddWithOpts(o priorityqueue.AddOpts, reqs ...reconcile.Request) {
 		}
 		e, ok := q.items[req]
 		if !ok {
-			e = &entry{req: req, priority: priority, turn: -1, wait: -1}
+			e = &entry{req: req, priority: priority, urgent: urgent, turn: -1, wait: -1}
 			q.items[req] = e
 			q.depth.Inc()
 			if after > 0 {
@@ -135,6 +152,12 @@ func (q *Fair) AddWithOpts(o priorityqueue.AddOpts, reqs ...reconcile.Request) {
 			e.priority = priority
 			if e.turn >= 0 {
 				heap.Fix(&q.byTurn, e.turn)
+			}
+		}
+		if urgent && !e.urgent {
+			e.urgent = true
+			if e.turn >= 0 {
+				q.countUrgent(1)
 			}
 		}
 		switch {
@@ -166,6 +189,10 @@ func (q *Fair) makeReady(e *entry) {
 		return
 	}
 	e.parked = false
+	e.since = time.Now()
+	if e.urgent {
+		q.countUrgent(1)
+	}
 	ns := e.req.Namespace
 	e.tag = max(q.handed, q.last[ns]) + 1
 	q.last[ns] = e.tag
@@ -210,10 +237,20 @@ func (q *Fair) release() {
 }
 
 // GetWithPriority implements priorityqueue.PriorityQueue: the next turn,
-// once the global rate allows it.
+// once no change waits anywhere before it (Shared) and the global rate
+// allows it.
 func (q *Fair) GetWithPriority() (reconcile.Request, int, bool) {
 	q.mu.Lock()
-	for q.byTurn.Len() == 0 && !q.closed {
+	for !q.closed {
+		if q.byTurn.Len() == 0 {
+			q.ready.Wait()
+			continue
+		}
+		d := q.shared.heldFor(q.byTurn.e[0], time.Now())
+		if d == 0 {
+			break
+		}
+		q.holdUntil(time.Now().Add(d))
 		q.ready.Wait()
 	}
 	if q.closed {
@@ -221,14 +258,17 @@ func (q *Fair) GetWithPriority() (reconcile.Request, int, bool) {
 		return reconcile.Request{}, 0, true
 	}
 	e, _ := heap.Pop(&q.byTurn).(*entry)
+	if e.urgent {
+		q.countUrgent(-1)
+	}
 	delete(q.items, e.req)
 	q.depth.Dec()
 	q.working[e.req] = true
 	q.handed = max(q.handed, e.tag)
 	q.forgetIdleNamespaces()
 	q.mu.Unlock()
-	if q.pace != nil {
-		if err := q.pace.Wait(q.paceCtx); err != nil {
+	if q.shared != nil && q.shared.pace != nil {
+		if err := q.shared.pace.Wait(q.paceCtx); err != nil {
 			// Shut down while waiting: the controller stops.
 			return e.req, e.priority, true
 		}
@@ -305,6 +345,43 @@ func (q *Fair) ShutDown() {
 	q.closed = true
 	close(q.stopped)
 	q.stopPace()
+	q.ready.Broadcast()
+	if q.holdTimer != nil {
+		q.holdTimer.Stop()
+	}
+	if q.shared != nil {
+		q.countUrgent(-q.urgent)
+		q.shared.leave(q)
+	}
+}
+
+// countUrgent records delta urgent entries in byTurn, here and in Shared.
+func (q *Fair) countUrgent(delta int64) {
+	if q.shared == nil {
+		return
+	}
+	q.urgent += delta
+	q.shared.add(delta)
+}
+
+// holdUntil makes sure the held workers look again by at, when the item
+// first in turn is no longer held whatever waits elsewhere.
+func (q *Fair) holdUntil(at time.Time) {
+	if q.holdTimer != nil && !q.holdAt.Before(time.Now()) && !at.Before(q.holdAt) {
+		return
+	}
+	q.holdAt = at
+	if q.holdTimer == nil {
+		q.holdTimer = time.AfterFunc(time.Until(at), q.wakeHeld)
+		return
+	}
+	q.holdTimer.Reset(time.Until(at))
+}
+
+// wakeHeld has the workers held back look again.
+func (q *Fair) wakeHeld() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.ready.Broadcast()
 }
 

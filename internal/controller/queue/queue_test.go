@@ -22,7 +22,7 @@ func req(ns, name string) reconcile.Request {
 
 func newQueue(t *testing.T, pace *rate.Limiter) *Fair {
 	t.Helper()
-	q := New("test", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second), pace)
+	q := New("test", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Millisecond, time.Second), Paced(pace))
 	t.Cleanup(q.ShutDown)
 	return q
 }
@@ -190,7 +190,9 @@ func TestPaced(t *testing.T) {
 // take.
 func TestShutDown(t *testing.T) {
 	for round := range 50 {
-		q := New(fmt.Sprintf("round-%d", round), nil, rate.NewLimiter(1, 1))
+		// Items at priority 0 are held while 1s and 2s wait, for a few
+		// milliseconds: a held worker returns at shutdown too.
+		q := New(fmt.Sprintf("round-%d", round), nil, NewShared(rate.NewLimiter(1, 1), 5*time.Millisecond, 0))
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() {
@@ -243,4 +245,128 @@ func TestForgetsIdleNamespaces(t *testing.T) {
 	if n > 256 {
 		t.Errorf("%d namespaces' tags kept with nothing queued, want at most 256", n)
 	}
+}
+
+// The poll priority of these tests: items at or below it are held.
+const pollPriority = -100
+
+// get takes one item from q within limit, or reports none (ok false).
+func get(q *Fair, limit time.Duration) (r reconcile.Request, took time.Duration, ok bool) {
+	got := make(chan reconcile.Request, 1)
+	start := time.Now()
+	go func() { r, _ := q.Get(); got <- r }()
+	select {
+	case r := <-got:
+		return r, time.Since(start), true
+	case <-time.After(limit):
+		return reconcile.Request{}, limit, false
+	}
+}
+
+// TestPollsWaitForChangesElsewhere: a queue holds a poll while a change
+// is ready in another queue sharing it, and hands it out as soon as the
+// change is taken, or once held for hold whatever waits; a retry after an
+// error holds nothing, and a change in the poll's own queue goes at once.
+func TestPollsWaitForChangesElsewhere(t *testing.T) {
+	const hold = 400 * time.Millisecond
+	poll := priorityqueue.AddOpts{Priority: ptr.To(pollPriority)}
+	change := priorityqueue.AddOpts{Priority: ptr.To(0)}
+	retry := priorityqueue.AddOpts{Priority: ptr.To(0), RateLimited: true}
+	setUp := func(t *testing.T) (polls, changes *Fair) {
+		t.Helper()
+		s := NewShared(nil, hold, pollPriority)
+		polls = New("polls", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](0, 0), s)
+		changes = New("changes", workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](0, 0), s)
+		t.Cleanup(polls.ShutDown)
+		t.Cleanup(changes.ShutDown)
+		return polls, changes
+	}
+
+	t.Run("HeldUntilTheChangeIsTaken", func(t *testing.T) {
+		polls, changes := setUp(t)
+		changes.AddWithOpts(change, req("a", "create"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		got := make(chan time.Time, 1)
+		go func() { _, _ = polls.Get(); got <- time.Now() }()
+		select {
+		case <-got:
+			t.Fatal("the poll was handed out while a change was ready in another queue")
+		case <-time.After(hold / 4):
+		}
+		if _, _, ok := get(changes, time.Second); !ok {
+			t.Fatal("the change was not handed out")
+		}
+		taken := time.Now()
+		select {
+		case at := <-got:
+			if d := at.Sub(taken); d > hold/4 {
+				t.Errorf("the poll came %s after the change was taken, want at once", d)
+			}
+		case <-time.After(hold):
+			t.Fatal("the poll was still held after the change was taken")
+		}
+	})
+
+	t.Run("HeldAtMostHold", func(t *testing.T) {
+		polls, changes := setUp(t)
+		changes.AddWithOpts(change, req("a", "create"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		_, took, ok := get(polls, 3*hold)
+		if !ok {
+			t.Fatalf("the poll was held for over %s, with hold %s", 3*hold, hold)
+		}
+		if took < hold*3/4 {
+			t.Errorf("the poll was handed out after %s while a change waited, want about %s", took, hold)
+		}
+	})
+
+	t.Run("ARetryHoldsNothing", func(t *testing.T) {
+		polls, changes := setUp(t)
+		changes.AddWithOpts(retry, req("a", "failing"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		if _, took, ok := get(polls, hold/4); !ok {
+			t.Errorf("the poll was held %s by a retry after an error", took)
+		}
+	})
+
+	t.Run("AChangeToARetryHolds", func(t *testing.T) {
+		polls, changes := setUp(t)
+		changes.AddWithOpts(retry, req("a", "failing"))
+		// The object changes before its retry is due: it is a change now.
+		changes.AddWithOpts(change, req("a", "failing"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		if _, _, ok := get(polls, hold/4); ok {
+			t.Error("the poll was handed out while a change waited in another queue")
+		}
+	})
+
+	t.Run("AChangeInTheSameQueueGoesAtOnce", func(t *testing.T) {
+		polls, changes := setUp(t)
+		changes.AddWithOpts(change, req("a", "create"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		got := make(chan reconcile.Request, 1)
+		go func() { r, _ := polls.Get(); got <- r }()
+		time.Sleep(hold / 8)
+		polls.AddWithOpts(change, req("a", "update"))
+		select {
+		case r := <-got:
+			if r.Name != "update" {
+				t.Errorf("got %s, want the change of the same queue", r.Name)
+			}
+		case <-time.After(hold / 2):
+			t.Fatal("a change of the held queue's own was not handed out")
+		}
+	})
+
+	t.Run("NothingHeldWithoutHold", func(t *testing.T) {
+		s := Paced(nil)
+		polls, changes := New("p", nil, s), New("c", nil, s)
+		t.Cleanup(polls.ShutDown)
+		t.Cleanup(changes.ShutDown)
+		changes.AddWithOpts(change, req("a", "create"))
+		polls.AddWithOpts(poll, req("a", "poll"))
+		if _, took, ok := get(polls, hold/4); !ok {
+			t.Errorf("the poll was held %s with no hold", took)
+		}
+	})
 }
