@@ -46,8 +46,9 @@ func (a *admission) slot(key string, size int) chan struct{} {
 // Enter admits a reconcile to work in t's database and returns the
 // function that lets it go; a database of the Instance's own is not
 // bounded. When the database holds its share of reconciles for longer
-// than enterWait, Enter returns ErrDatabaseBusy at once rather than tie
-// the caller's worker to a database that may be stalled.
+// than enterWait while no connection waits for a slot under the cap,
+// Enter returns ErrDatabaseBusy at once rather than tie the caller's
+// worker to a database that may be stalled.
 func (r *Registry) Enter(ctx context.Context, t Target) (func(), error) {
 	if !t.inTenantDatabase() {
 		return func() {}, nil
@@ -56,17 +57,30 @@ func (r *Registry) Enter(ctx context.Context, t Target) (func(), error) {
 	s := r.admit.slot(t.InstanceUID+"\x00"+t.Endpoint.Database, size)
 	wait := time.NewTimer(enterWait)
 	defer wait.Stop()
-	select {
-	case s <- struct{}{}:
-		return sync.OnceFunc(func() { <-s }), nil
-	case <-wait.C:
-		r.admit.mu.Lock()
-		r.admit.busy++
-		r.admit.mu.Unlock()
-		return nil, errors.Errorf("%w: %d reconciles have been at work in database %q for over %s, waiting on it (a lock held in it, most likely); "+
-			"this one gives its worker to other databases and is retried", ErrDatabaseBusy, size, t.Endpoint.Database, enterWait)
-	case <-ctx.Done():
-		return nil, errors.Wrapf(ctx.Err(), "cannot wait for a turn in database %q", t.Endpoint.Database)
+	for {
+		select {
+		case s <- struct{}{}:
+			return sync.OnceFunc(func() { <-s }), nil
+		case <-wait.C:
+			if r.slots.queued() > 0 {
+				// Connections wait for a slot under the cap
+				// (--max-conns): those at work in the database may be
+				// waiting for one too, as this one would. The provider
+				// is busy, not the database, and turning this one away
+				// would only fail it and write its status twice (at
+				// 5,000 objects a poll of every object of a database at
+				// once often waits so).
+				wait.Reset(enterWait)
+				continue
+			}
+			r.admit.mu.Lock()
+			r.admit.busy++
+			r.admit.mu.Unlock()
+			return nil, errors.Errorf("%w: %d reconciles have been at work in database %q for over %s, waiting on it (a lock held in it, most likely); "+
+				"this one gives its worker to other databases and is retried", ErrDatabaseBusy, size, t.Endpoint.Database, enterWait)
+		case <-ctx.Done():
+			return nil, errors.Wrapf(ctx.Err(), "cannot wait for a turn in database %q", t.Endpoint.Database)
+		}
 	}
 }
 

@@ -52,3 +52,63 @@ func TestEnterBoundsADatabasesShare(t *testing.T) {
 		t.Errorf("a turn let go twice freed one slot only once, as it must; but the next Enter failed: %v", err)
 	}
 }
+
+// TestEnterWaitsWhileTheProviderWaitsForConnections: while a connection
+// waits for a slot under the cap, the reconciles at work in a database may
+// be waiting for one too: the next one waits for its turn past enterWait
+// instead of being turned away (and its status written twice), and is
+// turned away once nothing waits for a slot any more.
+func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1, MaxConns: 1})
+	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
+	var leaves []func()
+	for range 2 {
+		leave, err := r.Enter(ctx, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, leave)
+	}
+	// The one slot of the cap is taken, and a connection waits for it.
+	if _, err := r.slots.take(ctx, func() bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	go func() {
+		_, err := r.slots.take(ctx, func() bool { return false })
+		queued <- err
+	}()
+	for r.slots.queued() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	entered := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		leave, err := r.Enter(ctx, tenant)
+		if err == nil {
+			leave()
+		}
+		entered <- err
+	}()
+	time.Sleep(3 * enterWait)
+	leaves[0]()
+	if err := <-entered; err != nil {
+		t.Fatalf("turned away after %s while a connection waited for a slot: %v", time.Since(start), err)
+	}
+	// Nothing waits for a slot any more: a stalled database turns the
+	// next one away again.
+	r.slots.free()
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.Enter(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again()
+	if _, err := r.Enter(ctx, tenant); !errors.Is(err, ErrDatabaseBusy) {
+		t.Errorf("with no connection waiting: %v, want ErrDatabaseBusy", err)
+	}
+	leaves[1]()
+}

@@ -101,6 +101,13 @@ func (q *slotQueue) free() {
 }
 
 // inUse returns the slots taken.
+// queued is how many connections wait for a slot.
+func (q *slotQueue) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
+}
+
 func (q *slotQueue) inUse() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
