@@ -465,12 +465,13 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err := env.Postgres.SetLogStatement(ctx, "none"); err != nil {
 		b.Fatal(err)
 	}
-	writes := 0
+	var written []string
 	for k, v := range mixedVersions(ctx, b, prefix) {
 		if versions[k] != v {
-			writes++
+			written = append(written, k)
 		}
 	}
+	writes := len(written)
 	longest, intervals := longestBetween(obs, histogramBuckets(b, p.Gather, intervalHistogram))
 	latest, _ := longestBetween(late, histogramBuckets(b, p.Gather, latenessHistogram))
 	rss, err := p.RSSMiB()
@@ -498,6 +499,10 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	checkpoint(ctx, b)
 	base := floorMixed(ctx, b, prefix+"f", units)
 
+	// Also in the log: a failed benchmark reports no metrics.
+	b.Logf("%.0f objects Ready in %s (floor %s, %.1f×), %.2f reconciles per object; steady state: %.2f statements per object per poll, longest interval %s, latest poll %s; RSS %.0f MiB (peak %.0f); deleted in %s",
+		objects, took.Round(100*time.Millisecond), base.Round(100*time.Millisecond), took.Seconds()/base.Seconds(), perObject,
+		float64(statements)/objects/(float64(window)/float64(poll)), longest, latest, rss, peakRSS, deleted.Round(100*time.Millisecond))
 	b.ReportMetric(took.Seconds(), "s-to-ready")
 	b.ReportMetric(base.Seconds(), "s-floor")
 	b.ReportMetric(took.Seconds()/base.Seconds(), "x-floor")
@@ -520,7 +525,9 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Errorf("peak provider sessions %d exceed the cap %.0f", peak, connCap)
 	}
 	if writes != 0 {
-		b.Errorf("%d objects or Secrets written in steady state, with nothing changed", writes)
+		slices.Sort(written)
+		b.Errorf("%d objects or Secrets written in steady state, with nothing changed; the first: %s", writes, strings.Join(written[:min(len(written), 10)], ", "))
+		logEventsOf(ctx, b, written[:min(len(written), 3)])
 	}
 }
 
@@ -603,4 +610,24 @@ func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duratio
 		tb.Fatalf("%d objects of %s* still there: %v", n, prefix, err)
 	}
 	return time.Since(start)
+}
+
+// logEventsOf logs the events of the objects named "TYPE NAME" (as
+// resourceVersions keys them) in namespace scale: what a write in steady
+// state was about.
+func logEventsOf(ctx context.Context, tb testing.TB, objects []string) {
+	tb.Helper()
+	l := &corev1.EventList{}
+	if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+		tb.Logf("cannot list events: %v", err)
+		return
+	}
+	for _, o := range objects {
+		name := o[strings.LastIndex(o, " ")+1:]
+		for _, e := range l.Items {
+			if e.InvolvedObject.Name == name {
+				tb.Logf("%s: %s %s x%d, last %s: %s", o, e.Type, e.Reason, e.Count, e.LastTimestamp.Format(time.RFC3339), e.Message)
+			}
+		}
+	}
 }
