@@ -27,6 +27,32 @@ type admission struct {
 	mu    sync.Mutex
 	slots map[string]chan struct{}
 	busy  int64
+	// logins counts the connections logging in to each database.
+	logins map[string]int
+}
+
+// databaseKey is the key of t's database in admission.
+func databaseKey(t Target) string { return t.InstanceUID + "\x00" + t.Endpoint.Database }
+
+// login records a connection starting (+1) or ending (-1) its login to
+// the database of key.
+func (a *admission) login(key string, delta int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.logins == nil {
+		a.logins = map[string]int{}
+	}
+	if a.logins[key] += delta; a.logins[key] <= 0 {
+		delete(a.logins, key)
+	}
+}
+
+// loggingIn says whether a connection is logging in to the database of
+// key.
+func (a *admission) loggingIn(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.logins[key] > 0
 }
 
 func (a *admission) slot(key string, size int) chan struct{} {
@@ -46,15 +72,16 @@ func (a *admission) slot(key string, size int) chan struct{} {
 // Enter admits a reconcile to work in t's database and returns the
 // function that lets it go; a database of the Instance's own is not
 // bounded. When the database holds its share of reconciles for longer
-// than enterWait while no connection waits for a slot under the cap,
-// Enter returns ErrDatabaseBusy at once rather than tie the caller's
+// than enterWait while no connection waits for a slot under the cap or
+// logs in to the database, Enter returns ErrDatabaseBusy at once rather than tie the caller's
 // worker to a database that may be stalled.
 func (r *Registry) Enter(ctx context.Context, t Target) (func(), error) {
 	if !t.inTenantDatabase() {
 		return func() {}, nil
 	}
 	size := int(r.opts.MaxConnsPerDatabase) + 1
-	s := r.admit.slot(t.InstanceUID+"\x00"+t.Endpoint.Database, size)
+	key := databaseKey(t)
+	s := r.admit.slot(key, size)
 	wait := time.NewTimer(enterWait)
 	defer wait.Stop()
 	for {
@@ -62,14 +89,15 @@ func (r *Registry) Enter(ctx context.Context, t Target) (func(), error) {
 		case s <- struct{}{}:
 			return sync.OnceFunc(func() { <-s }), nil
 		case <-wait.C:
-			if r.slots.queued() > 0 {
+			if r.slots.queued() > 0 || r.admit.loggingIn(key) {
 				// Connections wait for a slot under the cap
-				// (--max-conns): those at work in the database may be
-				// waiting for one too, as this one would. The provider
-				// is busy, not the database, and turning this one away
-				// would only fail it and write its status twice (at
-				// 5,000 objects a poll of every object of a database at
-				// once often waits so).
+				// (--max-conns), or one is logging in to the database:
+				// those at work in it are not held by the database but
+				// by the provider or the server being busy (a login
+				// through a checkpoint's I/O takes longer than a turn),
+				// and turning this one away would only fail it and
+				// write its status twice (at 5,000 objects, a poll of
+				// every object of a database at once often waits so).
 				wait.Reset(enterWait)
 				continue
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestEnterBoundsADatabasesShare(t *testing.T) {
@@ -109,6 +111,48 @@ func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
 	defer again()
 	if _, err := r.Enter(ctx, tenant); !errors.Is(err, ErrDatabaseBusy) {
 		t.Errorf("with no connection waiting: %v, want ErrDatabaseBusy", err)
+	}
+	leaves[1]()
+}
+
+// TestEnterWaitsWhileALoginToTheDatabaseRuns: a connection logging in to
+// the database (a slow login on a busy server) is not the database being
+// held: the next reconcile waits for its turn past enterWait.
+func TestEnterWaitsWhileALoginToTheDatabaseRuns(t *testing.T) {
+	ctx := context.Background()
+	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1})
+	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
+	var leaves []func()
+	for range 2 {
+		leave, err := r.Enter(ctx, tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaves = append(leaves, leave)
+	}
+	login := handOver{slots: r.slots, admit: &r.admit, database: databaseKey(tenant)}
+	login.TraceConnectStart(ctx, pgx.TraceConnectStartData{})
+	entered := make(chan error, 1)
+	go func() {
+		leave, err := r.Enter(ctx, tenant)
+		if err == nil {
+			leave()
+		}
+		entered <- err
+	}()
+	time.Sleep(3 * enterWait)
+	leaves[0]()
+	if err := <-entered; err != nil {
+		t.Fatalf("turned away while a login to the database ran: %v", err)
+	}
+	login.TraceConnectEnd(ctx, pgx.TraceConnectEndData{})
+	again, err := r.Enter(ctx, tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again()
+	if _, err := r.Enter(ctx, tenant); !errors.Is(err, ErrDatabaseBusy) {
+		t.Errorf("with no login running: %v, want ErrDatabaseBusy", err)
 	}
 	leaves[1]()
 }
