@@ -35,6 +35,7 @@ import (
 	"github.com/ayatori/provider-postgresql/cluster"
 	"github.com/ayatori/provider-postgresql/internal/admission"
 	"github.com/ayatori/provider-postgresql/internal/changelog"
+	"github.com/ayatori/provider-postgresql/internal/clients/admintoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	pgcontroller "github.com/ayatori/provider-postgresql/internal/controller"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
@@ -97,6 +98,10 @@ func main() {
 				Default(strconv.Itoa(postgres.DefaultMaxConns)).Int()
 		connIdleTimeout = app.Flag("conn-idle-timeout", "Close a server connection idle for longer than this.").
 				Default(postgres.DefaultIdleTimeout.String()).Duration()
+		adminTokenCommands = app.Flag("admin-token-command", "A command (absolute path, shipped in the provider's image) that an Instance's spec.adminTokenSource.exec may run to get its admin's login token, such as a cloud CLI. Repeat for each; none by default.").
+					Strings()
+		adminTokenDirs = app.Flag("admin-token-dir", "A directory of the provider's pod whose files an Instance's spec.adminTokenSource.file may read its admin's login token from (a projected volume, an agent's output). Repeat for each; none by default.").
+				Strings()
 		installLockPolicy = app.Flag("install-lock-policy", "On by default. Install the ValidatingAdmissionPolicy that enforces Locks, and its binding, at start-up, or bring an installed one in line with this provider's version (keeping its identity lists); needs cluster/rbac-install-lock-policy.yaml. --no-install-lock-policy leaves the policy to you (apply cluster/lock-policy.yaml).").
 					Default("true").Bool()
 		installTenantPolicy = app.Flag("install-tenant-policy", "On by default. Install the ValidatingAdmissionPolicy that checks PostgreSQLTenant claims naming a registered database (cluster/tenant-policy.yaml), and its binding, at start-up, or bring installed ones in line with this provider's version; needs cluster/rbac-install-lock-policy.yaml. --no-install-tenant-policy leaves it to you.").
@@ -265,6 +270,7 @@ func main() {
 		PollJitter:      *pollJitter,
 		MinPollInterval: *minPollInterval,
 		Pools:           pools,
+		AdminTokens:     admintoken.NewSources(*adminTokenCommands, *adminTokenDirs),
 		Observations:    observations,
 		Queues:          config.SharedQueues(o),
 		Seal:            key,

@@ -219,9 +219,10 @@ func TestFlagsReferenceMatchesHelp(t *testing.T) {
 type flagRow struct{ Short, Env, Default string }
 
 var (
-	helpFlagLine = regexp.MustCompile(`^ {2,6}(?:-(\w), )?--(\[no-\])?([a-z][a-z-]*)(?:=("[^"]*"|\S+))?`)
-	helpEnv      = regexp.MustCompile(`\(\$([A-Z_]+)\)\s*$`)
-	docFlagRow   = regexp.MustCompile("^\\| `--([a-z-]+)`(?:, `-(\\w)`)? \\| `([A-Z_]+)` \\| `([^`]*)` \\|")
+	helpFlagLine    = regexp.MustCompile(`^ {2,6}(?:-(\w), )?--(\[no-\])?([a-z][a-z-]*)(?:=("[^"]*"|\S+))?`)
+	helpEnv         = regexp.MustCompile(`\(\$([A-Z_]+)\)\s*$`)
+	helpPlaceholder = regexp.MustCompile(`^[A-Z][A-Z0-9-]*$`)
+	docFlagRow      = regexp.MustCompile("^\\| `--([a-z-]+)`(?:, `-(\\w)`)? \\| `([A-Z_]+)` \\| `([^`]*)` \\|")
 )
 
 // helpFlags reads kingpin's --help: a flag line, its wrapped help, and the
@@ -235,6 +236,10 @@ func helpFlags(help string) map[string]flagRow {
 			def := strings.Trim(m[4], `"`)
 			if m[2] != "" {
 				def = "false"
+			}
+			if helpPlaceholder.MatchString(m[4]) {
+				// A flag with no default shows its placeholder.
+				def = ""
 			}
 			flags[cur] = flagRow{Short: m[1], Default: def}
 		}

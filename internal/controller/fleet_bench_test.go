@@ -251,7 +251,7 @@ func startFleet(ctx context.Context, b *testing.B, n int) []*fleetServer {
 			ObjectMeta: metav1.ObjectMeta{Name: s.instance},
 			Spec: v1alpha1.PostgreSQLInstanceSpec{
 				Endpoint:           v1alpha1.Endpoint{Host: s.pg.Host, Hostaddr: s.pg.Hostaddr, Port: int32(s.pg.Port)},
-				AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: admin},
+				AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: admin},
 				CABundleRef:        &v1alpha1.CABundleReference{Name: ca},
 			},
 		}); err != nil {

@@ -181,7 +181,12 @@ func (c *CLI) opener(ctx context.Context) (inventory.Opener, string, error) {
 	if home == "" {
 		home = "postgres"
 	}
-	t, err := oninstance.ConnectionTarget(ctx, c.Kube, ns, in, home)
+	if in.Spec.AdminTokenSource != nil {
+		// Its token comes from a command or file in the provider's pod,
+		// which this machine has not.
+		return nil, "", errors.Errorf("PostgreSQLInstance %s logs its admin in with a token (spec.adminTokenSource), which only the provider's pod can get: pass --dsn with a login of your own", o.Instance)
+	}
+	t, err := oninstance.ConnectionTarget(ctx, c.Kube, ns, nil, in, home)
 	if err != nil {
 		return nil, "", err
 	}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 	"github.com/ayatori/provider-postgresql/internal/pgctl"
 )
@@ -85,6 +88,23 @@ func TestInventoryFlags(t *testing.T) {
 		}
 		if strings.Contains(err.Error()+out, "s3cret") {
 			t.Errorf("the refusal repeats the password: %v %s", err, out)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("a refused inventory created its folder: %v", err)
+		}
+	})
+
+	t.Run("AnInstanceWithATokenNeedsADSN", func(t *testing.T) {
+		in := env.Main.DeepCopy()
+		in.ObjectMeta = metav1.ObjectMeta{Name: "inventory-token"}
+		in.Status = v1alpha1.PostgreSQLInstanceStatus{}
+		in.Spec.AdminCredentialRef = nil
+		in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin", File: &v1alpha1.TokenFile{Path: "/var/run/tokens/admin"}}
+		env.CreateForTest(ctx, t, in)
+		dir := filepath.Join(t.TempDir(), "adopted")
+		_, err := inventory(pgctl.InventoryOptions{Instance: in.Name, ProviderNamespace: providertest.Namespace, Dir: dir})
+		if err == nil || !strings.Contains(err.Error(), "pass --dsn") {
+			t.Errorf("an Instance whose admin logs in with a token, without --dsn: %v", err)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("a refused inventory created its folder: %v", err)

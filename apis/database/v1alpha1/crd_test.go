@@ -57,7 +57,7 @@ func validInstance(name string) *v1alpha1.PostgreSQLInstance {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.PostgreSQLInstanceSpec{
 			Endpoint:           v1alpha1.Endpoint{Host: "db.example.com", Hostaddr: "10.0.0.5"},
-			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "main-admin"},
+			AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: "main-admin"},
 		},
 	}
 }
@@ -80,7 +80,7 @@ func TestInstanceDefaults(t *testing.T) {
 		Endpoint: v1alpha1.Endpoint{
 			Host: "db.example.com", Hostaddr: "10.0.0.5", Port: 5432, Database: "postgres", SSLMode: v1alpha1.SSLModeVerifyFull,
 		},
-		AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "main-admin", UsernameKey: "username", PasswordKey: "password"},
+		AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: "main-admin", UsernameKey: "username", PasswordKey: "password"},
 	}
 	if diff := cmp.Diff(want, got.Spec); diff != "" {
 		t.Errorf("the API server's defaults (-want +got):\n%s", diff)
@@ -132,6 +132,61 @@ func TestInstanceValidation(t *testing.T) {
 				in.Spec.CABundleRef = &v1alpha1.CABundleReference{Name: "ca"}
 			},
 			want: []string{"caBundleRef has no effect with endpoint.sslMode disable"},
+		},
+		"NoAdminLogin": {
+			reason: "An Instance names how its admin logs in.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) { in.Spec.AdminCredentialRef = nil },
+			want:   []string{"set exactly one of adminCredentialRef (a stored password) and adminTokenSource (a short-lived token)"},
+		},
+		"BothAdminLogins": {
+			reason: "A stored password and a token at once would leave it unclear which is sent.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin", File: &v1alpha1.TokenFile{Path: "/var/run/tokens/admin"}}
+			},
+			want: []string{"set exactly one of adminCredentialRef"},
+		},
+		"TokenSourceWithNeitherKind": {
+			reason: "A token comes from a command or a file.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminCredentialRef = nil
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin"}
+			},
+			want: []string{"spec.adminTokenSource", "adminTokenSource needs exactly one of exec and file"},
+		},
+		"TokenSourceWithBothKinds": {
+			reason: "A token comes from one place.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminCredentialRef = nil
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin",
+					File: &v1alpha1.TokenFile{Path: "/var/run/tokens/admin"}, Exec: &v1alpha1.TokenExec{Command: "/usr/bin/aws"}}
+			},
+			want: []string{"adminTokenSource needs exactly one of exec and file"},
+		},
+		"TokenCommandNotAbsolute": {
+			reason: "A command is run by its path, never looked up in PATH.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminCredentialRef = nil
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin", Exec: &v1alpha1.TokenExec{Command: "aws"}}
+			},
+			want: []string{"spec.adminTokenSource.exec.command", "should match '^/'"},
+		},
+		"TokenEnvNameInvalid": {
+			reason: "An environment variable's name is a shell identifier.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminCredentialRef = nil
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin", Exec: &v1alpha1.TokenExec{
+					Command: "/usr/bin/aws", Env: []v1alpha1.TokenEnvVar{{Name: "AWS REGION", Value: "x"}},
+				}}
+			},
+			want: []string{"spec.adminTokenSource.exec.env[0].name", "should match"},
+		},
+		"TokenFileNotAbsolute": {
+			reason: "A token file is named by its absolute path.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.AdminCredentialRef = nil
+				in.Spec.AdminTokenSource = &v1alpha1.AdminTokenSource{Username: "admin", File: &v1alpha1.TokenFile{Path: "tokens/admin"}}
+			},
+			want: []string{"spec.adminTokenSource.file.path", "should match '^/'"},
 		},
 		"UnknownManagementPolicy": {
 			reason: "managementPolicies is Crossplane's closed set.",

@@ -193,8 +193,108 @@ type CABundleReference struct {
 	Key string `json:"key,omitempty"`
 }
 
+// AdminTokenSource is where the admin's password comes from when it is a
+// short-lived token rather than a stored password: a cloud's IAM login
+// token (RDS, Cloud SQL, Azure Database) or a credential the platform's
+// own agent keeps current. The token is asked for at each new server
+// connection and renewed before it expires; sessions already logged in
+// stay so. It is never logged, never in status, events or change logs.
+// +kubebuilder:validation:XValidation:rule="has(self.exec) != has(self.file)",message="adminTokenSource needs exactly one of exec and file"
+type AdminTokenSource struct {
+	// Username is the admin role the token logs in as.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Username string `json:"username"`
+
+	// Exec runs a command shipped in the provider's image, the way a
+	// kubeconfig exec plugin runs: the first line of its standard output
+	// is the token, and an optional second line the moment it expires
+	// (RFC 3339). The provider must be started with the command among its
+	// --admin-token-command flags: an Instance names nothing else.
+	// +optional
+	Exec *TokenExec `json:"exec,omitempty"`
+
+	// File is a file in the provider's pod that holds the token, kept
+	// current by the platform (a projected volume, a Vault agent, a CSI
+	// driver); it is read again when it changes. Its directory must be
+	// among the provider's --admin-token-dir flags.
+	// +optional
+	File *TokenFile `json:"file,omitempty"`
+}
+
+// TokenExec is a command that prints a token.
+type TokenExec struct {
+	// Command is the command's absolute path. It is run directly, not by
+	// a shell.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^/`
+	Command string `json:"command"`
+
+	// Args are the command's arguments.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Env is the command's environment, besides PATH and HOME (nothing
+	// else of the provider's own is passed on).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []TokenEnvVar `json:"env,omitempty"`
+
+	// EnvFromSecretRef names a Secret in the provider's namespace whose
+	// keys become environment variables of the command (values an
+	// Instance must not show, such as a client secret). Like an admin
+	// credential Secret it must opt in with the label
+	// database.ayatori.ddupan.top/admin-credential: "true". Env wins
+	// over it for a name in both.
+	// +optional
+	EnvFromSecretRef *TokenEnvSecretReference `json:"envFromSecretRef,omitempty"`
+
+	// Lifetime is how long a token is used when the command prints no
+	// expiry; it is renewed a minute (or a quarter of it) before. Set
+	// it below the token's real lifetime.
+	// +kubebuilder:default="5m"
+	// +optional
+	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
+}
+
+// TokenEnvVar is one environment variable of a token command.
+type TokenEnvVar struct {
+	// Name of the variable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	Name string `json:"name"`
+
+	// Value of the variable.
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value"`
+}
+
+// TokenEnvSecretReference names a Secret in the provider's namespace.
+type TokenEnvSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// TokenFile is a file that holds a token.
+type TokenFile struct {
+	// Path is the file's absolute path in the provider's pod.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path"`
+}
+
 // A PostgreSQLInstanceSpec registers one PostgreSQL server.
 // +kubebuilder:validation:XValidation:rule="!has(self.caBundleRef) || self.endpoint.sslMode != 'disable'",message="caBundleRef has no effect with endpoint.sslMode disable; remove it or choose require, verify-ca or verify-full"
+// +kubebuilder:validation:XValidation:rule="has(self.adminCredentialRef) != has(self.adminTokenSource)",message="set exactly one of adminCredentialRef (a stored password) and adminTokenSource (a short-lived token)"
 type PostgreSQLInstanceSpec struct {
 	// ManagementPolicies says which actions the provider may take. An
 	// Instance only registers a server: nothing is created on it, and
@@ -209,7 +309,15 @@ type PostgreSQLInstanceSpec struct {
 
 	// AdminCredentialRef names the Secret holding the admin login. A change
 	// of the username or password in it is validated again promptly.
-	AdminCredentialRef AdminCredentialReference `json:"adminCredentialRef"`
+	// Exactly one of adminCredentialRef and adminTokenSource is set.
+	// +optional
+	AdminCredentialRef *AdminCredentialReference `json:"adminCredentialRef,omitempty"`
+
+	// AdminTokenSource logs the admin in with a short-lived token (a
+	// cloud's IAM login token, or a credential an agent keeps current)
+	// instead of a stored password.
+	// +optional
+	AdminTokenSource *AdminTokenSource `json:"adminTokenSource,omitempty"`
 
 	// CABundleRef names PEM CA certificates to trust for this server instead
 	// of the system pool, for verify-ca and verify-full (and require, which

@@ -223,7 +223,7 @@ func TestVaultDeliveryValidation(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.PostgreSQLInstanceSpec{
 				Endpoint:           v1alpha1.Endpoint{Host: "db.example", Hostaddr: "127.0.0.1"},
-				AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "admin"},
+				AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: "admin"},
 				CredentialVault:    &cv,
 			},
 		}

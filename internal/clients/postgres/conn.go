@@ -65,6 +65,34 @@ type Endpoint struct {
 type Credentials struct {
 	Username string
 	Password string
+	// Token, when set, gives the password of each new connection instead
+	// of Password: a short-lived token (package admintoken).
+	Token TokenSource
+}
+
+// A TokenSource gives the current password of a login whose password is
+// a short-lived token.
+type TokenSource interface {
+	// Token returns the token to log in with now.
+	Token(ctx context.Context) (string, error)
+	// Forget drops the token held, which the server refused: the next
+	// login asks for a new one.
+	Forget()
+	// ID identifies the source, never the token: pools that log in with
+	// one source are one pool (poolKey).
+	ID() string
+}
+
+// password returns the password c logs in with now.
+func (c Credentials) password(ctx context.Context) (string, error) {
+	if c.Token == nil {
+		return c.Password, nil
+	}
+	tok, err := c.Token.Token(ctx)
+	if err != nil {
+		return "", errors.Wrap(err, "cannot get the admin token")
+	}
+	return tok, nil
 }
 
 // Sentinel errors for the ways TLS verification fails, so a condition can

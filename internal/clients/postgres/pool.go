@@ -101,7 +101,13 @@ func keyOf(t Target) poolKey {
 	_, _ = fmt.Fprintf(e, "%s\x00%s\x00%d\x00%s\x00", ep.Host, ep.Hostaddr, ep.Port, ep.SSLMode)
 	e.Write(ep.CAPEM)
 	_, _ = fmt.Fprintf(e, "\x00%v", ep.AllowPasswordMethods)
-	c := sha256.Sum256([]byte(t.Credentials.Username + "\x00" + t.Credentials.Password))
+	secret := "password\x00" + t.Credentials.Password
+	if t.Credentials.Token != nil {
+		// A pool outlives its tokens: each new connection gets the
+		// current one (Registry.Pool).
+		secret = "token\x00" + t.Credentials.Token.ID()
+	}
+	c := sha256.Sum256([]byte(t.Credentials.Username + "\x00" + secret))
 	return poolKey{
 		instanceUID: t.InstanceUID,
 		database:    ep.Database,
@@ -204,7 +210,16 @@ func (r *Registry) Pool(ctx context.Context, t Target) (*pgxpool.Pool, error) {
 	cfg.HealthCheckPeriod = max(r.opts.IdleTimeout/2, time.Second)
 	cfg.ShouldPing = shouldPing
 	cfg.ConnConfig.DialFunc = r.dialer(key)
-	cfg.ConnConfig.Tracer = handOver{r.slots}
+	cfg.ConnConfig.Tracer = handOver{slots: r.slots, token: t.Credentials.Token, admit: &r.admit, database: databaseKey(t)}
+	if src := t.Credentials.Token; src != nil {
+		// Asked for at each login, not at each statement: a session
+		// logged in stays so when its token expires.
+		cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+			tok, err := t.Credentials.password(ctx)
+			cc.Password = tok
+			return err
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create connection pool")
@@ -254,8 +269,22 @@ func (r *Registry) dialer(key poolKey) pgconn.DialFunc {
 // ErrPasswordRejected when the server refuses the password, and nil when
 // it accepts it but refuses the database (no CONNECT privilege).
 func (r *Registry) Authenticate(ctx context.Context, t Target) error {
+	err := r.authenticate(ctx, t)
+	if errors.Is(err, ErrPasswordRejected) && t.Credentials.Token != nil {
+		// A token refused (revoked, or the password behind it rotated
+		// before the token said it expires): once more with a new one.
+		t.Credentials.Token.Forget()
+		err = r.authenticate(ctx, t)
+	}
+	return err
+}
+
+func (r *Registry) authenticate(ctx context.Context, t Target) error {
 	cfg, err := ConnConfig(t.Endpoint, t.Credentials)
 	if err != nil {
+		return err
+	}
+	if cfg.Password, err = t.Credentials.password(ctx); err != nil {
 		return err
 	}
 	// It only logs in and out: the pins keep a database's settings from
@@ -416,7 +445,34 @@ func (r *Registry) closeIdle(ctx context.Context, asking poolKey) bool {
 // connection is given back, before it goes idle: pgxpool's AfterRelease
 // hook runs later, on its own goroutine, and a query right after another
 // on the same pool would find no idle connection and dial a second.
-type handOver struct{ slots *slotQueue }
+type handOver struct {
+	slots *slotQueue
+	// token, when set, is forgotten when the server refuses it.
+	token TokenSource
+	// admit counts the logins to the pool's database (Registry.Enter).
+	admit    *admission
+	database string
+}
+
+// TraceConnectStart implements pgx.ConnectTracer: a login to the pool's
+// database starts.
+func (h handOver) TraceConnectStart(ctx context.Context, _ pgx.TraceConnectStartData) context.Context {
+	if h.admit != nil {
+		h.admit.login(h.database, 1)
+	}
+	return ctx
+}
+
+// TraceConnectEnd implements pgx.ConnectTracer: the login ended; a token
+// the server refused is not offered again.
+func (h handOver) TraceConnectEnd(_ context.Context, d pgx.TraceConnectEndData) {
+	if h.admit != nil {
+		h.admit.login(h.database, -1)
+	}
+	if h.token != nil && IsCode(d.Err, CodeInvalidPassword) {
+		h.token.Forget()
+	}
+}
 
 // TraceRelease implements pgxpool.ReleaseTracer. A closed connection is
 // destroyed by the pool, which frees its slot.

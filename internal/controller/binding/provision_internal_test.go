@@ -42,7 +42,7 @@ func TestProvisionInOnePass(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "main"},
 		Spec: v1alpha1.PostgreSQLInstanceSpec{
 			Endpoint:           v1alpha1.Endpoint{Host: "db.example.internal", Hostaddr: "10.0.0.5", Port: 5432, Database: "postgres", SSLMode: "require"},
-			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: "postgres-admin"},
+			AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: "postgres-admin"},
 		},
 	}
 	b := &v1alpha1.PostgreSQLBinding{

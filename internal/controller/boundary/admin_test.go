@@ -23,7 +23,7 @@ func adminInstance(name, secret string) *v1alpha1.PostgreSQLInstance {
 	in := env.Main.DeepCopy()
 	in.ObjectMeta = metav1.ObjectMeta{Name: name}
 	in.Status = v1alpha1.PostgreSQLInstanceStatus{}
-	in.Spec.AdminCredentialRef = v1alpha1.AdminCredentialReference{Name: secret}
+	in.Spec.AdminCredentialRef = &v1alpha1.AdminCredentialReference{Name: secret}
 	return in
 }
 

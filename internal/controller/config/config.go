@@ -24,6 +24,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
+	"github.com/ayatori/provider-postgresql/internal/clients/admintoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/poll"
 	"github.com/ayatori/provider-postgresql/internal/controller/queue"
@@ -68,6 +69,11 @@ type Config struct {
 
 	// Pools is the connection pool registry every controller shares.
 	Pools *postgres.Registry
+
+	// AdminTokens are the Instances' admin token sources, and the
+	// commands and directories they may use (--admin-token-command,
+	// --admin-token-dir); nil allows none.
+	AdminTokens *admintoken.Sources
 
 	// Observations, when set, records the intervals between observations.
 	Observations *poll.Observations

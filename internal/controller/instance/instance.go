@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/admintoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/activation"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
@@ -67,7 +69,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
 	o = append(o,
-		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLInstance](&connector{kube: kube, namespace: c.Namespace, pools: c.Pools, record: recorder}),
+		managed.WithTypedExternalConnector[*v1alpha1.PostgreSQLInstance](&connector{kube: kube, namespace: c.Namespace, tokens: c.AdminTokens, pools: c.Pools, record: recorder}),
 		// An Instance's name is a Kubernetes name, not an identifier: it
 		// has no external name. Its finalizer goes on at first sight, and
 		// comes off only once nothing refers to it (deletionHold).
@@ -105,7 +107,7 @@ func usersOf(kube client.Reader, kind v1alpha1.CABundleKind) handler.MapFunc {
 		}
 		var reqs []reconcile.Request
 		for _, in := range l.Items {
-			uses := kind == v1alpha1.CABundleKindSecret && in.Spec.AdminCredentialRef.Name == obj.GetName()
+			uses := kind == v1alpha1.CABundleKindSecret && slices.Contains(oninstance.AdminSecrets(&in), obj.GetName())
 			if ref := in.Spec.CABundleRef; ref != nil && oninstance.CABundleKind(ref) == kind && ref.Name == obj.GetName() {
 				uses = true
 			}
@@ -187,6 +189,7 @@ func usersChanged() predicate.Funcs {
 type connector struct {
 	kube      client.Client
 	namespace string
+	tokens    *admintoken.Sources
 	pools     *postgres.Registry
 	record    event.Recorder
 }
@@ -203,7 +206,7 @@ func (c *connector) Connect(ctx context.Context, mg *v1alpha1.PostgreSQLInstance
 		return e, nil
 	}
 	mg.SetConditions(serverVerified(mg.Spec.Endpoint.SSLMode))
-	t, err := oninstance.ConnectionTarget(ctx, c.kube, c.namespace, mg, mg.Spec.Endpoint.Database)
+	t, err := oninstance.ConnectionTarget(ctx, c.kube, c.namespace, c.tokens, mg, mg.Spec.Endpoint.Database)
 	if err != nil {
 		validationFailed(mg, v1alpha1.ReasonCredentialsUnavailable, err.Error())
 		return nil, err

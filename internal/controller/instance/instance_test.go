@@ -30,7 +30,9 @@ var env *providertest.Env
 
 // suite is the package's environment, started by the first test that
 // declares it needs it.
-var suite = providertest.Suite(providertest.Options{}, func(e *providertest.Env) { env = e })
+var suite = providertest.Suite(providertest.Options{
+	AdminTokenCommands: []string{tokenCommand}, AdminTokenDirs: []string{tokenDir},
+}, func(e *providertest.Env) { env = e })
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
 
@@ -42,7 +44,7 @@ func newInstance(name, adminSecret, caSecret string) *v1alpha1.PostgreSQLInstanc
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.PostgreSQLInstanceSpec{
 			Endpoint:           v1alpha1.Endpoint{Host: pg.Host, Hostaddr: pg.Hostaddr, Port: int32(pg.Port)},
-			AdminCredentialRef: v1alpha1.AdminCredentialReference{Name: adminSecret},
+			AdminCredentialRef: &v1alpha1.AdminCredentialReference{Name: adminSecret},
 		},
 	}
 	if caSecret != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/admintoken"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
@@ -210,14 +211,16 @@ type Connector struct {
 	Namespace string
 	// Secrets reads them (secretmemo.InstanceSecrets); Kube when nil.
 	Secrets client.Reader
-	Pools   *postgres.Registry
+	// Tokens are the admin token sources (config.Config.AdminTokens).
+	Tokens *admintoken.Sources
+	Pools  *postgres.Registry
 	// Seal signs the markers of the Connections made (config.Config.Seal).
 	Seal *seal.Key
 }
 
 // NewConnector returns the Connector of a kind living on an Instance.
 func NewConnector(mgr ctrl.Manager, c config.Config) Connector {
-	return Connector{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: c.Namespace, Secrets: c.InstanceSecrets, Pools: c.Pools, Seal: c.Seal}
+	return Connector{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), Namespace: c.Namespace, Secrets: c.InstanceSecrets, Tokens: c.AdminTokens, Pools: c.Pools, Seal: c.Seal}
 }
 
 // Connect resolves ref for mg (bound to boundUID once it has connected) and
@@ -235,7 +238,7 @@ func (c Connector) Connect(ctx context.Context, mg resource.Managed, ref v1alpha
 	if secrets == nil {
 		secrets = c.Kube
 	}
-	t, err := ConnectionTarget(ctx, secrets, c.Namespace, in, in.Spec.Endpoint.Database)
+	t, err := ConnectionTarget(ctx, secrets, c.Namespace, c.Tokens, in, in.Spec.Endpoint.Database)
 	if err != nil {
 		return nil, err
 	}
