@@ -251,15 +251,15 @@ func TestForgetsIdleNamespaces(t *testing.T) {
 const pollPriority = -100
 
 // get takes one item from q within limit, or reports none (ok false).
-func get(q *Fair, limit time.Duration) (r reconcile.Request, took time.Duration, ok bool) {
+func get(q *Fair, limit time.Duration) (took time.Duration, ok bool) {
 	got := make(chan reconcile.Request, 1)
 	start := time.Now()
 	go func() { r, _ := q.Get(); got <- r }()
 	select {
-	case r := <-got:
-		return r, time.Since(start), true
+	case <-got:
+		return time.Since(start), true
 	case <-time.After(limit):
-		return reconcile.Request{}, limit, false
+		return limit, false
 	}
 }
 
@@ -293,7 +293,7 @@ func TestPollsWaitForChangesElsewhere(t *testing.T) {
 			t.Fatal("the poll was handed out while a change was ready in another queue")
 		case <-time.After(hold / 4):
 		}
-		if _, _, ok := get(changes, time.Second); !ok {
+		if _, ok := get(changes, time.Second); !ok {
 			t.Fatal("the change was not handed out")
 		}
 		taken := time.Now()
@@ -311,7 +311,7 @@ func TestPollsWaitForChangesElsewhere(t *testing.T) {
 		polls, changes := setUp(t)
 		changes.AddWithOpts(change, req("a", "create"))
 		polls.AddWithOpts(poll, req("a", "poll"))
-		_, took, ok := get(polls, 3*hold)
+		took, ok := get(polls, 3*hold)
 		if !ok {
 			t.Fatalf("the poll was held for over %s, with hold %s", 3*hold, hold)
 		}
@@ -324,7 +324,7 @@ func TestPollsWaitForChangesElsewhere(t *testing.T) {
 		polls, changes := setUp(t)
 		changes.AddWithOpts(retry, req("a", "failing"))
 		polls.AddWithOpts(poll, req("a", "poll"))
-		if _, took, ok := get(polls, hold/4); !ok {
+		if took, ok := get(polls, hold/4); !ok {
 			t.Errorf("the poll was held %s by a retry after an error", took)
 		}
 	})
@@ -335,7 +335,7 @@ func TestPollsWaitForChangesElsewhere(t *testing.T) {
 		// The object changes before its retry is due: it is a change now.
 		changes.AddWithOpts(change, req("a", "failing"))
 		polls.AddWithOpts(poll, req("a", "poll"))
-		if _, _, ok := get(polls, hold/4); ok {
+		if _, ok := get(polls, hold/4); ok {
 			t.Error("the poll was handed out while a change waited in another queue")
 		}
 	})
@@ -365,7 +365,7 @@ func TestPollsWaitForChangesElsewhere(t *testing.T) {
 		t.Cleanup(changes.ShutDown)
 		changes.AddWithOpts(change, req("a", "create"))
 		polls.AddWithOpts(poll, req("a", "poll"))
-		if _, took, ok := get(polls, hold/4); !ok {
+		if took, ok := get(polls, hold/4); !ok {
 			t.Errorf("the poll was held %s with no hold", took)
 		}
 	})
