@@ -64,14 +64,7 @@ func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1, MaxConns: 1})
 	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
-	var leaves []func()
-	for range 2 {
-		leave, err := r.Enter(ctx, tenant)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaves = append(leaves, leave)
-	}
+	leaves := takeTurns(t, r, tenant, 2)
 	// The one slot of the cap is taken, and a connection waits for it.
 	if _, err := r.slots.take(ctx, func() bool { return false }); err != nil {
 		t.Fatal(err)
@@ -84,15 +77,8 @@ func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
 	for r.slots.queued() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	entered := make(chan error, 1)
 	start := time.Now()
-	go func() {
-		leave, err := r.Enter(ctx, tenant)
-		if err == nil {
-			leave()
-		}
-		entered <- err
-	}()
+	entered := enterLater(r, tenant)
 	time.Sleep(3 * enterWait)
 	leaves[0]()
 	if err := <-entered; err != nil {
@@ -122,24 +108,10 @@ func TestEnterWaitsWhileALoginToTheDatabaseRuns(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1})
 	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
-	var leaves []func()
-	for range 2 {
-		leave, err := r.Enter(ctx, tenant)
-		if err != nil {
-			t.Fatal(err)
-		}
-		leaves = append(leaves, leave)
-	}
+	leaves := takeTurns(t, r, tenant, 2)
 	login := handOver{slots: r.slots, admit: &r.admit, database: databaseKey(tenant)}
 	login.TraceConnectStart(ctx, pgx.TraceConnectStartData{})
-	entered := make(chan error, 1)
-	go func() {
-		leave, err := r.Enter(ctx, tenant)
-		if err == nil {
-			leave()
-		}
-		entered <- err
-	}()
+	entered := enterLater(r, tenant)
 	time.Sleep(3 * enterWait)
 	leaves[0]()
 	if err := <-entered; err != nil {
@@ -155,4 +127,32 @@ func TestEnterWaitsWhileALoginToTheDatabaseRuns(t *testing.T) {
 		t.Errorf("with no login running: %v, want ErrDatabaseBusy", err)
 	}
 	leaves[1]()
+}
+
+// takeTurns takes n turns in t's database and returns what lets each go.
+func takeTurns(tb testing.TB, r *Registry, t Target, n int) []func() {
+	tb.Helper()
+	var leaves []func()
+	for range n {
+		leave, err := r.Enter(context.Background(), t)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		leaves = append(leaves, leave)
+	}
+	return leaves
+}
+
+// enterLater enters t's database on its own goroutine, lets go at once,
+// and sends what Enter returned.
+func enterLater(r *Registry, t Target) <-chan error {
+	entered := make(chan error, 1)
+	go func() {
+		leave, err := r.Enter(context.Background(), t)
+		if err == nil {
+			leave()
+		}
+		entered <- err
+	}()
+	return entered
 }

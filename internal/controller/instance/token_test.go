@@ -85,9 +85,20 @@ func TestAdminTokenSource(t *testing.T) {
 	fromExec := withToken("token-exec", v1alpha1.AdminTokenSource{Exec: &v1alpha1.TokenExec{
 		Command: tokenCommand, EnvFromSecretRef: &v1alpha1.TokenEnvSecretReference{Name: "token-env"},
 	}})
+	// Someone who may create Secrets in the provider's namespace, but not
+	// label them as admin credentials, cannot have one read.
+	if err := env.Kube.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "token-env-unlabelled", Namespace: providertest.Namespace},
+		Data:       map[string][]byte{"TOKEN_CHECK": []byte("s3cr3t-env-value")},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	unlabelled := withToken("token-unlabelled-env", v1alpha1.AdminTokenSource{Exec: &v1alpha1.TokenExec{
+		Command: tokenCommand, EnvFromSecretRef: &v1alpha1.TokenEnvSecretReference{Name: "token-env-unlabelled"},
+	}})
 	otherCommand := withToken("token-other-command", v1alpha1.AdminTokenSource{Exec: &v1alpha1.TokenExec{Command: "/bin/cat", Args: []string{file}}})
 	otherFile := withToken("token-other-file", v1alpha1.AdminTokenSource{File: &v1alpha1.TokenFile{Path: "/var/run/secrets/kubernetes.io/serviceaccount/token"}})
-	for _, in := range []*v1alpha1.PostgreSQLInstance{fromFile, fromExec, otherCommand, otherFile} {
+	for _, in := range []*v1alpha1.PostgreSQLInstance{fromFile, fromExec, unlabelled, otherCommand, otherFile} {
 		create(ctx, t, in)
 		t.Cleanup(func() { _ = env.Kube.Delete(context.Background(), in) })
 	}
@@ -98,7 +109,11 @@ func TestAdminTokenSource(t *testing.T) {
 			t.Errorf("%s: adminPrivileges = %+v, want the token role's, sufficient", name, p)
 		}
 	}
-	for name, flag := range map[string]string{"token-other-command": "--admin-token-command=/bin/cat", "token-other-file": "--admin-token-dir=/var/run/secrets/kubernetes.io/serviceaccount"} {
+	for name, flag := range map[string]string{
+		"token-other-command":  "--admin-token-command=/bin/cat",
+		"token-other-file":     "--admin-token-dir=/var/run/secrets/kubernetes.io/serviceaccount",
+		"token-unlabelled-env": "has not opted in as an admin credential",
+	} {
 		in := waitReady(ctx, t, name, corev1.ConditionFalse, v1alpha1.ReasonCredentialsUnavailable, time.Minute)
 		if msg := in.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, flag) {
 			t.Errorf("%s: Ready message %q does not name %s", name, msg, flag)
@@ -146,7 +161,7 @@ func TestAdminTokenSource(t *testing.T) {
 
 	t.Run("NoTokenInStatusEventsOrLog", func(t *testing.T) {
 		secrets := []string{"first-token-value", "second-token-value", "s3cr3t-env-value"}
-		for _, in := range []*v1alpha1.PostgreSQLInstance{fromFile, fromExec, otherCommand, otherFile} {
+		for _, in := range []*v1alpha1.PostgreSQLInstance{fromFile, fromExec, unlabelled, otherCommand, otherFile} {
 			assertNoSecret(ctx, t, in.Name, secrets...)
 		}
 		log := env.ProviderLog()
