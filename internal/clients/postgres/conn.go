@@ -159,7 +159,7 @@ func applyEndpoint(c *pgconn.Config, ep Endpoint, cred Credentials) error {
 	c.TLSConfig = tlsCfg
 	c.Fallbacks = nil
 	c.ConnectTimeout = connectTimeout
-	c.RequireAuth = requireAuth(ep.AllowPasswordMethods)
+	c.RequireAuth = requireAuth(allowedPasswordMethods(ep, cred))
 	hostaddr := addr.String()
 	c.LookupFunc = func(context.Context, string) ([]string, error) { return []string{hostaddr}, nil }
 	c.RuntimeParams = map[string]string{
@@ -185,6 +185,21 @@ func longerTimeout(ctx context.Context) (string, bool) {
 		return "", false
 	}
 	return strconv.FormatInt(left.Milliseconds(), 10), true
+}
+
+// allowedPasswordMethods are the weak password methods a login may answer:
+// the endpoint's, and clear text for a token over a verified connection.
+// Managed services check IAM tokens that way (RDS, Cloud SQL and Azure all
+// ask for the password in clear inside TLS, as they cannot check a token
+// they never saw), and the token is short-lived and goes only to a server
+// whose certificate was verified; a token over an unverified connection
+// (require, disable) keeps the endpoint's rule.
+func allowedPasswordMethods(ep Endpoint, cred Credentials) []string {
+	verified := ep.SSLMode == SSLModeVerifyFull || ep.SSLMode == SSLModeVerifyCA
+	if cred.Token == nil || !verified || slices.Contains(ep.AllowPasswordMethods, "password") {
+		return ep.AllowPasswordMethods
+	}
+	return append(slices.Clone(ep.AllowPasswordMethods), "password")
 }
 
 // requireAuth is the pgconn require_auth value refusing the weak password

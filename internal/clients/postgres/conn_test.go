@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	stdcmp "cmp"
 	"context"
 	"errors"
 	"net"
@@ -285,18 +286,38 @@ func TestConnConfigRejectsBadEndpoint(t *testing.T) {
 }
 
 func TestRequireAuth(t *testing.T) {
+	token := Credentials{Username: "admin", Token: &rotating{}}
 	cases := map[string]struct {
 		allowed []string
+		sslMode string
+		cred    Credentials
 		want    string
 	}{
 		"SafeByDefault": {want: "!password,!md5"},
 		"MD5Allowed":    {allowed: []string{"md5"}, want: "!password"},
 		"ClearText":     {allowed: []string{"password"}, want: "!md5"},
 		"Both":          {allowed: []string{"md5", "password"}, want: ""},
+		// Managed services take IAM tokens in clear inside TLS: a token
+		// may go to a verified server that way, never as MD5.
+		"TokenVerifiedFull":        {sslMode: SSLModeVerifyFull, cred: token, want: "!md5"},
+		"TokenVerifiedCA":          {sslMode: SSLModeVerifyCA, cred: token, want: "!md5"},
+		"TokenVerifiedMD5Allowed":  {sslMode: SSLModeVerifyFull, cred: token, allowed: []string{"md5"}, want: ""},
+		"TokenVerifiedAlreadyOpen": {sslMode: SSLModeVerifyFull, cred: token, allowed: []string{"password"}, want: "!md5"},
+		"TokenUnverified":          {sslMode: SSLModeRequire, cred: token, want: "!password,!md5"},
+		"TokenInClear":             {sslMode: SSLModeDisable, cred: token, want: "!password,!md5"},
+		"PasswordVerified":         {sslMode: SSLModeVerifyFull, cred: Credentials{Username: "admin", Password: "pw"}, want: "!password,!md5"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := ConnConfig(Endpoint{Host: "db", Hostaddr: "127.0.0.1", Port: 5432, SSLMode: SSLModeDisable, AllowPasswordMethods: tc.allowed}, Credentials{})
+			ep := Endpoint{Host: "db", Hostaddr: "127.0.0.1", Port: 5432, SSLMode: stdcmp.Or(tc.sslMode, SSLModeDisable), AllowPasswordMethods: tc.allowed}
+			if tc.sslMode == SSLModeVerifyFull || tc.sslMode == SSLModeVerifyCA {
+				ca, err := pki.NewCA("a CA")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ep.CAPEM = ca.CertPEM
+			}
+			cfg, err := ConnConfig(ep, tc.cred)
 			if err != nil {
 				t.Fatal(err)
 			}

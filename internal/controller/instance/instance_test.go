@@ -3,6 +3,7 @@ package instance_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/controller/instance"
+	"github.com/ayatori/provider-postgresql/internal/fixture/changelogsink"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pki"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
@@ -32,9 +35,32 @@ var env *providertest.Env
 // declares it needs it.
 var suite = providertest.Suite(providertest.Options{
 	AdminTokenCommands: []string{tokenCommand}, AdminTokenDirs: []string{tokenDir},
+	ChangeLogSocket: changeLogSocket,
+	// Each session the server authorizes is logged, to be matched with
+	// the logins a token source's issuer judged.
+	Postgres: pgserver.Options{ExtraConfig: []string{"log_connections = on"}},
 }, func(e *providertest.Env) { env = e })
 
-func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
+var (
+	// changes keeps the change log entries the provider sends to
+	// changeLogSocket.
+	changes         *changelogsink.Sink
+	changeLogSocket = changelogsink.Path("pgprov-instance")
+)
+
+// TestMain serves the change log sink before any test starts the
+// provider, which connects on its first entry.
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if changes, err = changelogsink.Start(changeLogSocket); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer changes.Stop()
+	return suite.Run(m)
+}
 
 // newInstance returns an Instance pointing at the test server, reading the
 // named admin and CA Secrets.
