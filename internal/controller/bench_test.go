@@ -357,8 +357,9 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // steady state, and its peak) and heap in use, and the time to delete everything again (each size starts
 // from an empty namespace). BENCH_SCALE_SIZES (objects, comma-separated)
 // picks other sizes; BENCH_HEAP_PROFILE writes the live heap in steady
-// state and BENCH_CPU_PROFILE the process's CPU over the steady-state
-// window (the size is added before either's extension); BENCH_PROVIDER_ARGS
+// state, BENCH_CPU_PROFILE the process's CPU over the steady-state
+// window and BENCH_WAVE_CPU_PROFILE over the wave, in 20-second pieces
+// (the size is added before each one's extension); BENCH_PROVIDER_ARGS
 // (space-separated flags, such as --max-conns=20) runs the provider with
 // other settings than the shipped ones, and BENCH_PROVIDER_ENV
 // (space-separated KEY=value, such as GOGC=100) with another environment.
@@ -399,7 +400,7 @@ func BenchmarkScale(b *testing.B) {
 				// what BENCH_PROVIDER_ARGS adds to try another setting.
 				// The profiler only when a profile is asked for: it keeps
 				// heap samples, which the shipped provider does not.
-				profiled := os.Getenv("BENCH_HEAP_PROFILE") != "" || os.Getenv("BENCH_CPU_PROFILE") != "" || os.Getenv("BENCH_PPROF") != ""
+				profiled := os.Getenv("BENCH_HEAP_PROFILE") != "" || os.Getenv("BENCH_CPU_PROFILE") != "" || os.Getenv("BENCH_WAVE_CPU_PROFILE") != "" || os.Getenv("BENCH_PPROF") != ""
 				p, err := env.RunProvider(ctx, bin, providertest.ProcessOptions{
 					Args: strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS")), Env: strings.Fields(os.Getenv("BENCH_PROVIDER_ENV")), Profiled: profiled,
 				})
@@ -429,8 +430,10 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	checkpoint(ctx, b)
 	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
 	sampler := samplePeak(ctx, b)
+	waveProfiled := profileWave(ctx, b, p, sizedPath(os.Getenv("BENCH_WAVE_CPU_PROFILE"), size))
 	took := provisionMixed(ctx, b, prefix, units)
 	peak := sampler.done()
+	waveProfiled()
 	perObject := (allReconciles(b, p.Gather) - before) / objects
 	logReconciles(b, byBefore, reconcilesByResultOf(b, p.Gather), float64(units))
 	logPoolWaits(b, p.Gather)
@@ -528,6 +531,41 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		slices.Sort(written)
 		b.Errorf("%d objects or Secrets written in steady state, with nothing changed; the first: %s", writes, strings.Join(written[:min(len(written), 10)], ", "))
 		logEventsOf(ctx, b, written[:min(len(written), 3)])
+	}
+}
+
+// profileWave takes CPU profiles of the provider one after another, 20 s
+// each, into path with a number added before its extension, until the
+// function it returns is called: the wave, whatever its length, in pieces
+// `go tool pprof` merges when given them all. An empty path takes none.
+func profileWave(ctx context.Context, b *testing.B, p *providertest.Process, path string) func() {
+	b.Helper()
+	if path == "" {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan []string)
+	go func() {
+		var paths []string
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				finished <- paths
+				return
+			default:
+			}
+			piece := sizedPath(path, i)
+			if err := p.CPUProfile(ctx, piece, 20*time.Second); err != nil {
+				b.Error(err)
+				<-done
+				finished <- paths
+				return
+			}
+			paths = append(paths, piece)
+		}
+	}()
+	return func() {
+		close(done)
+		b.Logf("CPU profiles of the wave (merge with go tool pprof): %s", strings.Join(<-finished, " "))
 	}
 }
 
