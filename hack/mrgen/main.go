@@ -40,7 +40,10 @@ import (
 )
 
 const (
-	marker     = "+mrgen:managed"
+	marker = "+mrgen:managed"
+	// ownSecret marks a managed type whose controller writes its
+	// connection Secret itself: crossplane-runtime is told it has none.
+	ownSecret  = "+mrgen:delivers-own-secret"
 	outputFile = "zz_generated.managed.go"
 )
 
@@ -79,6 +82,10 @@ type kind struct {
 	Name string
 	// PublishesSecret is true when the spec has WriteConnectionSecretToReference.
 	PublishesSecret bool
+	// OwnSecret is true for a type marked +mrgen:delivers-own-secret: its
+	// controller writes the Secret, so crossplane-runtime's publisher,
+	// which would write it again after each step, sees none.
+	OwnSecret bool
 	// HasList is true when the package declares <Name>List.
 	HasList bool
 }
@@ -90,7 +97,7 @@ func Generate(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	structs, marked := collect(files)
+	structs, marked, own := collect(files)
 	if len(marked) == 0 {
 		return nil, nil
 	}
@@ -99,6 +106,10 @@ func Generate(dir string) ([]byte, error) {
 	kinds := make([]kind, 0, len(marked))
 	for _, name := range marked {
 		k, err := inspect(name, structs)
+		k.OwnSecret = own[name]
+		if k.OwnSecret && !k.PublishesSecret {
+			return nil, errors.Errorf("%s is marked %s but its spec has no WriteConnectionSecretToReference", name, ownSecret)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -148,10 +159,12 @@ func parsePackage(dir string) ([]*ast.File, error) {
 }
 
 // collect returns the struct types of the files by name, and the names of
-// the types marked +mrgen:managed.
-func collect(files []*ast.File) (map[string]*ast.StructType, []string) {
+// the types marked +mrgen:managed, and which of those are marked
+// +mrgen:delivers-own-secret.
+func collect(files []*ast.File) (map[string]*ast.StructType, []string, map[string]bool) {
 	structs := map[string]*ast.StructType{}
 	var marked []string
+	own := map[string]bool{}
 	for _, f := range files {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
@@ -167,16 +180,17 @@ func collect(files []*ast.File) (map[string]*ast.StructType, []string) {
 				if doc == nil && len(gd.Specs) == 1 {
 					doc = gd.Doc
 				}
-				if hasMarker(doc) {
+				if hasMarker(doc, marker) {
 					marked = append(marked, ts.Name.Name)
+					own[ts.Name.Name] = hasMarker(doc, ownSecret)
 				}
 			}
 		}
 	}
-	return structs, marked
+	return structs, marked, own
 }
 
-func hasMarker(doc *ast.CommentGroup) bool {
+func hasMarker(doc *ast.CommentGroup, marker string) bool {
 	if doc == nil {
 		return false
 	}
@@ -335,7 +349,19 @@ func (mg *{{ .Name }}) GetLastHandledReconcileAt() string {
 func (mg *{{ .Name }}) SetLastHandledReconcileAt(token string) {
 	mg.Status.SetLastHandledReconcileAt(token)
 }
-{{ if .PublishesSecret }}
+{{ if .OwnSecret }}
+// GetWriteConnectionSecretToReference of this {{ .Name }} is always nil, for
+// crossplane-runtime: its controller writes the Secret that
+// spec.writeConnectionSecretToRef names itself.
+func (mg *{{ .Name }}) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
+	return nil
+}
+
+// SetWriteConnectionSecretToReference of this {{ .Name }}.
+func (mg *{{ .Name }}) SetWriteConnectionSecretToReference(r *xpv2.LocalSecretReference) {
+	mg.Spec.WriteConnectionSecretToReference = r
+}
+{{ else if .PublishesSecret }}
 // GetWriteConnectionSecretToReference of this {{ .Name }}.
 func (mg *{{ .Name }}) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
 	return mg.Spec.WriteConnectionSecretToReference

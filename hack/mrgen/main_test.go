@@ -20,7 +20,7 @@ func TestGenerate(t *testing.T) {
 		wantErr string
 	}{
 		"Valid": {
-			reason: "Marked types get method sets; a publishing kind forwards its secret reference, a silent one returns nil; lists get GetItems.",
+			reason: "Marked types get method sets; a publishing kind forwards its secret reference, a silent one returns nil, one that delivers its own Secret returns nil and keeps the setter; lists get GetItems.",
 			dir:    "testdata/valid",
 			golden: "testdata/valid.golden",
 		},
@@ -28,6 +28,11 @@ func TestGenerate(t *testing.T) {
 			reason:  "A marked type whose spec lacks ManagementPolicies fails generation with a message naming it.",
 			dir:     "testdata/nopolicies",
 			wantErr: "BrokenSpec has no ManagementPolicies field",
+		},
+		"OwnSecretWithoutOne": {
+			reason:  "A type marked to deliver its own Secret must have one in its spec.",
+			dir:     "testdata/ownnosecret",
+			wantErr: "Thing is marked +mrgen:delivers-own-secret but its spec has no WriteConnectionSecretToReference",
 		},
 	}
 	for name, tc := range cases {

@@ -365,9 +365,11 @@ func (mg *PostgreSQLRole) SetLastHandledReconcileAt(token string) {
 	mg.Status.SetLastHandledReconcileAt(token)
 }
 
-// GetWriteConnectionSecretToReference of this PostgreSQLRole.
+// GetWriteConnectionSecretToReference of this PostgreSQLRole is always nil, for
+// crossplane-runtime: its controller writes the Secret that
+// spec.writeConnectionSecretToRef names itself.
 func (mg *PostgreSQLRole) GetWriteConnectionSecretToReference() *xpv2.LocalSecretReference {
-	return mg.Spec.WriteConnectionSecretToReference
+	return nil
 }
 
 // SetWriteConnectionSecretToReference of this PostgreSQLRole.

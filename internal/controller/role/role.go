@@ -78,7 +78,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		return err
 	}
 	recorder := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes record.EventRecorder.
-	sinks := &credential.Sinks{Secrets: secrets, Publisher: managed.NewAPILocalSecretPublisher(secrets, mgr.GetScheme()), Vaults: vaults, Events: recorder}
+	sinks := &credential.Sinks{Secrets: secrets, Vaults: vaults, Events: recorder}
 	drifts := drift.Recorder{Kind: v1alpha1.PostgreSQLRoleKind, Events: recorder}
 	drifts.Declare(slices.Sorted(maps.Keys(kind{}.DriftFields(&v1alpha1.PostgreSQLRole{}, &postgres.ObservedRole{})))...)
 	whose := boundary.Whose(kube, v1alpha1.PostgreSQLRoleKind, func() client.ObjectList { return &v1alpha1.PostgreSQLRoleList{} })
@@ -192,11 +192,14 @@ type external struct {
 }
 
 // Observe, Create and Update deliver what each step returns to the vault
-// (credential.Delivery.Deliver) at the points crossplane-runtime publishes
-// it to the connection Secret.
+// and the connection Secret (credential.Delivery.Deliver), at the points
+// crossplane-runtime would publish it.
 func (e *external) Observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	obs, err := e.observe(ctx, mg)
 	if err != nil || !obs.ResourceExists {
+		// A missing role's details are staged in its Secret already when
+		// it is to be created (absent); one that may not be created has
+		// none to publish.
 		return obs, err
 	}
 	return obs, e.delivery.Deliver(ctx, mg, obs.ConnectionDetails)
@@ -228,9 +231,9 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 			return managed.ExternalObservation{}, err
 		}
 		if credential.Publishes(mg) && !management.ObserveOnly(mg) {
-			// Before anything is published into it (crossplane-runtime's
-			// publisher takes over a Secret that has no controller; a vault
-			// path another wrote is refused likewise).
+			// Before anything is published into it (the publisher, as
+			// crossplane-runtime's, takes over a connection Secret that has
+			// no controller; a vault path another wrote is refused likewise).
 			if _, err := e.delivery.Published(ctx, mg); err != nil {
 				return managed.ExternalObservation{}, err
 			}
@@ -249,10 +252,8 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 
 // absent observes a role that is about to be created with the connection
 // details it is created with, its generated password staged in the
-// Secret already (see password). crossplane-runtime publishes the details
-// of every observation, a missing role's too, before it creates: with
-// none, it wrote an empty Secret, which the staging then wrote again, two
-// writes where one holds everything.
+// Secret already (see password), so that the Secret is written once with
+// everything in it.
 func (e *external) absent(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -1103,11 +1105,12 @@ func TestAnotherNamespaceCannotHoldARole(t *testing.T) {
 
 // TestConnectionSecretWrittenOnce: a login role's connection Secret is
 // written once on its way to Ready, with everything in it: the generated
-// password is staged in it before CREATE ROLE, and crossplane-runtime's
-// publishing of the observation before the create no longer writes an
-// empty Secret first (two writes, and a window in which an application
-// mounting it saw no keys at all). A role the provider may not create
-// (no Create in its management policies) gets no password handed out.
+// password is staged in it before CREATE ROLE, and nothing is published
+// from the observation before the create (crossplane-runtime's publisher
+// wrote an empty Secret first: two writes, and a window in which an
+// application mounting it saw no keys at all). A role the provider may
+// not create (no Create in its management policies), and that does not
+// exist, gets no Secret: there is nothing to hand out.
 func TestConnectionSecretWrittenOnce(t *testing.T) {
 	suite.Server(t)
 	ctx := context.Background()
@@ -1131,17 +1134,16 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	// Let what the next reconciles would write arrive.
 	time.Sleep(3 * time.Second)
 
-	// The role that is not created is observed and its details published
-	// all the same (crossplane-runtime writes its Secret, without a key):
-	// the path that could hand out a password did run.
+	// The role that is not created is observed (and its update refused,
+	// the role missing): the path that could hand out a password did run.
+	n := &v1alpha1.PostgreSQLRole{}
 	if err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never-conn"}, &corev1.Secret{})
-		return err == nil, client.IgnoreNotFound(err)
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(never), n)
+		return err == nil && n.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse, err
 	}); err != nil {
-		n := &v1alpha1.PostgreSQLRole{}
-		_ = env.Kube.Get(ctx, client.ObjectKeyFromObject(never), n)
 		t.Fatalf("the role without Create was never observed: %v (Synced: %q)", err, n.GetCondition(xpv2.TypeSynced).Message)
 	}
+	var neverWrites int
 
 	var writes []string
 	var first map[string][]byte
@@ -1159,6 +1161,7 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 				}
 				writes = append(writes, string(ev.Type))
 			case "never-conn":
+				neverWrites++
 				if len(s.Data["password"]) > 0 {
 					t.Errorf("a role the provider may not create was handed a password in its Secret (%s)", ev.Type)
 				}
@@ -1171,6 +1174,9 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ADDED"}, writes); diff != "" {
 		t.Errorf("writes of the connection Secret on the way to Ready: -want +got:\n%s", diff)
+	}
+	if neverWrites > 0 {
+		t.Errorf("%d writes of the Secret of a role that does not exist and may not be created, want none", neverWrites)
 	}
 	final := &corev1.Secret{}
 	if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once-conn"}, final); err != nil {
@@ -1193,5 +1199,25 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	// The staged password is the role's.
 	if user, err := loginWith(ctx, final.Data); err != nil || user != got.Status.AtProvider.Name {
 		t.Errorf("logging in with the Secret: user %q, %v; want %q", user, err, got.Status.AtProvider.Name)
+	}
+	// Deleted, the Secret is written again by the next observation: the
+	// role's own, of Crossplane's connection type, with a password that
+	// logs in.
+	if err := env.Kube.Delete(ctx, final); err != nil {
+		t.Fatal(err)
+	}
+	again := &corev1.Secret{}
+	if err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "once-conn"}, again)
+		return err == nil && again.UID != final.UID && len(again.Data["password"]) > 0, client.IgnoreNotFound(err)
+	}); err != nil {
+		t.Fatalf("the deleted connection Secret was not written again: %v", err)
+	}
+	c := metav1.GetControllerOf(again)
+	if c == nil || c.UID != once.GetUID() || c.Kind != v1alpha1.PostgreSQLRoleKind || again.Type != resource.SecretTypeConnection {
+		t.Errorf("the Secret written again: controller %+v, type %q; want PostgreSQLRole %s (%s), %q", c, again.Type, once.Name, once.GetUID(), resource.SecretTypeConnection)
+	}
+	if user, err := loginWith(ctx, again.Data); err != nil || user != got.Status.AtProvider.Name {
+		t.Errorf("logging in with the Secret written again: user %q, %v; want %q", user, err, got.Status.AtProvider.Name)
 	}
 }

@@ -40,3 +40,20 @@ type NotManaged struct {
 }
 
 type ManagedResourceStatus struct{}
+
+// Gizmo writes its connection Secret itself.
+// +mrgen:managed
+// +mrgen:delivers-own-secret
+type Gizmo struct {
+	Spec   GizmoSpec
+	Status GizmoStatus
+}
+
+type GizmoSpec struct {
+	ManagementPolicies               []string
+	WriteConnectionSecretToReference *string
+}
+
+type GizmoStatus struct {
+	ManagedResourceStatus
+}
