@@ -64,7 +64,7 @@ func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1, MaxConns: 1})
 	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
-	leaves := takeTurns(t, r, tenant, 2)
+	leaves := takeTurns(ctx, t, r, tenant)
 	// The one slot of the cap is taken, and a connection waits for it.
 	if _, err := r.slots.take(ctx, func() bool { return false }); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestEnterWaitsWhileTheProviderWaitsForConnections(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()
-	entered := enterLater(r, tenant)
+	entered := enterLater(ctx, r, tenant)
 	time.Sleep(3 * enterWait)
 	leaves[0]()
 	if err := <-entered; err != nil {
@@ -108,10 +108,10 @@ func TestEnterWaitsWhileALoginToTheDatabaseRuns(t *testing.T) {
 	ctx := context.Background()
 	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1})
 	tenant := Target{InstanceUID: "u", HomeDatabase: "postgres", Endpoint: Endpoint{Database: "shop"}}
-	leaves := takeTurns(t, r, tenant, 2)
+	leaves := takeTurns(ctx, t, r, tenant)
 	login := handOver{slots: r.slots, admit: &r.admit, database: databaseKey(tenant)}
 	login.TraceConnectStart(ctx, pgx.TraceConnectStartData{})
-	entered := enterLater(r, tenant)
+	entered := enterLater(ctx, r, tenant)
 	time.Sleep(3 * enterWait)
 	leaves[0]()
 	if err := <-entered; err != nil {
@@ -129,12 +129,13 @@ func TestEnterWaitsWhileALoginToTheDatabaseRuns(t *testing.T) {
 	leaves[1]()
 }
 
-// takeTurns takes n turns in t's database and returns what lets each go.
-func takeTurns(tb testing.TB, r *Registry, t Target, n int) []func() {
+// takeTurns takes the two turns a database of pool size 1 holds, in t's
+// database, and returns what lets each go.
+func takeTurns(ctx context.Context, tb testing.TB, r *Registry, t Target) []func() {
 	tb.Helper()
 	var leaves []func()
-	for range n {
-		leave, err := r.Enter(context.Background(), t)
+	for range 2 {
+		leave, err := r.Enter(ctx, t)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -145,14 +146,100 @@ func takeTurns(tb testing.TB, r *Registry, t Target, n int) []func() {
 
 // enterLater enters t's database on its own goroutine, lets go at once,
 // and sends what Enter returned.
-func enterLater(r *Registry, t Target) <-chan error {
+func enterLater(ctx context.Context, r *Registry, t Target) <-chan error {
 	entered := make(chan error, 1)
 	go func() {
-		leave, err := r.Enter(context.Background(), t)
+		leave, err := r.Enter(ctx, t)
 		if err == nil {
 			leave()
 		}
 		entered <- err
 	}()
 	return entered
+}
+
+// TestEnterTurnsAwayOnlyFromALockWait: with the database's turns all
+// taken for longer than enterWait, the next reconcile waits for its turn
+// while the provider's sessions there make progress (here, one sleeping
+// through a slow statement), and is turned away as soon as one of them
+// waits on a lock a tenant holds (an open transaction in its database).
+func TestEnterTurnsAwayOnlyFromALockWait(t *testing.T) {
+	suite.Server(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := adminConn(ctx, t)
+	for _, s := range []string{"DROP DATABASE IF EXISTS turns", "CREATE DATABASE turns"} {
+		if _, err := admin.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS turns WITH (FORCE)") })
+	tgt := target("uid-turns", "turns")
+	tgt.HomeDatabase = "postgres"
+	r := NewRegistry(RegistryOptions{MaxConnsPerDatabase: 1, MaxConnsPerPool: 2})
+	defer r.Close()
+	p, err := r.Pool(ctx, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, "CREATE TABLE public.held (id int)"); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("SlowIsProgress", func(t *testing.T) {
+		leaves := takeTurns(ctx, t, r, tgt)
+		slow := make(chan error, 1)
+		go func() { _, err := p.Exec(ctx, "SELECT pg_sleep(1)"); slow <- err }()
+		start := time.Now()
+		entered := enterLater(ctx, r, tgt)
+		if err := <-slow; err != nil {
+			t.Fatal(err)
+		}
+		leaves[0]()
+		if err := <-entered; err != nil {
+			t.Fatalf("turned away after %s while the session at work slept through a statement: %v", time.Since(start), err)
+		}
+		leaves[1]()
+	})
+
+	t.Run("ALockWaitIsStalled", func(t *testing.T) {
+		cfg, err := server.ConnConfig("turns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenant, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tenant.Close(context.WithoutCancel(ctx)) //nolint:errcheck // A test's session.
+		if _, err := tenant.Exec(ctx, "BEGIN; LOCK TABLE public.held IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		leaves := takeTurns(ctx, t, r, tgt)
+		defer func() {
+			for _, l := range leaves {
+				l()
+			}
+		}()
+		blocked := make(chan error, 1)
+		go func() { _, err := p.Exec(ctx, "SELECT count(*) FROM public.held"); blocked <- err }()
+		for waiting := 0; waiting == 0; time.Sleep(10 * time.Millisecond) {
+			if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = 'turns' AND wait_event_type = 'Lock'").Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if _, err := r.Enter(ctx, tgt); !errors.Is(err, ErrDatabaseBusy) {
+			t.Fatalf("with the provider's session waiting on a tenant's lock: %v, want ErrDatabaseBusy", err)
+		}
+		if took := time.Since(start); took > enterWait+lockCheckTimeout {
+			t.Errorf("turned away after %s, want within %s", took, enterWait+lockCheckTimeout)
+		}
+		if _, err := tenant.Exec(ctx, "COMMIT"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-blocked; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
