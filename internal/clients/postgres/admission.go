@@ -152,7 +152,7 @@ func (r *Registry) stalled(ctx context.Context, t Target, key string) bool {
 		defer cancel()
 		if p, err := r.Pool(ctx, home); err == nil {
 			var waiting int
-			err := p.QueryRow(ctx, "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND usename = current_user AND application_name = $2 AND wait_event_type = 'Lock'",
+			err := p.QueryRow(ctx, "SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity WHERE datname = $1 AND usename = CURRENT_USER AND application_name = $2 AND wait_event_type = 'Lock'",
 				t.Endpoint.Database, ApplicationName).Scan(&waiting)
 			stalled = err != nil || waiting > 0
 		}
