@@ -42,17 +42,7 @@ var suite = providertest.Suite(providertest.Options{
 // provider's gRPC client connects on its first entry, which may be the
 // Instance's.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if changes, err = changelogsink.Start(socket); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer changes.Stop()
-	return suite.Run(m)
+	os.Exit(changelogsink.Around(socket, func(s *changelogsink.Sink) { changes = s }, func() int { return suite.Run(m) }))
 }
 
 // TestEveryChangeIsLoggedOnce: with change logs on, each create, update

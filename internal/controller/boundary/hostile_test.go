@@ -50,16 +50,8 @@ var (
 	changeLogSocket = changelogsink.Path("pgprov-boundary")
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if changes, err = changelogsink.Start(changeLogSocket); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer changes.Stop()
-	return suite.Run(m)
+func TestMain(m *testing.M) {
+	os.Exit(changelogsink.Around(changeLogSocket, func(s *changelogsink.Sink) { changes = s }, func() int { return suite.Run(m) }))
 }
 
 // A vector is one thing a hostile namespace asks, and what the boundary

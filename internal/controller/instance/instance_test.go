@@ -3,7 +3,6 @@ package instance_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -50,16 +49,8 @@ var (
 
 // TestMain serves the change log sink before any test starts the
 // provider, which connects on its first entry.
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if changes, err = changelogsink.Start(changeLogSocket); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer changes.Stop()
-	return suite.Run(m)
+func TestMain(m *testing.M) {
+	os.Exit(changelogsink.Around(changeLogSocket, func(s *changelogsink.Sink) { changes = s }, func() int { return suite.Run(m) }))
 }
 
 // newInstance returns an Instance pointing at the test server, reading the
