@@ -1217,7 +1217,17 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	if c == nil || c.UID != once.GetUID() || c.Kind != v1alpha1.PostgreSQLRoleKind || again.Type != resource.SecretTypeConnection {
 		t.Errorf("the Secret written again: controller %+v, type %q; want PostgreSQLRole %s (%s), %q", c, again.Type, once.Name, once.GetUID(), resource.SecretTypeConnection)
 	}
-	if user, err := loginWith(ctx, again.Data); err != nil || user != got.Status.AtProvider.Name {
+	// The new password is staged in the Secret before the server is
+	// changed (a crash in between leaves it where the next reconcile
+	// reads it), so the Secret can be seen a moment before it logs in;
+	// the same reconcile sets it on the server.
+	var user string
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var lerr error
+		user, lerr = loginWith(ctx, again.Data)
+		return lerr == nil, lerr
+	})
+	if err != nil || user != got.Status.AtProvider.Name {
 		t.Errorf("logging in with the Secret written again: user %q, %v; want %q", user, err, got.Status.AtProvider.Name)
 	}
 }
