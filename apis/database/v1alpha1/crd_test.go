@@ -188,6 +188,20 @@ func TestInstanceValidation(t *testing.T) {
 			},
 			want: []string{"spec.adminTokenSource.file.path", "should match '^/'"},
 		},
+		"SetRoleOfAnUnsharedRole": {
+			reason: "SET widens a membership the policy allows; alone it would allow nothing, and a platform that wrote it meant something else.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.Policy = v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers"}, AllowSetRoleOf: []string{"readers", "writers"}}
+			},
+			want: []string{"spec.policy.allowSetRoleOf", "every role of allowSetRoleOf must also be in allowMembershipOf"},
+		},
+		"AdminOptionWithoutMembership": {
+			reason: "ADMIN OPTION widens a membership the policy allows.",
+			mutate: func(in *v1alpha1.PostgreSQLInstance) {
+				in.Spec.Policy = v1alpha1.InstancePolicy{AllowAdminOptionOf: []string{"readers"}}
+			},
+			want: []string{"spec.policy.allowAdminOptionOf", "every role of allowAdminOptionOf must also be in allowMembershipOf"},
+		},
 		"UnknownManagementPolicy": {
 			reason: "managementPolicies is Crossplane's closed set.",
 			mutate: func(in *v1alpha1.PostgreSQLInstance) {

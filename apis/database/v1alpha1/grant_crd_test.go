@@ -103,6 +103,34 @@ func TestGrantValidation(t *testing.T) {
 			},
 			want: []string{"spec.forProvider.privileges", "privileges on a Function are ALL or EXECUTE"},
 		},
+		"TablespaceWithoutName": {
+			reason: "A grant on a tablespace names it.",
+			mutate: func(p *v1alpha1.PostgreSQLGrantParameters) {
+				p.ObjectType, p.Database, p.Schema, p.Objects, p.Privileges = v1alpha1.GrantObjectTablespace, nil, nil, nil, []v1alpha1.Privilege{"CREATE"}
+			},
+			want: []string{"spec.forProvider.tablespace", "objectType Tablespace needs tablespace"},
+		},
+		"TablespaceInADatabase": {
+			reason: "A tablespace belongs to the whole server, not to a database.",
+			mutate: func(p *v1alpha1.PostgreSQLGrantParameters) {
+				p.ObjectType, p.Schema, p.Objects, p.Privileges = v1alpha1.GrantObjectTablespace, nil, nil, []v1alpha1.Privilege{"CREATE"}
+				p.Tablespace = ptr.To("fast")
+			},
+			want: []string{"database and databaseRef do not apply to objectType Membership and Tablespace"},
+		},
+		"PrivilegeNotForTablespaces": {
+			reason: "CREATE is the one tablespace privilege.",
+			mutate: func(p *v1alpha1.PostgreSQLGrantParameters) {
+				p.ObjectType, p.Database, p.Schema, p.Objects, p.Privileges = v1alpha1.GrantObjectTablespace, nil, nil, nil, []v1alpha1.Privilege{"USAGE"}
+				p.Tablespace = ptr.To("fast")
+			},
+			want: []string{"spec.forProvider.privileges", "privileges on a Tablespace are ALL or CREATE"},
+		},
+		"TablespaceOnATable": {
+			reason: "tablespace means nothing to a table grant: a mistake the user should hear about.",
+			mutate: func(p *v1alpha1.PostgreSQLGrantParameters) { p.Tablespace = ptr.To("fast") },
+			want:   []string{"spec.forProvider.tablespace", "which applies to it alone"},
+		},
 		"UnknownPrivilege": {
 			reason: "Privileges are a closed enum.",
 			mutate: func(p *v1alpha1.PostgreSQLGrantParameters) { p.Privileges = []v1alpha1.Privilege{"READ"} },

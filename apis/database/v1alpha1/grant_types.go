@@ -12,7 +12,7 @@ import (
 type Privilege string
 
 // GrantObjectType is what a PostgreSQLGrant grants on.
-// +kubebuilder:validation:Enum=Database;Schema;Table;Sequence;Function;Membership
+// +kubebuilder:validation:Enum=Database;Schema;Table;Sequence;Function;Membership;Tablespace
 type GrantObjectType string
 
 // Object types of a PostgreSQLGrant.
@@ -23,6 +23,7 @@ const (
 	GrantObjectSequence   GrantObjectType = "Sequence"
 	GrantObjectFunction   GrantObjectType = "Function"
 	GrantObjectMembership GrantObjectType = "Membership"
+	GrantObjectTablespace GrantObjectType = "Tablespace"
 )
 
 // RoleSelector selects a PostgreSQLRole in the same namespace by its
@@ -46,10 +47,13 @@ type RoleSelector struct {
 // +kubebuilder:validation:XValidation:rule="has(self.allInSchema) == has(oldSelf.allInSchema) && (!has(self.allInSchema) || self.allInSchema == oldSelf.allInSchema)",message="allInSchema cannot be changed: create a new PostgreSQLGrant"
 // +kubebuilder:validation:XValidation:rule="has(self.memberOf) == has(oldSelf.memberOf) && (!has(self.memberOf) || self.memberOf == oldSelf.memberOf)",message="memberOf cannot be changed: create a new PostgreSQLGrant"
 // +kubebuilder:validation:XValidation:rule="has(self.memberOfRef) == has(oldSelf.memberOfRef) && (!has(self.memberOfRef) || self.memberOfRef == oldSelf.memberOfRef)",message="memberOfRef cannot be changed: create a new PostgreSQLGrant"
-// +kubebuilder:validation:XValidation:rule="self.objectType == 'Membership' || has(self.database) != has(self.databaseRef)",message="objectType Database, Schema, Table, Sequence and Function need exactly one of database or databaseRef"
-// +kubebuilder:validation:XValidation:rule="self.objectType in ['Database', 'Membership'] || has(self.schema) != has(self.schemaRef)",message="objectType Schema, Table, Sequence and Function need exactly one of schema or schemaRef"
-// +kubebuilder:validation:XValidation:rule="!(self.objectType in ['Database', 'Membership']) || !(has(self.schema) || has(self.schemaRef))",message="schema and schemaRef only apply to objectType Schema, Table, Sequence and Function"
-// +kubebuilder:validation:XValidation:rule="self.objectType != 'Membership' || !(has(self.database) || has(self.databaseRef))",message="database and databaseRef do not apply to objectType Membership: role membership is cluster-wide"
+// +kubebuilder:validation:XValidation:rule="self.objectType in ['Membership', 'Tablespace'] || has(self.database) != has(self.databaseRef)",message="objectType Database, Schema, Table, Sequence and Function need exactly one of database or databaseRef"
+// +kubebuilder:validation:XValidation:rule="self.objectType in ['Database', 'Membership', 'Tablespace'] || has(self.schema) != has(self.schemaRef)",message="objectType Schema, Table, Sequence and Function need exactly one of schema or schemaRef"
+// +kubebuilder:validation:XValidation:rule="!(self.objectType in ['Database', 'Membership', 'Tablespace']) || !(has(self.schema) || has(self.schemaRef))",message="schema and schemaRef only apply to objectType Schema, Table, Sequence and Function"
+// +kubebuilder:validation:XValidation:rule="!(self.objectType in ['Membership', 'Tablespace']) || !(has(self.database) || has(self.databaseRef))",message="database and databaseRef do not apply to objectType Membership and Tablespace: role membership and tablespaces are server-wide"
+// +kubebuilder:validation:XValidation:rule="(self.objectType == 'Tablespace') == has(self.tablespace)",message="objectType Tablespace needs tablespace, which applies to it alone",fieldPath=".tablespace"
+// +kubebuilder:validation:XValidation:rule="has(self.tablespace) == has(oldSelf.tablespace) && (!has(self.tablespace) || self.tablespace == oldSelf.tablespace)",message="tablespace cannot be changed: create a new PostgreSQLGrant"
+// +kubebuilder:validation:XValidation:rule="self.objectType != 'Tablespace' || !has(self.privileges) || self.privileges.all(p, p in ['ALL', 'CREATE'])",message="privileges on a Tablespace are ALL or CREATE",fieldPath=".privileges"
 // +kubebuilder:validation:XValidation:rule="!(self.objectType in ['Table', 'Sequence', 'Function']) || (has(self.objects) && size(self.objects) > 0) != (has(self.allInSchema) && self.allInSchema)",message="objectType Table, Sequence and Function need exactly one of objects or allInSchema: true",fieldPath=".objects"
 // +kubebuilder:validation:XValidation:rule="self.objectType in ['Table', 'Sequence', 'Function'] || !(has(self.objects) || has(self.allInSchema))",message="objects and allInSchema only apply to objectType Table, Sequence and Function",fieldPath=".objects"
 // +kubebuilder:validation:XValidation:rule="!(self.objectType in ['Table', 'Sequence']) || !has(self.objects) || self.objects.all(o, o.matches('^[a-z_][a-z0-9_]{0,62}$'))",message="objects of objectType Table and Sequence are names matching ^[a-z_][a-z0-9_]{0,62}$",fieldPath=".objects"
@@ -107,6 +111,14 @@ type PostgreSQLGrantParameters struct {
 	// +optional
 	SchemaRef *LocalReference `json:"schemaRef,omitempty"`
 
+	// Tablespace is the target of objectType Tablespace, by its PostgreSQL
+	// name: CREATE on it lets the grantee put tables, indexes and
+	// databases there. The Instance's spec.policy.allowTablespaces must
+	// offer it.
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	Tablespace *string `json:"tablespace,omitempty"`
+
 	// Objects are the tables or sequences (by name) or the functions (by
 	// signature, such as add_item(integer, text)) in the schema. A grant
 	// waits until they all exist. An object removed from the list has the
@@ -128,7 +140,7 @@ type PostgreSQLGrantParameters struct {
 	// type (CONNECT, CREATE, TEMPORARY on databases; USAGE, CREATE on
 	// schemas; SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES,
 	// TRIGGER, MAINTAIN on tables; USAGE, SELECT, UPDATE on sequences;
-	// EXECUTE on functions; ALL on any). Removing one revokes it, if this
+	// EXECUTE on functions; CREATE on tablespaces; ALL on any). Removing one revokes it, if this
 	// grant granted it.
 	// +kubebuilder:validation:MaxItems=14
 	// +listType=set
@@ -209,6 +221,9 @@ type PostgreSQLGrantObservation struct {
 	// MemberOf is the role the grantee is made a member of.
 	// +optional
 	MemberOf string `json:"memberOf,omitempty"`
+	// Tablespace is the tablespace granted on.
+	// +optional
+	Tablespace string `json:"tablespace,omitempty"`
 	// Privileges the grantee holds on every target object, of those the
 	// spec lists (ALL expanded for the server's version).
 	// +optional

@@ -32,3 +32,26 @@ func TestDefaultConnectionLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestServerVersionNum(t *testing.T) {
+	cases := map[string]struct {
+		version string
+		want    int
+	}{
+		"NotObserved": {version: "", want: 0},
+		"Debian":      {version: "15.14 (Debian 15.14-0+deb12u1)", want: 150014},
+		"Plain":       {version: "16.4", want: 160004},
+		"Beta":        {version: "18beta1", want: 180000},
+		"MajorOnly":   {version: "17", want: 170000},
+		"OldScheme":   {version: "9.6.24", want: 0},
+		"Garbage":     {version: "PostgreSQL", want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := &PostgreSQLInstance{Status: PostgreSQLInstanceStatus{PostgreSQLVersion: tc.version}}
+			if got := in.ServerVersionNum(); got != tc.want {
+				t.Errorf("ServerVersionNum() of %q = %d, want %d", tc.version, got, tc.want)
+			}
+		})
+	}
+}

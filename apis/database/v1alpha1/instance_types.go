@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"strconv"
+	"strings"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -430,6 +433,8 @@ const (
 
 // InstancePolicy widens, for every namespace that may use the Instance,
 // what its resources may ask of the server.
+// +kubebuilder:validation:XValidation:rule="!has(self.allowSetRoleOf) || self.allowSetRoleOf.all(r, has(self.allowMembershipOf) && r in self.allowMembershipOf)",message="every role of allowSetRoleOf must also be in allowMembershipOf: SET widens a membership the policy allows",fieldPath=".allowSetRoleOf"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowAdminOptionOf) || self.allowAdminOptionOf.all(r, has(self.allowMembershipOf) && r in self.allowMembershipOf)",message="every role of allowAdminOptionOf must also be in allowMembershipOf: ADMIN OPTION widens a membership the policy allows",fieldPath=".allowAdminOptionOf"
 type InstancePolicy struct {
 	// AllowRoleAttributes lists the attributes PostgreSQLRoles on this
 	// Instance may set: CreateRole (on PostgreSQL 15 and older close to
@@ -465,11 +470,44 @@ type InstancePolicy struct {
 	// REPLICATION, or are not managed from that namespace; for example
 	// pg_read_all_data for a reporting namespace, or a shared read-only
 	// role.
+	//
+	// What such a membership carries is the role's privileges (INHERIT).
+	// On PostgreSQL 16 and newer it does not let the member act as the
+	// role (SET ROLE: create objects the role owns, hand objects to it)
+	// unless allowSetRoleOf names the role too, nor hand the role on
+	// (ADMIN OPTION) unless allowAdminOptionOf does: the provider grants it
+	// WITH SET FALSE, tightens an existing membership it granted to that,
+	// and refuses set: true and withAdminOption: true. PostgreSQL 15 and
+	// older cannot withhold SET ROLE from a member: there, listing a role
+	// here lets its members act as it.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	AllowMembershipOf []string `json:"allowMembershipOf,omitempty"`
+
+	// AllowSetRoleOf lists roles of allowMembershipOf whose members may
+	// also act as them (the SET option of a membership, SET ROLE, on
+	// PostgreSQL 16 and newer): create objects that role owns, and hand
+	// objects to it. A member can then, for example, leave a function
+	// owned by a shared role for others who trust that role to run. Only
+	// roles allowMembershipOf lists may be named.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	AllowSetRoleOf []string `json:"allowSetRoleOf,omitempty"`
+
+	// AllowAdminOptionOf lists roles of allowMembershipOf whose membership
+	// a role of any namespace may hold WITH ADMIN OPTION (a Membership
+	// PostgreSQLGrant's withAdminOption): its login may then grant the
+	// role to any role of the server, outside every namespace's boundary.
+	// Only roles allowMembershipOf lists may be named.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	AllowAdminOptionOf []string `json:"allowAdminOptionOf,omitempty"`
 
 	// DefaultConnectionLimit is the CONNECTION LIMIT of a role on this
 	// Instance whose spec.forProvider.connectionLimit is absent; -1 is no
@@ -500,6 +538,17 @@ type InstancePolicy struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
 	// +optional
 	AllowDatabases []string `json:"allowDatabases,omitempty"`
+
+	// AllowTablespaces lists the tablespaces this Instance offers:
+	// PostgreSQLGrants of objectType Tablespace may grant CREATE on them to
+	// roles of any namespace. A grant on any other tablespace is refused
+	// with reason PolicyRefused: a tablespace is a place on the server's
+	// disks the platform sized and pays for.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_]{0,62}$`
+	// +optional
+	AllowTablespaces []string `json:"allowTablespaces,omitempty"`
 }
 
 // AdminPrivileges is what the admin role may do on the server.
@@ -631,4 +680,33 @@ func (in *PostgreSQLInstance) DefaultConnectionLimit() int32 {
 		limit = *m
 	}
 	return limit
+}
+
+// ServerVersionNum is the server's version as server_version_num counts
+// it (16.4 is 160004), read from status.postgresqlVersion; 0 before the
+// server was observed or when the version is not one PostgreSQL 10 or
+// newer reports. A development version (17beta1) counts as its first
+// release.
+func (in *PostgreSQLInstance) ServerVersionNum() int {
+	v := in.Status.PostgreSQLVersion
+	major, n := leadingNumber(v)
+	if n == 0 || major < 10 {
+		return 0
+	}
+	minor := 0
+	if rest := v[n:]; strings.HasPrefix(rest, ".") {
+		minor, _ = leadingNumber(rest[1:])
+	}
+	return major*10000 + minor
+}
+
+// leadingNumber returns the number s starts with and how many bytes it
+// took (0 for none).
+func leadingNumber(s string) (int, int) {
+	n := 0
+	for n < len(s) && n < 6 && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	v, _ := strconv.Atoi(s[:n])
+	return v, n
 }

@@ -23,11 +23,12 @@ func (s *PostgreSQLSchema) ObservedIn() (string, string) {
 	return s.Status.AtProvider.InstanceUID, s.Status.AtProvider.Database
 }
 
-// ObservedIn implements DatabaseUser. A grant on a database or of a
-// role's membership runs in the Instance's own database: none.
+// ObservedIn implements DatabaseUser. A grant on a database or a
+// tablespace, or of a role's membership, runs in the Instance's own
+// database: none.
 func (g *PostgreSQLGrant) ObservedIn() (string, string) {
 	switch g.Spec.ForProvider.ObjectType {
-	case GrantObjectDatabase, GrantObjectMembership:
+	case GrantObjectDatabase, GrantObjectMembership, GrantObjectTablespace:
 		return g.Status.AtProvider.InstanceUID, ""
 	default:
 		return g.Status.AtProvider.InstanceUID, g.Status.AtProvider.Database

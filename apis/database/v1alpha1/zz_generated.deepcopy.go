@@ -557,6 +557,16 @@ func (in *InstancePolicy) DeepCopyInto(out *InstancePolicy) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AllowSetRoleOf != nil {
+		in, out := &in.AllowSetRoleOf, &out.AllowSetRoleOf
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.AllowAdminOptionOf != nil {
+		in, out := &in.AllowAdminOptionOf, &out.AllowAdminOptionOf
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.DefaultConnectionLimit != nil {
 		in, out := &in.DefaultConnectionLimit, &out.DefaultConnectionLimit
 		*out = new(int32)
@@ -569,6 +579,11 @@ func (in *InstancePolicy) DeepCopyInto(out *InstancePolicy) {
 	}
 	if in.AllowDatabases != nil {
 		in, out := &in.AllowDatabases, &out.AllowDatabases
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.AllowTablespaces != nil {
+		in, out := &in.AllowTablespaces, &out.AllowTablespaces
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
@@ -1442,6 +1457,11 @@ func (in *PostgreSQLGrantParameters) DeepCopyInto(out *PostgreSQLGrantParameters
 	if in.SchemaRef != nil {
 		in, out := &in.SchemaRef, &out.SchemaRef
 		*out = new(LocalReference)
+		**out = **in
+	}
+	if in.Tablespace != nil {
+		in, out := &in.Tablespace, &out.Tablespace
+		*out = new(string)
 		**out = **in
 	}
 	if in.Objects != nil {

@@ -19,6 +19,8 @@ type GrantTarget struct {
 	// Database is the target itself for KindDatabase; for the other kinds
 	// it is where the session runs, and not part of the statements.
 	Database string
+	// Tablespace is the target of KindTablespace.
+	Tablespace string
 	// Schema is the target itself for KindSchema, else the schema holding
 	// the objects.
 	Schema string
@@ -46,11 +48,11 @@ type ObservedObject struct {
 type ObservedGrant struct {
 	ServerVersion int
 	RoleExists    bool
-	// ParentExists says whether the database (KindDatabase) or schema (the
-	// other kinds) exists.
+	// ParentExists says whether the database (KindDatabase), tablespace
+	// (KindTablespace) or schema (the other kinds) exists.
 	ParentExists bool
 	// SchemaOwner owns the schema holding the objects ("" for
-	// KindDatabase): naming an object in it asks for USAGE on it.
+	// KindDatabase, KindTablespace): naming an object in it asks for USAGE on it.
 	SchemaOwner string
 	Objects     []ObservedObject
 	// Missing lists named objects that do not exist.
@@ -112,6 +114,11 @@ func grantQuery(t GrantTarget) (string, bool) {
 		parent, owner = `EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $2)`, `''`
 		objects = `SELECT datname::pg_catalog.text AS name, datname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found, coalesce(datacl, pg_catalog.acldefault('d', datdba)) AS acl, datdba AS owner
 		             FROM pg_catalog.pg_database WHERE datname = $2`
+		named = false
+	case KindTablespace:
+		parent, owner = `EXISTS (SELECT FROM pg_catalog.pg_tablespace WHERE spcname = $2)`, `''`
+		objects = `SELECT spcname::pg_catalog.text AS name, spcname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found, coalesce(spcacl, pg_catalog.acldefault('t', spcowner)) AS acl, spcowner AS owner
+		             FROM pg_catalog.pg_tablespace WHERE spcname = $2`
 		named = false
 	case KindSchema:
 		objects = `SELECT nspname::pg_catalog.text AS name, nspname::pg_catalog.text AS objname, '{}'::pg_catalog.text[] AS args, true AS found, coalesce(nspacl, pg_catalog.acldefault('n', nspowner)) AS acl, nspowner AS owner
@@ -264,12 +271,15 @@ func functionSignatures(sigs []string) (string, error) {
 
 // ObserveGrant reads what role holds on t, and the system identifier of the
 // server, in one round trip. Run it in t's database (any database for
-// KindDatabase).
+// KindDatabase and KindTablespace).
 func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget) (*ObservedGrant, string, error) {
 	query, named := grantQuery(t)
 	parent := t.Schema
-	if t.Kind == KindDatabase {
+	switch t.Kind {
+	case KindDatabase:
 		parent = t.Database
+	case KindTablespace:
+		parent = t.Tablespace
 	}
 	args := []any{role, parent}
 	switch {
@@ -324,7 +334,7 @@ func ObserveGrant(ctx context.Context, q RowsQuerier, role string, t GrantTarget
 // write the statement.
 func objectRef(t GrantTarget, name string, args []string) string {
 	switch t.Kind {
-	case KindDatabase, KindSchema:
+	case KindDatabase, KindSchema, KindTablespace:
 		return QuoteIdentifier(name)
 	case KindFunction:
 		types := make([]string, 0, len(args)/2)
@@ -339,7 +349,7 @@ func objectRef(t GrantTarget, name string, args []string) string {
 // on returns the ON clause of a statement on t: the objects by their
 // server-quoted refs, or all of them in the schema.
 func on(t GrantTarget, refs []string) string {
-	if t.AllInSchema && t.Kind != KindDatabase && t.Kind != KindSchema {
+	if t.AllInSchema && !t.Kind.single() {
 		kind := map[ObjectKind]string{KindTable: "TABLES", KindSequence: "SEQUENCES", KindFunction: "FUNCTIONS"}[t.Kind]
 		return "ALL " + kind + " IN SCHEMA " + QuoteIdentifier(t.Schema)
 	}

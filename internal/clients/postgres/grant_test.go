@@ -25,6 +25,11 @@ func TestGrantStatements(t *testing.T) {
 			plan: PrivilegePlan{Grant: []string{"CONNECT", "TEMPORARY"}, GrantOn: []int{0}},
 			want: []string{`GRANT CONNECT, TEMPORARY ON DATABASE shop TO "ro"`},
 		},
+		"Tablespace": {
+			target: GrantTarget{Kind: KindTablespace, Tablespace: "fast ssd"}, refs: []string{`"fast ssd"`},
+			plan: PrivilegePlan{Grant: []string{"CREATE"}, GrantOn: []int{0}},
+			want: []string{`GRANT CREATE ON TABLESPACE "fast ssd" TO "ro"`},
+		},
 		"TablesWithGrantOptionAndRevocations": {
 			target: GrantTarget{Kind: KindTable, Schema: "app", Objects: []string{"orders", "items"}}, refs: []string{`app.orders`, `app.items`},
 			plan:   PrivilegePlan{Grant: []string{"SELECT"}, GrantOn: []int{1}, Revoke: []string{"INSERT"}, RevokeGrantOption: []string{"UPDATE"}},

@@ -16,7 +16,16 @@ const (
 	KindSequence ObjectKind = "SEQUENCE"
 	KindFunction ObjectKind = "FUNCTION"
 	KindType     ObjectKind = "TYPE"
+	// KindTablespace is a tablespace: like a database, one object of the
+	// whole server, granted on from any database.
+	KindTablespace ObjectKind = "TABLESPACE"
 )
+
+// single reports whether a grant on kind names one object, the target
+// itself (a database, a schema, a tablespace), not objects in a schema.
+func (k ObjectKind) single() bool {
+	return k == KindDatabase || k == KindSchema || k == KindTablespace
+}
 
 // Version17 is server_version_num of the first PostgreSQL with MAINTAIN.
 const (
@@ -44,6 +53,8 @@ func AllPrivileges(kind ObjectKind, version int) []string {
 		return []string{"EXECUTE"}
 	case KindType:
 		return []string{"USAGE"}
+	case KindTablespace:
+		return []string{"CREATE"}
 	}
 	return nil
 }

@@ -54,6 +54,14 @@ const (
 	// RuleConnectionLimit: no role may take more of the server's
 	// connection slots than the Instance's policy.maxConnectionLimit.
 	RuleConnectionLimit = "ConnectionLimit"
+	// RuleMembershipOption: a membership the policy allows
+	// (allowMembershipOf) carries the role's privileges, not SET (acting
+	// as the role) nor ADMIN OPTION (handing it on), unless the policy
+	// allows those too.
+	RuleMembershipOption = "MembershipOption"
+	// RuleTablespace: privileges only on tablespaces the Instance offers
+	// (policy.allowTablespaces).
+	RuleTablespace = "Tablespace"
 )
 
 // A Namespace is what is managed from one namespace: which UIDs are those
@@ -157,6 +165,18 @@ func (p Policy) Template(field, template string) *Refusal {
 		Allow: p.allowIn("allowTemplates", template)}
 }
 
+// Tablespace refuses a grant on a tablespace the Instance does not offer.
+// Nothing of one is read or granted: its disk is the platform's, sized and
+// paid for by it, and which roles may use it is not a namespace's to see.
+func (p Policy) Tablespace(field, name string) *Refusal {
+	if slices.Contains(p.AllowTablespaces, name) {
+		return nil
+	}
+	return &Refusal{Field: field, Rule: RuleTablespace,
+		Why:   fmt.Sprintf("tablespace %q is not one this Instance offers: a tablespace is space on the server's disks the platform sized for its own purposes", name),
+		Allow: p.allowIn("allowTablespaces", name)}
+}
+
 // SystemSchema refuses a grant whose objects are in a system schema.
 func SystemSchema(field, schema string) *Refusal {
 	if schema != "pg_catalog" && schema != "information_schema" && !strings.HasPrefix(schema, "pg_toast") && !strings.HasPrefix(schema, "pg_temp") {
@@ -251,6 +271,39 @@ func (p Policy) Memberships(ctx context.Context, cat Catalog, ns Namespace, role
 		}
 	}
 	return nil, nil
+}
+
+// MembershipOptions refuses the options of a membership of role that the
+// policy does not allow with it: a role the namespace reaches only because
+// allowMembershipOf lists it may be held with SET (set true) only when
+// allowSetRoleOf lists it too, and WITH ADMIN OPTION only when
+// allowAdminOptionOf does. Any other role the boundary lets a namespace
+// join is its own, with every option. set nil is the server's default,
+// which WithholdsSet turns into false where it must.
+func (p Policy) MembershipOptions(role string, set *bool, setField string, admin bool, adminField string) *Refusal {
+	if !slices.Contains(p.AllowMembershipOf, role) {
+		return nil
+	}
+	if set != nil && *set && !slices.Contains(p.AllowSetRoleOf, role) {
+		return &Refusal{Field: setField, Rule: RuleMembershipOption,
+			Why:   fmt.Sprintf("the policy opens role %q to every namespace for its privileges, not to act as it: a member that may SET ROLE %s creates objects it owns and hands objects to it, which others trust as %s's", role, postgres.QuoteIdentifier(role), role),
+			Allow: p.allowIn("allowSetRoleOf", role) + ", or leave set unset (the membership is granted WITH SET FALSE)"}
+	}
+	if admin && !slices.Contains(p.AllowAdminOptionOf, role) {
+		return &Refusal{Field: adminField, Rule: RuleMembershipOption,
+			Why:   fmt.Sprintf("the policy opens role %q to every namespace for its privileges, not to hand it on: a member WITH ADMIN OPTION may grant it to any role of the server, outside every namespace's boundary", role),
+			Allow: p.allowIn("allowAdminOptionOf", role)}
+	}
+	return nil
+}
+
+// WithholdsSet reports whether a membership of role must be granted WITH
+// SET FALSE on a server of the given version (server_version_num) when
+// the grant leaves SET to the server: the namespace reaches role only
+// because allowMembershipOf lists it, allowSetRoleOf does not, and the
+// server can withhold SET (PostgreSQL 16+).
+func (p Policy) WithholdsSet(role string, version int) bool {
+	return version >= postgres.Version16 && slices.Contains(p.AllowMembershipOf, role) && !slices.Contains(p.AllowSetRoleOf, role)
 }
 
 // OthersRoles refuses roles another namespace's PostgreSQLRole manages,

@@ -3,6 +3,7 @@ package boundary
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,6 +103,62 @@ func TestMemberships(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestMembershipOptions(t *testing.T) {
+	shared := v1alpha1.InstancePolicy{AllowMembershipOf: []string{"dba_readers", "ledger_dba"}, AllowSetRoleOf: []string{"ledger_dba"}, AllowAdminOptionOf: []string{"ledger_dba"}}
+	cases := map[string]struct {
+		reason string
+		role   string
+		set    *bool
+		admin  bool
+		want   *refusal
+	}{
+		"OwnRoleEveryOption":   {reason: "A role the policy does not list is the namespace's own (Memberships refuses any other): every option.", role: "orders_owner", set: ptr.To(true), admin: true},
+		"SharedPrivileges":     {reason: "A shared role's privileges are what the policy opens.", role: "dba_readers", set: ptr.To(false)},
+		"SharedServerDefault":  {reason: "Leaving SET to the server is no request for it (WithholdsSet makes it false).", role: "dba_readers"},
+		"SharedSet":            {reason: "Acting as a shared role needs allowSetRoleOf.", role: "dba_readers", set: ptr.To(true), want: &refusal{"spec.forProvider.set", RuleMembershipOption}},
+		"SharedAdmin":          {reason: "Handing a shared role on needs allowAdminOptionOf.", role: "dba_readers", admin: true, want: &refusal{"spec.forProvider.withAdminOption", RuleMembershipOption}},
+		"SetAllowed":           {reason: "allowSetRoleOf opens SET.", role: "ledger_dba", set: ptr.To(true)},
+		"AdminAllowed":         {reason: "allowAdminOptionOf opens ADMIN OPTION.", role: "ledger_dba", admin: true},
+		"SetAllowedAdminNot":   {reason: "Each option is allowed on its own.", role: "dba_readers", set: ptr.To(false), admin: true, want: &refusal{"spec.forProvider.withAdminOption", RuleMembershipOption}},
+		"SetCheckedBeforeAdmn": {reason: "The first refused option is named.", role: "dba_readers", set: ptr.To(true), admin: true, want: &refusal{"spec.forProvider.set", RuleMembershipOption}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Policy{InstancePolicy: shared, Instance: "main"}.MembershipOptions(tc.role, tc.set, "spec.forProvider.set", tc.admin, "spec.forProvider.withAdminOption")
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+			if got != nil && !strings.Contains(got.Allow, "spec.policy.allow") {
+				t.Errorf("the refusal does not say how the platform allows it: %q", got.Allow)
+			}
+		})
+	}
+}
+
+func TestWithholdsSet(t *testing.T) {
+	p := Policy{InstancePolicy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"dba_readers", "ledger_dba"}, AllowSetRoleOf: []string{"ledger_dba"}}}
+	cases := map[string]struct {
+		role    string
+		version int
+		want    bool
+	}{
+		"SharedOn16":         {role: "dba_readers", version: 160000, want: true},
+		"SharedOn18":         {role: "dba_readers", version: 180001, want: true},
+		"SharedOn15":         {role: "dba_readers", version: 150014, want: false},
+		"VersionUnknown":     {role: "dba_readers", version: 0, want: false},
+		"SetAllowed":         {role: "ledger_dba", version: 170000, want: false},
+		"OwnRole":            {role: "orders_owner", version: 170000, want: false},
+		"PredefinedUnlisted": {role: "pg_read_all_data", version: 170000, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := p.WithholdsSet(tc.role, tc.version); got != tc.want {
+				t.Errorf("WithholdsSet(%q, %d) = %t, want %t", tc.role, tc.version, got, tc.want)
 			}
 		})
 	}
@@ -227,6 +284,30 @@ func TestOthersRoles(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
 				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTablespace(t *testing.T) {
+	p := Policy{InstancePolicy: v1alpha1.InstancePolicy{AllowTablespaces: []string{"fast"}}, Instance: "main"}
+	cases := map[string]struct {
+		reason string
+		name   string
+		want   *refusal
+	}{
+		"Offered":    {reason: "A tablespace the policy lists may be granted on.", name: "fast"},
+		"NotOffered": {reason: "Any other is refused.", name: "archive", want: &refusal{"spec.forProvider.tablespace", RuleTablespace}},
+		"Default":    {reason: "pg_default is the platform's too, unless it lists it.", name: "pg_default", want: &refusal{"spec.forProvider.tablespace", RuleTablespace}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := p.Tablespace("spec.forProvider.tablespace", tc.name)
+			if diff := cmp.Diff(tc.want, of(got)); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+			if got != nil && !strings.Contains(got.Allow, `"`+tc.name+`" to spec.policy.allowTablespaces`) {
+				t.Errorf("the refusal does not say how to allow it: %q", got.Allow)
 			}
 		})
 	}

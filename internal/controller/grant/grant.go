@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -113,11 +114,12 @@ type grantObservation struct {
 }
 
 var objectKinds = map[v1alpha1.GrantObjectType]postgres.ObjectKind{
-	v1alpha1.GrantObjectDatabase: postgres.KindDatabase,
-	v1alpha1.GrantObjectSchema:   postgres.KindSchema,
-	v1alpha1.GrantObjectTable:    postgres.KindTable,
-	v1alpha1.GrantObjectSequence: postgres.KindSequence,
-	v1alpha1.GrantObjectFunction: postgres.KindFunction,
+	v1alpha1.GrantObjectDatabase:   postgres.KindDatabase,
+	v1alpha1.GrantObjectSchema:     postgres.KindSchema,
+	v1alpha1.GrantObjectTable:      postgres.KindTable,
+	v1alpha1.GrantObjectSequence:   postgres.KindSequence,
+	v1alpha1.GrantObjectFunction:   postgres.KindFunction,
+	v1alpha1.GrantObjectTablespace: postgres.KindTablespace,
 }
 
 // names resolves the grantee and the target into status.atProvider: from
@@ -138,12 +140,18 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (boo
 	if err != nil {
 		return false, err
 	}
-	var db, schema, group string
-	if p.ObjectType == v1alpha1.GrantObjectMembership {
+	var db, schema, group, tablespace string
+	switch p.ObjectType {
+	case v1alpha1.GrantObjectMembership:
 		if group, err = r.Role(ctx, "spec.forProvider.memberOfRef", p.MemberOf, p.MemberOfRef); err != nil {
 			return false, err
 		}
-	} else {
+	case v1alpha1.GrantObjectTablespace:
+		if p.Tablespace == nil {
+			return false, errors.New("spec.forProvider.tablespace is required for objectType Tablespace")
+		}
+		tablespace = *p.Tablespace
+	default:
 		if db, err = r.Database(ctx, "spec.forProvider.databaseRef", p.Database, p.DatabaseRef); err != nil {
 			return false, err
 		}
@@ -151,7 +159,7 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (boo
 			return false, err
 		}
 	}
-	ap.Role, ap.Database, ap.Schema, ap.MemberOf = role, db, schema, group
+	ap.Role, ap.Database, ap.Schema, ap.MemberOf, ap.Tablespace = role, db, schema, group, tablespace
 	return true, nil
 }
 
@@ -187,7 +195,7 @@ func (e *external) observation(mg *v1alpha1.PostgreSQLGrant) (*grantObservation,
 func (e *external) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) error {
 	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
 	o.target = postgres.GrantTarget{
-		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema,
+		Kind: objectKinds[p.ObjectType], Database: ap.Database, Schema: ap.Schema, Tablespace: ap.Tablespace,
 		AllInSchema: p.AllInSchema != nil && *p.AllInSchema,
 		// Objects removed from the spec are observed too, to revoke there.
 		Objects: union(p.Objects, ap.AppliedObjects),
@@ -195,6 +203,15 @@ func (e *external) prepare(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o 
 	// Database privileges can be granted from any database; the others
 	// only from the target's own. Either way the namespace must be one
 	// that may use the database before anything of it is read.
+	if o.target.Kind == postgres.KindTablespace {
+		// Any database serves; only a tablespace the Instance offers is
+		// read (a grant being deleted revokes what it granted wherever).
+		o.pool = e.conn.Pool
+		if r := boundary.PolicyOf(e.conn.Instance).Tablespace("spec.forProvider.tablespace", ap.Tablespace); r != nil && !meta.WasDeleted(mg) {
+			return boundary.Refuse(mg, r)
+		}
+		return nil
+	}
 	db := boundary.Named{Field: boundary.Field("database", p.Database != nil), Name: ap.Database}
 	if o.target.Kind == postgres.KindDatabase {
 		o.pool = e.conn.Pool
@@ -215,6 +232,8 @@ func (o *grantObservation) missingParent(ap v1alpha1.PostgreSQLGrantObservation,
 		return ""
 	case o.target.Kind == postgres.KindDatabase:
 		return fmt.Sprintf("database %q", ap.Database)
+	case o.target.Kind == postgres.KindTablespace:
+		return fmt.Sprintf("tablespace %q", ap.Tablespace)
 	default:
 		return fmt.Sprintf("schema %q in database %q", ap.Schema, ap.Database)
 	}
@@ -225,7 +244,7 @@ func (o *grantObservation) missingParent(ap v1alpha1.PostgreSQLGrantObservation,
 // since the grant granted on them.
 func (o *grantObservation) split(listed []string, objects []postgres.ObservedObject) {
 	o.objects, o.removed = nil, nil
-	single := o.target.Kind == postgres.KindDatabase || o.target.Kind == postgres.KindSchema
+	single := o.target.Kind == postgres.KindDatabase || o.target.Kind == postgres.KindSchema || o.target.Kind == postgres.KindTablespace
 	for _, obj := range objects {
 		if o.target.AllInSchema || single || slices.Contains(listed, obj.Name) {
 			o.objects = append(o.objects, obj)
@@ -465,7 +484,7 @@ func (e *external) checkGroupNotOthers(ctx context.Context, mg *v1alpha1.Postgre
 }
 
 func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, o *grantObservation) (managed.ExternalObservation, error) {
-	p, ap := mg.Spec.ForProvider, &mg.Status.AtProvider
+	ap := &mg.Status.AtProvider
 	o.pool = e.conn.Pool
 	if err := e.checkGroupNotOthers(ctx, mg); err != nil {
 		return managed.ExternalObservation{}, err
@@ -492,7 +511,7 @@ func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQ
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
 	found := drift.Fields{"member": strconv.FormatBool(got.Member), "withAdminOption": strconv.FormatBool(got.Admin)}
-	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
+	want := e.wantMembership(mg, got.ServerVersion)
 	o.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
 		// Observed read-only, the membership is still reported.
@@ -515,8 +534,7 @@ func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQ
 	}
 	if len(o.stmts) > 0 {
 		// Checked before any grant, against the catalog as it is now.
-		group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
-		if err := privilege.Checker(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group); err != nil {
+		if err := e.checkMembership(ctx, mg, want); err != nil {
 			return managed.ExternalObservation{}, err
 		}
 	}
@@ -527,6 +545,31 @@ func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQ
 	}
 	e.drifted(mg, found, len(o.stmts) == 0)
 	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(o.stmts) == 0}, nil
+}
+
+// wantMembership is the membership mg asks for on a server of the given
+// version. A role the policy shares with every namespace is joined for its
+// privileges, not its name to act under: SET left to the server is
+// withheld where it can be, and an existing membership that carries it is
+// tightened (boundary.Policy.WithholdsSet).
+func (e *external) wantMembership(mg *v1alpha1.PostgreSQLGrant, version int) postgres.Membership {
+	p := mg.Spec.ForProvider
+	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
+	if want.Set == nil && boundary.PolicyOf(e.conn.Instance).WithholdsSet(mg.Status.AtProvider.MemberOf, version) {
+		want.Set = ptr.To(false)
+	}
+	return want
+}
+
+// checkMembership refuses the membership want of mg across the boundary:
+// options the policy does not allow with the group, then the group itself.
+func (e *external) checkMembership(ctx context.Context, mg *v1alpha1.PostgreSQLGrant, want postgres.Membership) error {
+	p, ap := mg.Spec.ForProvider, mg.Status.AtProvider
+	if r := boundary.PolicyOf(e.conn.Instance).MembershipOptions(ap.MemberOf, p.Set, "spec.forProvider.set", want.Admin, "spec.forProvider.withAdminOption"); r != nil {
+		return boundary.Refuse(mg, r)
+	}
+	group := boundary.Named{Field: boundary.Field("memberOf", p.MemberOf != nil), Name: ap.MemberOf}
+	return privilege.Checker(e.kube, e.conn).Check(ctx, mg, boundary.Named{}, group)
 }
 
 // drifted tells the drift recorder what an observation found.

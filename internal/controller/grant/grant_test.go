@@ -17,6 +17,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/controller/boundary"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -34,7 +36,11 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// Databases and roles these tests make by hand, as a DBA would:
 	// shared with the namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "mgroup_p", "o458"}},
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "mgroup_p", "o458", "mshared", "mactas"},
+		// mgroup may be handed on (TestMembershipGrant's admin option);
+		// mactas may be acted as; mshared is opened for its privileges only.
+		AllowAdminOptionOf: []string{"mgroup"}, AllowSetRoleOf: []string{"mactas"},
+		AllowTablespaces: []string{"ts_offered"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })
@@ -396,6 +402,156 @@ func TestMembershipGrant(t *testing.T) {
 	if !holds(ctx, t, "pg_has_role('mold', 'mgroup', 'MEMBER')") {
 		t.Error("deleting a grant revoked a membership that existed before it")
 	}
+}
+
+// TestMembershipOptionsOfASharedRole: a role the policy opens to every
+// namespace (allowMembershipOf) gives its members its privileges, not its
+// name to act under nor the right to hand it on, unless the policy says
+// so too; an existing membership that carries SET is tightened. PostgreSQL
+// 15 cannot withhold SET: there a member may always SET ROLE.
+func TestMembershipOptionsOfASharedRole(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	sql(ctx, t, "CREATE ROLE mshared; CREATE ROLE mactas; CREATE ROLE mo_plain; CREATE ROLE mo_set; CREATE ROLE mo_admin; CREATE ROLE mo_actas; CREATE ROLE mo_before; GRANT mshared TO mo_before")
+	v16 := serverVersion(ctx, t) >= 160000
+	plain := newGrant("mo-plain", v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("mo_plain"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mshared")})
+	set := newGrant("mo-set", v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("mo_set"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mshared"), Set: ptr.To(true)})
+	admin := newGrant("mo-admin", v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("mo_admin"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mshared"), WithAdminOption: ptr.To(true)})
+	actas := newGrant("mo-actas", v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("mo_actas"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mactas"), Set: ptr.To(true)})
+	before := newGrant("mo-before", v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("mo_before"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mshared")})
+	env.Create(ctx, t, plain, set, admin, actas, before)
+
+	env.Ready(ctx, t, plain, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	if !holds(ctx, t, "pg_has_role('mo_plain', 'mshared', 'USAGE')") {
+		t.Error("the shared role's privileges are not held")
+	}
+	// On 15 a member may always SET ROLE; on 16+ the policy withholds it.
+	// 15 knows no SET privilege: there MEMBER is what SET ROLE needs.
+	setPriv := "MEMBER"
+	if v16 {
+		setPriv = "SET"
+	}
+	if got := holds(ctx, t, "pg_has_role('mo_plain', 'mshared', '"+setPriv+"')"); got != !v16 {
+		t.Errorf("a plain membership of a shared role may SET ROLE: %t, want %t", got, !v16)
+	}
+
+	// Handing the shared role on is refused on every version, before
+	// anything is sent.
+	env.Ready(ctx, t, admin, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+	for _, want := range []string{"spec.forProvider.withAdminOption", "rule " + boundary.RuleMembershipOption, "allowAdminOptionOf"} {
+		if msg := admin.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	if holds(ctx, t, "pg_has_role('mo_admin', 'mshared', 'MEMBER')") {
+		t.Error("a refused membership was granted")
+	}
+
+	if v16 {
+		// Acting as the shared role is refused; acting as a role the
+		// policy allows it for is granted.
+		env.Ready(ctx, t, set, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+		for _, want := range []string{"spec.forProvider.set", "allowSetRoleOf"} {
+			if msg := set.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
+				t.Errorf("the refusal %q does not say %q", msg, want)
+			}
+		}
+		if holds(ctx, t, "pg_has_role('mo_set', 'mshared', 'MEMBER')") {
+			t.Error("a refused membership was granted")
+		}
+		env.Ready(ctx, t, actas, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		if !holds(ctx, t, "pg_has_role('mo_actas', 'mactas', 'SET')") {
+			t.Error("SET on a role allowSetRoleOf lists is not held")
+		}
+		// The membership a person granted with SET is tightened, not
+		// left as it was.
+		env.Ready(ctx, t, before, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		if holds(ctx, t, "pg_has_role('mo_before', 'mshared', 'SET')") || !holds(ctx, t, "pg_has_role('mo_before', 'mshared', 'USAGE')") {
+			t.Error("the membership granted before is not tightened to the shared role's privileges")
+		}
+	} else {
+		// 15 has no SET option to ask for.
+		env.Ready(ctx, t, set, corev1.ConditionFalse, v1alpha1.ReasonUnsupported)
+		env.Ready(ctx, t, actas, corev1.ConditionFalse, v1alpha1.ReasonUnsupported)
+		env.Ready(ctx, t, before, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+
+	for _, g := range []*v1alpha1.PostgreSQLGrant{plain, set, admin, actas, before} {
+		if err := env.Kube.Delete(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range []*v1alpha1.PostgreSQLGrant{plain, set, admin, actas, before} {
+		env.Gone(ctx, t, g)
+	}
+	if holds(ctx, t, "pg_has_role('mo_plain', 'mshared', 'MEMBER')") || !holds(ctx, t, "pg_has_role('mo_before', 'mshared', 'MEMBER')") {
+		t.Error("deleting the grants did not revoke what they granted, or revoked what was there before")
+	}
+}
+
+// TestTablespaceGrant: CREATE on a tablespace the Instance offers is
+// granted, repaired and revoked like any privilege; on one it does not
+// offer, nothing is read or granted.
+func TestTablespaceGrant(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	for _, ts := range []string{"ts_offered", "ts_other"} {
+		dir, err := env.Postgres.TablespaceDir(ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// CREATE TABLESPACE takes a superuser; a platform gives the
+		// admin the tablespaces it offers, as the owner here.
+		env.SQL(ctx, t, "postgres", fmt.Sprintf("CREATE TABLESPACE %s OWNER %s LOCATION '%s'", ts, postgres.QuoteIdentifier(env.AdminUser()), dir))
+	}
+	sql(ctx, t, "CREATE ROLE tsrole LOGIN")
+	offered := newGrant("ts-offered", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("tsrole"), ObjectType: v1alpha1.GrantObjectTablespace, Tablespace: ptr.To("ts_offered"), Privileges: privileges("ALL"),
+	})
+	other := newGrant("ts-other", v1alpha1.PostgreSQLGrantParameters{
+		Role: ptr.To("tsrole"), ObjectType: v1alpha1.GrantObjectTablespace, Tablespace: ptr.To("ts_other"), Privileges: privileges("CREATE"),
+	})
+	env.Create(ctx, t, offered, other)
+	env.Ready(ctx, t, offered, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	const held = "has_tablespace_privilege('tsrole', 'ts_offered', 'CREATE')"
+	if !holds(ctx, t, held) {
+		t.Fatal("CREATE on the offered tablespace is not held")
+	}
+	if diff := cmp.Diff([]string{"CREATE"}, offered.Status.AtProvider.Privileges); diff != "" {
+		t.Errorf("ALL on a tablespace (-want +got):\n%s", diff)
+	}
+
+	env.Ready(ctx, t, other, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+	for _, want := range []string{"spec.forProvider.tablespace", "rule " + boundary.RuleTablespace, "allowTablespaces"} {
+		if msg := other.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
+			t.Errorf("the refusal %q does not say %q", msg, want)
+		}
+	}
+	if holds(ctx, t, "has_tablespace_privilege('tsrole', 'ts_other', 'CREATE')") {
+		t.Error("CREATE on a tablespace the Instance does not offer was granted")
+	}
+	if other.Status.AtProvider.Privileges != nil {
+		t.Errorf("what the grantee holds on a tablespace not offered was read: %v", other.Status.AtProvider.Privileges)
+	}
+
+	t.Run("DriftRepaired", func(t *testing.T) {
+		sql(ctx, t, "REVOKE CREATE ON TABLESPACE ts_offered FROM tsrole")
+		waitHolds(ctx, t, held, true)
+	})
+
+	for _, g := range []*v1alpha1.PostgreSQLGrant{offered, other} {
+		if err := env.Kube.Delete(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Gone(ctx, t, offered)
+	env.Gone(ctx, t, other)
+	if holds(ctx, t, held) {
+		t.Error("CREATE on the tablespace survived its grant's deletion")
+	}
+	// One at a time: DROP TABLESPACE runs outside a transaction.
+	env.SQL(ctx, t, "postgres", "DROP TABLESPACE ts_offered")
+	env.SQL(ctx, t, "postgres", "DROP TABLESPACE ts_other")
 }
 
 func newDefaults(name string, p v1alpha1.PostgreSQLDefaultPrivilegesParameters) *v1alpha1.PostgreSQLDefaultPrivileges {

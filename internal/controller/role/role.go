@@ -803,6 +803,16 @@ func desired(mg *v1alpha1.PostgreSQLRole, in *v1alpha1.PostgreSQLInstance) postg
 	if a.MemberOf == nil {
 		a.MemberOf = []string{}
 	}
+	if in != nil {
+		// A shared role the policy opens for its privileges, not to act
+		// as it (boundary.Policy.WithholdsSet).
+		policy, version := boundary.PolicyOf(in), in.ServerVersionNum()
+		for _, g := range a.MemberOf {
+			if policy.WithholdsSet(g, version) {
+				a.WithoutSet = append(a.WithoutSet, g)
+			}
+		}
+	}
 	if p.Comment != nil {
 		a.Comment = *p.Comment
 	}

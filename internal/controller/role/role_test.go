@@ -25,6 +25,7 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
@@ -43,7 +44,7 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// Roles these tests make by hand, as a DBA would: shared with the
 	// namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "readers_p", "heir"}},
+	Policy: v1alpha1.InstancePolicy{AllowMembershipOf: []string{"readers", "readers_p", "heir", "shared_s"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })
@@ -1229,5 +1230,61 @@ func TestConnectionSecretWrittenOnce(t *testing.T) {
 	})
 	if err != nil || user != got.Status.AtProvider.Name {
 		t.Errorf("logging in with the Secret written again: user %q, %v; want %q", user, err, got.Status.AtProvider.Name)
+	}
+}
+
+// TestSharedRoleMembershipWithoutSet: memberOf a role the policy opens to
+// every namespace for its privileges gives the role those privileges, not
+// the shared role's name to act under (SET ROLE), on PostgreSQL 16+; SET
+// given back by hand is taken away again at the next poll. 15 cannot
+// withhold SET.
+func TestSharedRoleMembershipWithoutSet(t *testing.T) {
+	suite.Matrix(t)
+	ctx := context.Background()
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE shared_s NOLOGIN")
+	var version int
+	if err := admin(ctx, t).QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	v16 := version >= 160000
+	r := newRole("members", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.MemberOf = []string{"shared_s"} })
+	env.Create(ctx, t, r)
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	name := r.RoleName()
+	if !env.Holds(ctx, t, fmt.Sprintf("pg_has_role('%s', 'shared_s', 'USAGE')", name)) {
+		t.Fatal("the shared role's privileges are not held")
+	}
+	// 15 knows no SET privilege: there MEMBER is what SET ROLE needs.
+	setPriv := "MEMBER"
+	if v16 {
+		setPriv = "SET"
+	}
+	canSet := fmt.Sprintf("pg_has_role('%s', 'shared_s', '%s')", name, setPriv)
+	if got := env.Holds(ctx, t, canSet); got != !v16 {
+		t.Fatalf("the member may SET ROLE shared_s: %t, want %t", got, !v16)
+	}
+	if !v16 {
+		return
+	}
+	// A person gives SET back (the grant is updated in place, as the
+	// admin made it): the next poll takes it away, and only that.
+	env.AdminSQL(ctx, t, "postgres", fmt.Sprintf("GRANT shared_s TO %s WITH SET TRUE", postgres.QuoteIdentifier(name)))
+	if err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		return !env.Holds(ctx, t, canSet), nil
+	}); err != nil {
+		t.Fatalf("SET given back by hand was not taken away: %v", err)
+	}
+	if !env.Holds(ctx, t, fmt.Sprintf("pg_has_role('%s', 'shared_s', 'USAGE')", name)) {
+		t.Error("tightening the membership took the shared role's privileges away")
+	}
+	// And then it stays as it is: nothing more to send.
+	waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	got := &v1alpha1.PostgreSQLRole{}
+	time.Sleep(3 * time.Second)
+	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Status.AtProvider.Plan; p != nil {
+		t.Errorf("a tightened membership still plans statements: %+v", p)
 	}
 }
