@@ -36,11 +36,11 @@ var suite = providertest.Suite(providertest.Options{
 	PollInterval: 2 * time.Second, Instance: "main", Namespaces: []string{ns},
 	// Databases and roles these tests make by hand, as a DBA would:
 	// shared with the namespace by the Instance's policy.
-	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "mgroup_p", "o458", "mshared", "mactas"},
+	Policy: v1alpha1.InstancePolicy{AllowDatabases: []string{"postgres", "dpre", "ddrift"}, AllowMembershipOf: []string{"mgroup", "mgroup_p", "o458", "mshared", "mactas", "mshared_p"},
 		// mgroup may be handed on (TestMembershipGrant's admin option);
 		// mactas may be acted as; mshared is opened for its privileges only.
 		AllowAdminOptionOf: []string{"mgroup"}, AllowSetRoleOf: []string{"mactas"},
-		AllowTablespaces: []string{"ts_offered"}},
+		AllowTablespaces: []string{"ts_offered", "ts_plan"}},
 }, func(e *providertest.Env) {
 	env, main = e, e.Main
 })

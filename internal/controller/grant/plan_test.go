@@ -2,12 +2,14 @@ package grant_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"k8s.io/utils/ptr"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -53,6 +55,27 @@ func TestPlanIsTheTruth(t *testing.T) {
 			},
 			Says: []string{`GRANT "mgroup_p" TO "gp_member"`},
 		},
+	}
+	dir, err := env.Postgres.TablespaceDir("ts_plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.SQL(ctx, t, "postgres", fmt.Sprintf("CREATE TABLESPACE ts_plan OWNER %s LOCATION '%s'", postgres.QuoteIdentifier(env.AdminUser()), dir))
+	sql(ctx, t, "CREATE ROLE gp_space; CREATE ROLE gp_shared; CREATE ROLE mshared_p")
+	cases["gp_space"] = providertest.PlanCase[*v1alpha1.PostgreSQLGrant]{
+		Change: func(g *v1alpha1.PostgreSQLGrant) {
+			g.Spec.ForProvider = v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("gp_space"), ObjectType: v1alpha1.GrantObjectTablespace, Tablespace: ptr.To("ts_plan"), Privileges: []v1alpha1.Privilege{"ALL"}}
+		},
+		Says: []string{`GRANT CREATE ON TABLESPACE "ts_plan" TO "gp_space"`},
+	}
+	if serverVersion(ctx, t) >= 160000 {
+		// A role shared for its privileges: the plan shows SET withheld.
+		cases["gp_shared"] = providertest.PlanCase[*v1alpha1.PostgreSQLGrant]{
+			Change: func(g *v1alpha1.PostgreSQLGrant) {
+				g.Spec.ForProvider = v1alpha1.PostgreSQLGrantParameters{Role: ptr.To("gp_shared"), ObjectType: v1alpha1.GrantObjectMembership, MemberOf: ptr.To("mshared_p")}
+			},
+			Says: []string{`GRANT "mshared_p" TO "gp_shared" WITH SET FALSE`},
+		}
 	}
 	providertest.PlanCases(ctx, t, env, cases, func(role string) (*v1alpha1.PostgreSQLGrant, string) {
 		return newGrant(strings.ReplaceAll("plan-"+role, "_", "-"), v1alpha1.PostgreSQLGrantParameters{}), role
