@@ -471,15 +471,16 @@ type InstancePolicy struct {
 	// pg_read_all_data for a reporting namespace, or a shared read-only
 	// role.
 	//
-	// What such a membership carries is the role's privileges (INHERIT).
-	// On PostgreSQL 16 and newer it does not let the member act as the
-	// role (SET ROLE: create objects the role owns, hand objects to it)
-	// unless allowSetRoleOf names the role too, nor hand the role on
-	// (ADMIN OPTION) unless allowAdminOptionOf does: the provider grants it
-	// WITH SET FALSE, tightens an existing membership it granted to that,
-	// and refuses set: true and withAdminOption: true. PostgreSQL 15 and
-	// older cannot withhold SET ROLE from a member: there, listing a role
-	// here lets its members act as it.
+	// What such a membership carries is the role's privileges (INHERIT),
+	// for every namespace, the role's own included. On PostgreSQL 16 and
+	// newer it does not let the member act as the role (SET ROLE: create
+	// objects the role owns, hand objects to it) unless allowSetRoleOf
+	// names the role too, nor hand the role on (ADMIN OPTION) unless
+	// allowAdminOptionOf does: the provider grants a new membership WITH
+	// SET FALSE and refuses set: true and withAdminOption: true. A
+	// membership that exists keeps its options. PostgreSQL 15 and older
+	// cannot withhold SET ROLE from a member: there, listing a role here
+	// lets its members act as it.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63

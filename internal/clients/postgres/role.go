@@ -31,9 +31,9 @@ type RoleAttributes struct {
 	// MemberOf lists the roles this role is a member of, sorted.
 	MemberOf []string
 	// WithoutSet lists the roles of MemberOf whose membership must not
-	// let this role act as them (WITH SET FALSE, PostgreSQL 16+): they are
-	// granted so, and a membership the admin granted with SET is
-	// tightened. Wanted only; never observed.
+	// let this role act as them: a new membership of them is granted WITH
+	// SET FALSE (PostgreSQL 16+). One that exists keeps the options it
+	// has. Wanted only; never observed.
 	WithoutSet []string
 	// Comment is the role's comment without the provider's marker.
 	Comment string
@@ -57,11 +57,6 @@ type ObservedRole struct {
 	// VerifierRead.
 	Verifier     string
 	VerifierRead bool
-	// SetOf lists the roles of MemberOf whose membership, as the admin
-	// granted it, lets this role act as them (SET, PostgreSQL 16+; empty
-	// before 16, where every membership does). Grants by other grantors
-	// are not the admin's to change and are not counted.
-	SetOf []string
 }
 
 // roleColumnsSQL are the columns of a role r (all NULL-safe, for a role
@@ -84,12 +79,6 @@ const roleColumnsSQL = `r.oid IS NOT NULL,
        coalesce(pg_catalog.shobj_description(r.oid, 'pg_authid'), ''),
        ARRAY(SELECT g.rolname::pg_catalog.text FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
               WHERE m.member = r.oid AND m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(%[2]s))::pg_catalog.oid ORDER BY 1),
-       ARRAY(SELECT DISTINCT g.rolname::pg_catalog.text FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid
-              WHERE m.member = r.oid AND m.member = pg_catalog.to_regrole(pg_catalog.quote_ident(%[2]s))::pg_catalog.oid
-                AND coalesce((pg_catalog.to_jsonb(m) ->> 'set_option')::pg_catalog.bool, false)
-                AND (m.grantor = (SELECT a.oid FROM pg_catalog.pg_roles a WHERE a.rolname = current_user)
-                     OR m.grantor = 10 AND (SELECT a.rolsuper FROM pg_catalog.pg_roles a WHERE a.rolname = current_user))
-              ORDER BY 1),
        %[1]s`
 
 const (
@@ -123,7 +112,7 @@ type roleScan struct {
 func (s *roleScan) dest() []any {
 	o := &s.o
 	return []any{&s.exists, &o.Login, &o.Inherit, &o.CreateDB, &o.CreateRole, &o.Replication,
-		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &s.validUntil, &s.config, &s.comment, &o.MemberOf, &o.SetOf, &s.verifier}
+		&o.BypassRLS, &o.Superuser, &o.ConnectionLimit, &s.validUntil, &s.config, &s.comment, &o.MemberOf, &s.verifier}
 }
 
 // role returns the scanned role, nil when it does not exist.
@@ -249,11 +238,7 @@ func UpdateRoleStatements(name string, want RoleAttributes, got ObservedRole, ma
 		}
 	}
 	for _, g := range want.MemberOf {
-		switch {
-		case !slices.Contains(got.MemberOf, g):
-			stmts = append(stmts, grantMembership(g, id, want.WithoutSet))
-		case slices.Contains(want.WithoutSet, g) && slices.Contains(got.SetOf, g):
-			// Granting again with the option changes it (16+).
+		if !slices.Contains(got.MemberOf, g) {
 			stmts = append(stmts, grantMembership(g, id, want.WithoutSet))
 		}
 	}

@@ -511,7 +511,7 @@ func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQ
 		return managed.ExternalObservation{ResourceExists: got.Member && (ap.AppliedMembership || ap.AppliedGrantOption && got.Admin)}, nil
 	}
 	found := drift.Fields{"member": strconv.FormatBool(got.Member), "withAdminOption": strconv.FormatBool(got.Admin)}
-	want := e.wantMembership(mg, got.ServerVersion)
+	want := e.wantMembership(mg, got)
 	o.stmts, err = postgres.MembershipStatements(ap.Role, ap.MemberOf, want, got.Membership, ap.AppliedGrantOption, got.ServerVersion)
 	if err != nil {
 		// Observed read-only, the membership is still reported.
@@ -547,15 +547,16 @@ func (e *external) observeMembership(ctx context.Context, mg *v1alpha1.PostgreSQ
 	return managed.ExternalObservation{ResourceExists: got.Member, ResourceUpToDate: len(o.stmts) == 0}, nil
 }
 
-// wantMembership is the membership mg asks for on a server of the given
-// version. A role the policy shares with every namespace is joined for its
-// privileges, not its name to act under: SET left to the server is
-// withheld where it can be, and an existing membership that carries it is
-// tightened (boundary.Policy.WithholdsSet).
-func (e *external) wantMembership(mg *v1alpha1.PostgreSQLGrant, version int) postgres.Membership {
+// wantMembership is the membership mg asks for, given the one observed. A
+// role the policy shares with every namespace is joined for its
+// privileges, not its name to act under: a new membership that leaves SET
+// to the server is granted without it where the server can withhold it
+// (boundary.Policy.WithholdsSet). One that exists keeps its options: an
+// adopted server's plans stay empty, and SET on it was someone's choice.
+func (e *external) wantMembership(mg *v1alpha1.PostgreSQLGrant, got *postgres.ObservedMembership) postgres.Membership {
 	p := mg.Spec.ForProvider
 	want := postgres.Membership{Member: true, Admin: p.WithAdminOption != nil && *p.WithAdminOption, Inherit: p.Inherit, Set: p.Set}
-	if want.Set == nil && boundary.PolicyOf(e.conn.Instance).WithholdsSet(mg.Status.AtProvider.MemberOf, version) {
+	if want.Set == nil && !got.Member && boundary.PolicyOf(e.conn.Instance).WithholdsSet(mg.Status.AtProvider.MemberOf, got.ServerVersion) {
 		want.Set = ptr.To(false)
 	}
 	return want

@@ -47,13 +47,13 @@ type group struct {
 // CREATEROLE, REPLICATION, BYPASSRLS, SUPERUSER, connection limit, valid
 // until, settings, comment, memberships, verifier.
 func (g *group) row() fakedb.Answer {
-	r := []any{roleSystem, false, false, false, false, false, false, false, false, int32(-1), pgtype.Timestamptz{}, []string{}, "", []string{}, []string{}, nil}
+	r := []any{roleSystem, false, false, false, false, false, false, false, false, int32(-1), pgtype.Timestamptz{}, []string{}, "", []string{}, nil}
 	if g != nil {
 		m := g.memberOf
 		if m == nil {
 			m = []string{}
 		}
-		r = []any{roleSystem, true, false, g.inherit, false, false, false, false, g.superuser, g.connLimit, pgtype.Timestamptz{}, []string{}, g.comment, m, []string{}, nil}
+		r = []any{roleSystem, true, false, g.inherit, false, false, false, false, g.superuser, g.connLimit, pgtype.Timestamptz{}, []string{}, g.comment, m, nil}
 	}
 	return fakedb.Answer{Match: "LEFT JOIN pg_catalog.pg_roles r ON r.rolname = $1", Rows: [][]any{r}}
 }
