@@ -63,6 +63,19 @@ func waitHolds(ctx context.Context, t *testing.T, check string, want bool) {
 	}
 }
 
+// refused waits until g is PolicyRefused and checks that the refusal says
+// each of want (the field, the rule, how the platform allows it).
+func refused(ctx context.Context, t *testing.T, g *v1alpha1.PostgreSQLGrant, want ...string) {
+	t.Helper()
+	env.Ready(ctx, t, g, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
+	msg := g.GetCondition(xpv2.TypeReady).Message
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the refusal %q does not say %q", msg, w)
+		}
+	}
+}
+
 func update[T client.Object](ctx context.Context, t *testing.T, obj T, mutate func(T)) {
 	providertest.Update(ctx, t, env, obj, mutate)
 }
@@ -437,12 +450,7 @@ func TestMembershipOptionsOfASharedRole(t *testing.T) {
 
 	// Handing the shared role on is refused on every version, before
 	// anything is sent.
-	env.Ready(ctx, t, admin, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
-	for _, want := range []string{"spec.forProvider.withAdminOption", "rule " + boundary.RuleMembershipOption, "allowAdminOptionOf"} {
-		if msg := admin.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
-			t.Errorf("the refusal %q does not say %q", msg, want)
-		}
-	}
+	refused(ctx, t, admin, "spec.forProvider.withAdminOption", "rule "+boundary.RuleMembershipOption, "allowAdminOptionOf")
 	if holds(ctx, t, "pg_has_role('mo_admin', 'mshared', 'MEMBER')") {
 		t.Error("a refused membership was granted")
 	}
@@ -450,12 +458,7 @@ func TestMembershipOptionsOfASharedRole(t *testing.T) {
 	if v16 {
 		// Acting as the shared role is refused; acting as a role the
 		// policy allows it for is granted.
-		env.Ready(ctx, t, set, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
-		for _, want := range []string{"spec.forProvider.set", "allowSetRoleOf"} {
-			if msg := set.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
-				t.Errorf("the refusal %q does not say %q", msg, want)
-			}
-		}
+		refused(ctx, t, set, "spec.forProvider.set", "allowSetRoleOf")
 		if holds(ctx, t, "pg_has_role('mo_set', 'mshared', 'MEMBER')") {
 			t.Error("a refused membership was granted")
 		}
@@ -524,12 +527,7 @@ func TestTablespaceGrant(t *testing.T) {
 		t.Errorf("ALL on a tablespace (-want +got):\n%s", diff)
 	}
 
-	env.Ready(ctx, t, other, corev1.ConditionFalse, v1alpha1.ReasonPolicyRefused)
-	for _, want := range []string{"spec.forProvider.tablespace", "rule " + boundary.RuleTablespace, "allowTablespaces"} {
-		if msg := other.GetCondition(xpv2.TypeReady).Message; !strings.Contains(msg, want) {
-			t.Errorf("the refusal %q does not say %q", msg, want)
-		}
-	}
+	refused(ctx, t, other, "spec.forProvider.tablespace", "rule "+boundary.RuleTablespace, "allowTablespaces")
 	if holds(ctx, t, "has_tablespace_privilege('tsrole', 'ts_other', 'CREATE')") {
 		t.Error("CREATE on a tablespace the Instance does not offer was granted")
 	}
