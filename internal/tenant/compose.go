@@ -89,6 +89,9 @@ type Spec struct {
 	// RotateCredentials, when set, asks for a rotation each time it
 	// changes (the login role's rotate-password annotation).
 	RotateCredentials string
+	// Authentication is how the login role logs in: "" or Password, or
+	// Certificate.
+	Authentication string
 	// ClaimNamespace and ClaimName come from spec.claimRef, or, for a
 	// namespaced Tenant, its own metadata.
 	ClaimNamespace string
@@ -240,7 +243,12 @@ func Access(s Spec, o Options, d v1alpha1.BoundDatabase, seen Seen, now time.Tim
 			},
 		},
 	}
-	if o.CredentialRotation != nil {
+	switch {
+	case s.Authentication == string(v1alpha1.AuthenticationCertificate):
+		// Renewed before it expires: the platform's password rotation
+		// does not apply to a role without a password.
+		role.Spec.ForProvider.Authentication = v1alpha1.AuthenticationCertificate
+	case o.CredentialRotation != nil:
 		role.Spec.PasswordRotation = o.CredentialRotation.DeepCopy()
 	}
 	if s.RotateCredentials != "" {

@@ -87,6 +87,8 @@ func TestAccess(t *testing.T) {
 		status   Status
 		rotation *v1alpha1.PasswordRotation
 		rotate   string
+		// authentication is the login role's forProvider.authentication.
+		authentication v1alpha1.RoleAuthentication
 	}{
 		"Defaults": {
 			reason: "Names default to the claim's; the Secret to <instance>-<claim>-postgresql.",
@@ -109,6 +111,21 @@ func TestAccess(t *testing.T) {
 				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
 			},
 			rotate: "2026-12-01",
+		},
+		"CertificateLeavesPasswordRotationOut": {
+			reason: "A certificate login has no password to rotate: it is renewed before it expires, and rotateCredentials still asks for a new one now.",
+			spec:   Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "reports", RotateCredentials: "2026-12-01", Authentication: "Certificate"},
+			opts: Options{CredentialRotation: &v1alpha1.PasswordRotation{
+				Mode: v1alpha1.RotationAlternating, Schedule: "@weekly", GracePeriod: &metav1.Duration{Duration: time.Hour},
+			}},
+			status:         Status{Instance: "main", DatabaseRef: ref, Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql", Delivery: DeliverySecret},
+			rotate:         "2026-12-01",
+			authentication: v1alpha1.AuthenticationCertificate,
+		},
+		"PasswordIsTheDefault": {
+			reason: "authentication Password is what the claim gets without it.",
+			spec:   Spec{InstanceRef: "main", ClaimNamespace: "shop", ClaimName: "reports", Authentication: "Password"},
+			status: Status{Instance: "main", DatabaseRef: ref, Database: "legacy_db", LoginRole: "reports", SecretName: "main-reports-postgresql", Delivery: DeliverySecret},
 		},
 	}
 	for name, tc := range cases {
@@ -143,6 +160,9 @@ func TestAccess(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.rotation, login.Spec.PasswordRotation); diff != "" {
 				t.Errorf("%s\npasswordRotation (-want +got):\n%s", tc.reason, diff)
+			}
+			if p.Authentication != tc.authentication {
+				t.Errorf("%s\nforProvider.authentication %q, want %q", tc.reason, p.Authentication, tc.authentication)
 			}
 			if got := login.GetAnnotations()[v1alpha1.AnnotationRotatePassword]; got != tc.rotate {
 				t.Errorf("%s\nrotate-password annotation %q, want %q", tc.reason, got, tc.rotate)

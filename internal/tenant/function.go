@@ -210,6 +210,7 @@ func specOf(xr map[string]any) (Spec, error) {
 		InstanceRef: str("spec", "instanceRef", "name"), DatabaseRef: str("spec", "databaseRef", "name"),
 		Database: str("spec", "database"), LoginRole: str("spec", "loginRole"), SecretName: str("spec", "secretName"),
 		RotateCredentials: str("spec", "rotateCredentials"),
+		Authentication:    str("spec", "authentication"),
 		ClaimNamespace:    str("spec", "claimRef", "namespace"), ClaimName: str("spec", "claimRef", "name"),
 	}
 	// A namespaced Tenant (Crossplane v2) is its own claim: it has no

@@ -277,3 +277,38 @@ func TestRunFunctionMovesToTheVault(t *testing.T) {
 		t.Errorf("grace period over, ExternalSecret synced: Secret %t, ExternalSecret %q, status %v; want the ExternalSecret owning the Secret", toSecret, policy, st)
 	}
 }
+
+// TestSpecOf: what a claim's composite (or a namespaced Tenant) asks for
+// is read from its spec, the tenant's choice of login included.
+func TestSpecOf(t *testing.T) {
+	cases := map[string]struct {
+		xr   map[string]any
+		want Spec
+	}{
+		"Claim": {
+			xr: map[string]any{"spec": map[string]any{
+				"instanceRef": map[string]any{"name": "main"}, "loginRole": "app", "rotateCredentials": "r1", "authentication": "Certificate",
+				"claimRef": map[string]any{"namespace": "shop", "name": "orders"},
+			}},
+			want: Spec{InstanceRef: "main", LoginRole: "app", RotateCredentials: "r1", Authentication: "Certificate", ClaimNamespace: "shop", ClaimName: "orders"},
+		},
+		"NamespacedTenant": {
+			xr: map[string]any{
+				"metadata": map[string]any{"namespace": "shop", "name": "orders"},
+				"spec":     map[string]any{"databaseRef": map[string]any{"name": "legacy"}},
+			},
+			want: Spec{DatabaseRef: "legacy", ClaimNamespace: "shop", ClaimName: "orders"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := specOf(tc.xr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("specOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

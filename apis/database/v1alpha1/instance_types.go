@@ -167,6 +167,28 @@ type AdminCredentialReference struct {
 	PasswordKey string `json:"passwordKey,omitempty"`
 }
 
+// LabelClientCertificateAuthority marks a Secret of the provider's
+// namespace that may serve as an Instance's client certificate authority.
+// Only Secrets carrying it with the value "true" are read, for the reason
+// LabelAdminCredential gives: whoever may create an Instance can never
+// have the provider sign with a key that was not offered for it.
+const LabelClientCertificateAuthority = "database.ayatori.ddupan.top/client-certificate-authority"
+
+// ClientCertificateAuthorityReference names the Secret, in the provider's
+// own namespace, holding the CA that signs client certificates: its
+// certificate and private key in PEM, under tls.crt and tls.key (a
+// kubernetes.io/tls Secret, such as cert-manager writes for a CA
+// Certificate). The provider only reads it.
+type ClientCertificateAuthorityReference struct {
+	// Name of the Secret in the provider's namespace. The Secret must opt
+	// in with the label
+	// database.ayatori.ddupan.top/client-certificate-authority: "true";
+	// any other Secret is refused and nothing is signed.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
 // CABundleKind is the kind of object a CA bundle is read from.
 // +kubebuilder:validation:Enum=Secret;ConfigMap
 type CABundleKind string
@@ -327,6 +349,17 @@ type PostgreSQLInstanceSpec struct {
 	// then behaves as verify-ca, as in libpq).
 	// +optional
 	CABundleRef *CABundleReference `json:"caBundleRef,omitempty"`
+
+	// ClientCertificateAuthorityRef offers client-certificate logins on
+	// this server: it names the CA, a Secret of the provider's namespace,
+	// that signs the certificate of every role asking for
+	// forProvider.authentication Certificate. The server must trust that
+	// CA (ssl_ca_file) and its pg_hba.conf must ask those roles for a
+	// certificate (a hostssl line with method cert): docs/credentials.md
+	// shows both. Absent, no role of this Instance may log in with a
+	// certificate.
+	// +optional
+	ClientCertificateAuthorityRef *ClientCertificateAuthorityReference `json:"clientCertificateAuthorityRef,omitempty"`
 
 	// NamespaceSelector limits which namespaces may use this Instance for
 	// new work. A resource in a namespace it does not select gets a Synced

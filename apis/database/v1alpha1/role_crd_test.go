@@ -254,3 +254,121 @@ func TestVaultDeliveryValidation(t *testing.T) {
 		t.Errorf("defaults: mount %q, pathPrefix %q, deletionPolicy %q; want secret, postgresql, Delete", cv.Mount, cv.PathPrefix, cv.DeletionPolicy)
 	}
 }
+
+func validCertificateRole(name string) *v1alpha1.PostgreSQLRole {
+	return &v1alpha1.PostgreSQLRole{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: v1alpha1.PostgreSQLRoleSpec{
+			InstanceRef:                      v1alpha1.InstanceReference{Name: "main"},
+			ForProvider:                      v1alpha1.PostgreSQLRoleParameters{Login: ptr.To(true), Authentication: v1alpha1.AuthenticationCertificate},
+			WriteConnectionSecretToReference: &xpv2.LocalSecretReference{Name: name + "-conn"},
+			ClientCertificate: &v1alpha1.ClientCertificate{
+				Duration: &metav1.Duration{Duration: 24 * time.Hour}, RenewBefore: &metav1.Duration{Duration: 8 * time.Hour}, MountPath: "/creds",
+			},
+		},
+	}
+}
+
+// TestRoleCertificateValidation: a certificate login is refused at
+// admission where it would have no certificate to deliver, a password
+// the spec also asks for, or lifetimes that cannot work.
+func TestRoleCertificateValidation(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	ok := validCertificateRole("certificateok")
+	if err := kube.Create(ctx, ok); err != nil {
+		t.Fatalf("a valid certificate login: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, ok) })
+	d := func(s string) *metav1.Duration {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &metav1.Duration{Duration: v}
+	}
+	const needs = "forProvider.authentication Certificate needs forProvider.login true and writeConnectionSecretToRef or writeConnectionDetailsToVault"
+	cases := map[string]struct {
+		reason string
+		mutate func(*v1alpha1.PostgreSQLRole)
+		want   []string
+	}{
+		"WithoutLogin": {
+			reason: "Only a login logs in.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(false) },
+			want:   []string{needs},
+		},
+		"NowhereToDeliver": {
+			reason: "A certificate nobody can read is never issued.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.WriteConnectionSecretToReference = nil },
+			want:   []string{needs},
+		},
+		"WithAPasswordSecret": {
+			reason: "A certificate login has no password.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.PasswordSecretRef = &v1alpha1.SecretKeyReference{Name: "pw", Key: "password"}
+			},
+			want: []string{needs},
+		},
+		"WithValidUntil": {
+			reason: "VALID UNTIL binds passwords only: it would mislead.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ForProvider.ValidUntil = &metav1.Time{Time: time.Now().Add(time.Hour)}
+			},
+			want: []string{needs},
+		},
+		"WithPasswordRotation": {
+			reason: "Certificates are renewed by clientCertificate.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.PasswordRotation = &v1alpha1.PasswordRotation{Mode: v1alpha1.RotationInPlace, MaxAge: d("24h")}
+			},
+			want: []string{needs},
+		},
+		"ClientCertificateForAPassword": {
+			reason: "Certificate settings mean nothing to a password login.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Authentication = v1alpha1.AuthenticationPassword },
+			want:   []string{"clientCertificate needs forProvider.authentication Certificate"},
+		},
+		"DurationTooShort": {
+			reason: "A certificate valid for seconds would be renewed all the time.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ClientCertificate.Duration, r.Spec.ClientCertificate.RenewBefore = d("30s"), d("10s")
+			},
+			want: []string{"duration must be at least 1m"},
+		},
+		"RenewBeforeNotShorterThanDuration": {
+			reason: "The next certificate would be due as soon as it is issued.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ClientCertificate.RenewBefore = d("24h") },
+			want:   []string{"renewBefore must be shorter than duration"},
+		},
+		"RenewBeforeNotShorterThanTheDefaultDuration": {
+			reason: "The same against the default of 90 days.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.ClientCertificate.Duration, r.Spec.ClientCertificate.RenewBefore = nil, d("2200h")
+			},
+			want: []string{"renewBefore must be shorter than duration (default 2160h)"},
+		},
+		"RenewBeforeTooShort": {
+			reason: "Clients need time to read the next certificate.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ClientCertificate.RenewBefore = d("1s") },
+			want:   []string{"renewBefore must be at least 10s"},
+		},
+		"RelativeMountPath": {
+			reason: "libpq resolves a relative sslcert against the client's working directory.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ClientCertificate.MountPath = "creds" },
+			want:   []string{"spec.clientCertificate.mountPath", "should match"},
+		},
+		"UnknownMethod": {
+			reason: "Two methods.",
+			mutate: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Authentication = "Kerberos" },
+			want:   []string{"spec.forProvider.authentication", "Unsupported value"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := validCertificateRole(strings.ToLower(name))
+			tc.mutate(r)
+			rejects(t, r, tc.reason, tc.want...)
+		})
+	}
+}

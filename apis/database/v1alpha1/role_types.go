@@ -106,6 +106,68 @@ type PostgreSQLRoleParameters struct {
 	// the Secret is applied at the next reconcile.
 	// +optional
 	PasswordSecretRef *SecretKeyReference `json:"passwordSecretRef,omitempty"`
+
+	// Authentication is how a login role proves who it is: Password (the
+	// default: a password, generated or from passwordSecretRef) or
+	// Certificate (a TLS client certificate the provider issues from the
+	// Instance's spec.clientCertificateAuthorityRef, whose common name is
+	// the role's name; the role has no password, so no password of it can
+	// leak). Certificate needs login, a connection Secret or vault path to
+	// deliver to, and none of passwordSecretRef, validUntil (which only
+	// passwords obey) and passwordRotation: the certificate is renewed before it expires (spec.clientCertificate).
+	// Changing Certificate to Password gives the role a generated password;
+	// a certificate already delivered works until it expires.
+	// +kubebuilder:validation:Enum=Password;Certificate
+	// +optional
+	Authentication RoleAuthentication `json:"authentication,omitempty"`
+}
+
+// RoleAuthentication is how a login role logs in.
+type RoleAuthentication string
+
+// Authentication methods of a role.
+const (
+	AuthenticationPassword    RoleAuthentication = "Password"
+	AuthenticationCertificate RoleAuthentication = "Certificate"
+)
+
+// DefaultCertificateMountPath is where a client mounts a role's connection
+// Secret, unless spec.clientCertificate.mountPath says otherwise.
+const DefaultCertificateMountPath = "/etc/postgresql-credentials"
+
+// ClientCertificate says how long a role's client certificates are valid,
+// when the next one is issued, and where clients find its files.
+// +kubebuilder:validation:XValidation:rule="!has(self.duration) || duration(self.duration) >= duration('1m')",message="duration must be at least 1m"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) < duration(has(self.duration) ? self.duration : '2160h')",message="renewBefore must be shorter than duration (default 2160h): the new certificate is issued that long before the current one expires"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) >= duration('10s')",message="renewBefore must be at least 10s: clients need time to read the new certificate"
+type ClientCertificate struct {
+	// Duration is how long each certificate is valid (a Go duration; at
+	// least 1m). Defaults to 2160h (90 days).
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// RenewBefore is how long before a certificate expires the next one is
+	// issued and delivered: the grace during which clients still holding
+	// the previous one go on logging in while they read the new one.
+	// Defaults to a third of duration.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+
+	// MountPath is the folder where clients mount the connection Secret
+	// (or the vault's copy of it): the uri's sslcert and sslkey, and the
+	// jdbc-url's, name files there. libpq refuses a key file readable by
+	// others: mount the Secret with defaultMode 0600 (0640 with a group
+	// the client runs as). Defaults to /etc/postgresql-credentials.
+	// +kubebuilder:validation:Pattern=`^/[^?&#%]*$`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	MountPath string `json:"mountPath,omitempty"`
 }
 
 // SecretKeyReference names a key of a Secret in the resource's namespace.
@@ -222,6 +284,8 @@ type PasswordRotation struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || (!has(self.passwordRotation.maxAge) && !has(self.passwordRotation.schedule)) || !has(self.forProvider.passwordSecretRef)",message="passwordRotation maxAge and schedule rotate generated passwords: remove them, or forProvider.passwordSecretRef"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.passwordRotation) || oldSelf.passwordRotation.mode != 'Alternating' || (has(self.passwordRotation) && self.passwordRotation.mode == 'Alternating')",message="passwordRotation mode Alternating cannot be turned back to InPlace: clients may hold the login roles' credentials"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordRotation) || self.passwordRotation.mode != 'Alternating' || !has(self.forProvider.name) || size(self.forProvider.name) <= 61",message="passwordRotation mode Alternating needs a role name of at most 61 characters: the login roles are <name>_a and <name>_b"
+// +kubebuilder:validation:XValidation:rule="!has(self.forProvider.authentication) || self.forProvider.authentication != 'Certificate' || (has(self.forProvider.login) && self.forProvider.login && (has(self.writeConnectionSecretToRef) || has(self.writeConnectionDetailsToVault)) && !has(self.forProvider.passwordSecretRef) && !has(self.forProvider.validUntil) && !has(self.passwordRotation))",message="forProvider.authentication Certificate needs forProvider.login true and writeConnectionSecretToRef or writeConnectionDetailsToVault, without forProvider.passwordSecretRef, forProvider.validUntil or passwordRotation: the role has no password, and its certificate expires and is renewed as clientCertificate says"
+// +kubebuilder:validation:XValidation:rule="!has(self.clientCertificate) || (has(self.forProvider.authentication) && self.forProvider.authentication == 'Certificate')",message="clientCertificate needs forProvider.authentication Certificate"
 type PostgreSQLRoleSpec struct {
 	// ManagementPolicies say what the provider may do. The default leaves
 	// out Delete: deleting the PostgreSQLRole keeps the role in PostgreSQL.
@@ -299,6 +363,12 @@ type PostgreSQLRoleSpec struct {
 	// password changes only when the rotate-password annotation does.
 	// +optional
 	PasswordRotation *PasswordRotation `json:"passwordRotation,omitempty"`
+
+	// ClientCertificate, for a role with forProvider.authentication
+	// Certificate, sets its certificates' lifetime, renewal and the
+	// folder clients mount them in. Defaults apply when it is absent.
+	// +optional
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
 }
 
 // PostgreSQLRoleObservation is the role as last observed.
@@ -412,6 +482,31 @@ type CredentialObservation struct {
 	// last observed.
 	// +optional
 	PreviousSessions int32 `json:"previousSessions,omitempty"`
+
+	// Certificate is the client certificate delivered, for a role with
+	// forProvider.authentication Certificate. Its key is only in the
+	// connection Secret or vault path.
+	// +optional
+	Certificate *CertificateObservation `json:"certificate,omitempty"`
+	// PasswordRemoved: the role's password was removed (PASSWORD NULL)
+	// when it took Certificate authentication, so that no password of it
+	// logs in.
+	// +optional
+	PasswordRemoved bool `json:"passwordRemoved,omitempty"`
+}
+
+// CertificateObservation describes the client certificate delivered.
+type CertificateObservation struct {
+	// SerialNumber of the certificate, in hexadecimal.
+	SerialNumber string `json:"serialNumber"`
+	// NotAfter is when the certificate expires: the server refuses it
+	// from then on.
+	NotAfter metav1.Time `json:"notAfter"`
+	// RenewAt is when the next certificate is issued and delivered.
+	RenewAt metav1.Time `json:"renewAt"`
+	// Issuer is the subject of the CA that signed it.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // A PostgreSQLRoleStatus represents the observed state of a PostgreSQLRole.

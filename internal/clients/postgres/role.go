@@ -269,6 +269,12 @@ func SetPasswordStatement(name, verifier string) string {
 	return "ALTER ROLE " + QuoteIdentifier(name) + " PASSWORD " + QuoteLiteral(verifier)
 }
 
+// RemovePasswordStatement returns the statement that leaves a role with no
+// password: no password login of it succeeds, whatever pg_hba.conf asks.
+func RemovePasswordStatement(name string) string {
+	return "ALTER ROLE " + QuoteIdentifier(name) + " PASSWORD NULL"
+}
+
 // ReassignOwnedStatements returns the statements that hand what role owns in
 // the current database to heir, then revoke its remaining privileges.
 func ReassignOwnedStatements(role, heir string) []string {

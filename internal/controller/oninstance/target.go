@@ -93,14 +93,21 @@ func adminCredentials(ctx context.Context, kube client.Reader, namespace string,
 // adminSecret reads the Secret name of the provider's namespace, which
 // must have opted in as an admin credential; what says what it is for.
 func adminSecret(ctx context.Context, kube client.Reader, namespace, name, what string) (*corev1.Secret, error) {
+	return OptedInSecret(ctx, kube, namespace, name, what, v1alpha1.LabelAdminCredential, "an admin credential",
+		"so that no other Secret of the namespace can be sent to a server; nothing was sent")
+}
+
+// OptedInSecret reads the Secret name of the provider's namespace, which
+// must carry label with the value "true" (it opted in as role, for the
+// reason why); what says what it is read for.
+func OptedInSecret(ctx context.Context, kube client.Reader, namespace, name, what, label, role, why string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
 	if err := kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, s); err != nil {
 		return nil, errors.Wrapf(err, "cannot read the %s Secret %s/%s", what, namespace, name)
 	}
-	if s.GetLabels()[v1alpha1.LabelAdminCredential] != "true" {
-		return nil, errors.Errorf("the Secret %s/%s has not opted in as an admin credential: label it %s=true if it is meant for this Instance. "+
-			"Only Secrets that opt in are read, so that no other Secret of the namespace can be sent to a server; nothing was sent",
-			namespace, name, v1alpha1.LabelAdminCredential)
+	if s.GetLabels()[label] != "true" {
+		return nil, errors.Errorf("the Secret %s/%s has not opted in as %s: label it %s=true if it is meant for this Instance. "+
+			"Only Secrets that opt in are read, %s", namespace, name, role, label, why)
 	}
 	return s, nil
 }

@@ -70,6 +70,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	// admin Secrets are: once per version.
 	vaults := credential.NewVaults(kube, c.InstanceSecrets, c.Namespace, kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile))
 	passwords := &credential.Verified{}
+	authorities := credential.NewAuthorities(c.InstanceSecrets, c.Namespace)
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-			return &external{kube: secrets, pools: c.Pools, conn: conn, delivery: sinks.Reconcile(), verified: passwords, events: recorder, whose: whose, drift: drifts}
+			return &external{kube: secrets, pools: c.Pools, conn: conn, delivery: sinks.Reconcile(), verified: passwords, authorities: authorities, events: recorder, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
@@ -182,7 +183,9 @@ type external struct {
 	// role's credential goes.
 	delivery *credential.Delivery
 	verified *credential.Verified
-	events   event.Recorder
+	// authorities sign the certificates of roles that log in with one.
+	authorities *credential.Authorities
+	events      event.Recorder
 	// whose tells whose another resource's ownership marker is (Foreign).
 	whose boundary.Lookup
 	// drift reports changes made to the role on the server.
@@ -255,6 +258,10 @@ func (e *external) observe(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (ma
 // Secret already (see password), so that the Secret is written once with
 // everything in it.
 func (e *external) absent(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (managed.ExternalObservation, error) {
+	if credential.Certificate(mg) {
+		// Its certificate is issued once the role exists (create).
+		return managed.ExternalObservation{}, nil
+	}
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, errPassword)
@@ -469,6 +476,9 @@ func (e *external) observeDrift(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 			return managed.ExternalObservation{}, err
 		}
 	}
+	if credential.Certificate(mg) {
+		return e.observeCertificateRole(ctx, mg, got, stmts)
+	}
 	if exp := got.ValidUntil; credential.Login(mg) && exp != nil && !exp.After(time.Now()) {
 		// The server refuses every login now, the right password included:
 		// checking it by logging in would fail and re-set it every poll.
@@ -531,6 +541,9 @@ func (e *external) create(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		pending.Sent(mg, &mg.Status.AtProvider.Plan)
 		return managed.ExternalCreation{}, nil
 	}
+	if credential.Certificate(mg) {
+		return e.createCertificateRole(ctx, mg)
+	}
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrap(err, errPassword)
@@ -562,6 +575,9 @@ func (e *external) update(ctx context.Context, mg *v1alpha1.PostgreSQLRole) (man
 		return managed.ExternalUpdate{}, errors.Wrap(errors.Join(err, errors.New(errRoleGone)), errObserve)
 	}
 	stmts := postgres.UpdateRoleStatements(name, desired(mg, e.conn.Instance), scoped(mg, *got), e.mark(mg))
+	if credential.Certificate(mg) {
+		return e.updateCertificateRole(ctx, mg, got, stmts)
+	}
 	pw, err := e.password(ctx, mg, true)
 	if err != nil {
 		return managed.ExternalUpdate{}, errors.Wrap(err, errPassword)

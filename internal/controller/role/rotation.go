@@ -75,8 +75,8 @@ func gracePeriod(mg *v1alpha1.PostgreSQLRole) time.Duration {
 }
 
 // wakeAfter is how long until the next step of mg's rotation is due (0
-// when none is): the rotation, the end of the previous login's grace, or
-// the end of its sessions. The poll waits no longer than that.
+// when none is): the rotation, the renewal of a client certificate, the
+// end of the previous login's grace, or the end of its sessions. The poll waits no longer than that.
 func wakeAfter(mg *v1alpha1.PostgreSQLRole, now time.Time) time.Duration {
 	c := mg.Status.AtProvider.Credential
 	if c == nil {
@@ -94,6 +94,9 @@ func wakeAfter(mg *v1alpha1.PostgreSQLRole, now time.Time) time.Duration {
 		}
 	}
 	consider(c.NextRotation)
+	if c.Certificate != nil {
+		consider(&c.Certificate.RenewAt)
+	}
 	if c.PreviousLogin != "" {
 		consider(c.PreviousLoginUntil)
 		if c.PreviousSessions > 0 {

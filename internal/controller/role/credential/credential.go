@@ -34,9 +34,10 @@ func Publishes(mg *v1alpha1.PostgreSQLRole) bool {
 
 // Generated reports whether mg gets a generated password: a login role
 // without passwordSecretRef that delivers its details somewhere (a
-// password nobody could read is never made).
+// password nobody could read is never made) and logs in with a password,
+// not a certificate.
 func Generated(mg *v1alpha1.PostgreSQLRole) bool {
-	return Login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && Publishes(mg)
+	return Login(mg) && mg.Spec.ForProvider.PasswordSecretRef == nil && Publishes(mg) && !Certificate(mg)
 }
 
 // Managed reports whether the provider gives mg its password, from

@@ -259,6 +259,11 @@ func (w *vaultPath) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, det
 		version = w.s.Version
 	}
 	for k, d := range details {
+		if d == nil {
+			// Taken out (WithoutPassword).
+			delete(want, k)
+			continue
+		}
 		want[k] = string(d)
 	}
 	if w.s != nil && !w.s.Deleted && maps.Equal(want, w.s.Data) {
