@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +226,63 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 		t.Logf("the other namespace's ExternalSecret: %s", msg)
 		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vother", Name: "stolen"}, &corev1.Secret{}); !kerrors.IsNotFound(err) {
 			t.Errorf("a Secret was made in another namespace from the tenant's path: %v", err)
+		}
+	})
+
+	t.Run("ACertificateClaimGetsItsKeysProjected", func(t *testing.T) {
+		// The platform offers client certificates; a claim asks for one.
+		// The projected Secret holds the certificate, both forms of its
+		// key (the JDBC one decoded from the path's base64) and no
+		// password, and its uri logs in.
+		key, err := env.Postgres.CA.KeyPEM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Create(ctx, t, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "main-client-ca", Labels: map[string]string{v1alpha1.LabelClientCertificateAuthority: "true"}},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{corev1.TLSCertKey: env.Postgres.CA.CertPEM, corev1.TLSPrivateKeyKey: key},
+		})
+		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+			in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: "main-client-ca"}
+		})
+		if err := env.Postgres.AddHBA(ctx, "hostssl all certified 127.0.0.1/32 cert"); err != nil {
+			t.Fatal(err)
+		}
+		c := tenantClaim("vshop", "certified", `{"instanceRef": {"name": "main"}, "authentication": "Certificate"}`)
+		env.Create(ctx, t, c)
+		var d map[string][]byte
+		err = providertest.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			s := &corev1.Secret{}
+			err := env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "main-certified-postgresql"}, s)
+			d = s.Data
+			return err == nil && len(d["tls.crt"]) > 0 && len(d["tls.key.pk8"]) > 0, client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			login := &v1alpha1.PostgreSQLRole{}
+			_ = env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "certified-login"}, login)
+			es := &unstructured.Unstructured{}
+			es.SetAPIVersion("external-secrets.io/v1")
+			es.SetKind("ExternalSecret")
+			_ = env.Kube.Get(ctx, client.ObjectKey{Namespace: "vshop", Name: "main-certified-postgresql"}, es)
+			esStatus, _, _ := unstructured.NestedFieldCopy(es.Object, "status")
+			t.Fatalf("the projected Secret holds no certificate: %v; the login role: %v; the ExternalSecret: %v; the operator's log:\n%s",
+				err, login.Status.Conditions, esStatus, eso.LogTail())
+		}
+		waitClaimReady(ctx, t, core, c)
+		if _, ok := d["password"]; ok {
+			t.Error("the projected Secret of a certificate login holds a password")
+		}
+		if block, _ := pem.Decode(d["tls.key"]); block == nil || !bytes.Equal(block.Bytes, d["tls.key.pk8"]) {
+			t.Error("tls.key.pk8 is not tls.key in DER: the path's base64 was not decoded")
+		}
+		dir := t.TempDir()
+		if err := providertest.MountCredential(d, dir, "tls.crt", "tls.key", "ca.crt"); err != nil {
+			t.Fatal(err)
+		}
+		uri := strings.ReplaceAll(string(d["uri"]), url.QueryEscape(v1alpha1.DefaultCertificateMountPath), url.QueryEscape(dir))
+		if user, err := providertest.PsqlLogin(ctx, uri); err != nil || user != "certified" {
+			t.Errorf("the projected Secret's uri, mounted: user %q, %v", user, err)
 		}
 	})
 

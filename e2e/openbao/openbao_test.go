@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -262,6 +263,62 @@ func TestVaultDelivery(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		if after := versions(ctx, t, ordersPath); after != before+1 {
 			t.Errorf("a rotation took the path from %d to %d versions, want one more", before, after)
+		}
+	})
+
+	t.Run("ACertificateLoginTradesItsPassword", func(t *testing.T) {
+		// A role delivering to the vault moves from a password to a
+		// client certificate: the path's next version holds the
+		// certificate and no password, and it logs in.
+		const journalPath = "postgresql/vaulted/" + ns + "/journal"
+		key, err := env.Postgres.CA.KeyPEM()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Create(ctx, t, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "client-ca", Labels: map[string]string{v1alpha1.LabelClientCertificateAuthority: "true"}},
+			Type:       corev1.SecretTypeTLS,
+			Data:       map[string][]byte{corev1.TLSCertKey: env.Postgres.CA.CertPEM, corev1.TLSPrivateKeyKey: key},
+		})
+		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
+			in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: "client-ca"}
+		})
+		if err := env.Postgres.AddHBA(ctx, "hostssl all journal 127.0.0.1/32 cert"); err != nil {
+			t.Fatal(err)
+		}
+		c := vaultRole(in, "journal-login", "journal", func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Name = ptr.To("journal") })
+		env.Create(ctx, t, c)
+		env.Ready(ctx, t, c, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		credential(ctx, t, journalPath, func(d map[string][]byte) bool { return len(d["password"]) > 0 })
+		dir := t.TempDir()
+		providertest.Update(ctx, t, env, c, func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.ForProvider.Authentication = v1alpha1.AuthenticationCertificate
+			r.Spec.ClientCertificate = &v1alpha1.ClientCertificate{Duration: &metav1.Duration{Duration: 24 * time.Hour}, MountPath: dir}
+		})
+		d := credential(ctx, t, journalPath, func(d map[string][]byte) bool { _, pw := d["password"]; return len(d["tls.crt"]) > 0 && !pw })
+		if _, ok := d["pgpass"]; ok {
+			t.Error("the path still holds a pgpass line")
+		}
+		// The JDBC key is binary: the path holds it in base64, and it is
+		// the PEM key's.
+		der, err := base64.StdEncoding.DecodeString(string(d["tls.key.pk8.base64"]))
+		block, _ := pem.Decode(d["tls.key"])
+		if err != nil || block == nil || !bytes.Equal(der, block.Bytes) {
+			t.Errorf("tls.key.pk8.base64 is not tls.key in base64 DER (%v)", err)
+		}
+		if _, ok := d["tls.key.pk8"]; ok {
+			t.Error("the path holds the binary key, which a KV value cannot")
+		}
+		if err := providertest.MountCredential(d, dir, "tls.crt", "tls.key", "ca.crt"); err != nil {
+			t.Fatal(err)
+		}
+		if user, err := providertest.PsqlLogin(ctx, string(d["uri"])); err != nil || user != "journal" {
+			t.Errorf("the path's uri: user %q, %v", user, err)
+		}
+		before := versions(ctx, t, journalPath)
+		time.Sleep(5 * time.Second) // Two polls.
+		if after := versions(ctx, t, journalPath); after != before {
+			t.Errorf("versions went from %d to %d over two polls with nothing changed", before, after)
 		}
 	})
 

@@ -393,16 +393,25 @@ func externalSecret(s Spec, st store, name, target, path string, owning bool) *u
 	if !owning {
 		policy = map[string]any{"name": target, "creationPolicy": "Merge", "deletionPolicy": "Retain"}
 	}
+	spec := map[string]any{
+		"refreshInterval": st.refresh,
+		"secretStoreRef":  map[string]any{"name": st.name, "kind": st.kind},
+		"target":          policy,
+		"dataFrom":        []any{map[string]any{"extract": map[string]any{"key": path}}},
+	}
+	if s.Authentication == string(v1alpha1.AuthenticationCertificate) {
+		// The path holds the JDBC key (binary) in base64: the Secret gets
+		// the key itself, where the jdbc-url names it.
+		spec["data"] = []any{map[string]any{
+			"secretKey": "tls.key.pk8",
+			"remoteRef": map[string]any{"key": path, "property": "tls.key.pk8.base64", "decodingStrategy": "Base64"},
+		}}
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "external-secrets.io/v1",
 		"kind":       "ExternalSecret",
 		"metadata":   map[string]any{"namespace": s.ClaimNamespace, "name": name},
-		"spec": map[string]any{
-			"refreshInterval": st.refresh,
-			"secretStoreRef":  map[string]any{"name": st.name, "kind": st.kind},
-			"target":          policy,
-			"dataFrom":        []any{map[string]any{"extract": map[string]any{"key": path}}},
-		},
+		"spec":       spec,
 	}}
 }
 

@@ -276,6 +276,29 @@ func TestAccessOpenBao(t *testing.T) {
 		t.Errorf("status: credentialURL %q, secretName %q", after.Status.CredentialURL, after.Status.SecretName)
 	}
 
+	t.Run("ACertificateLoginGetsItsJDBCKeyDecoded", func(t *testing.T) {
+		// The path holds the binary JDBC key in base64; the Secret gets
+		// the key itself.
+		cs := spec
+		cs.Authentication = "Certificate"
+		c, err := Access(cs, opts, bound, Seen{Login: delivering(login, vault)}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, ok := c.Resources[Credentials].(*unstructured.Unstructured)
+		if !ok {
+			t.Fatalf("composed %v, want an ExternalSecret", c.Resources)
+		}
+		want := []any{map[string]any{
+			"secretKey": "tls.key.pk8",
+			"remoteRef": map[string]any{"key": "postgresql/main/shop/orders", "property": "tls.key.pk8.base64", "decodingStrategy": "Base64"},
+		}}
+		got, _, _ := unstructured.NestedSlice(es.Object, "spec", "data")
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ExternalSecret spec.data (-want +got):\n%s", diff)
+		}
+	})
+
 	for name, o := range map[string]Options{
 		"UnknownDelivery": {Delivery: "Carrier pigeon"},
 		"BadGracePeriod":  {Delivery: DeliveryOpenBao, OpenBao: &OpenBao{SecretGracePeriod: "a day"}},

@@ -96,25 +96,9 @@ func serial(c *x509.Certificate) string { return fmt.Sprintf("%x", c.SerialNumbe
 // 0600 would.
 func mount(t *testing.T, d map[string][]byte, dir string) {
 	t.Helper()
-	for _, k := range []string{"tls.crt", "tls.key", "tls.key.pk8", "ca.crt"} {
-		if err := os.WriteFile(filepath.Join(dir, k), d[k], 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := providertest.MountCredential(d, dir, "tls.crt", "tls.key", "tls.key.pk8", "ca.crt"); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// psqlLogin logs in with psql (libpq) and a connection URI, with no
-// password from anywhere else, and returns current_user.
-func psqlLogin(ctx context.Context, uri string) (string, error) {
-	cmd := exec.CommandContext(ctx, "psql", uri, "-Atc", "SELECT current_user")
-	cmd.Env = append(os.Environ(), "PGPASSWORD=", "PGPASSFILE=/nonexistent/pgpass", "PGSSLCERT=", "PGSSLKEY=", "PGSSLROOTCERT=")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // TestCertificateLogin: a role with authentication Certificate logs in
@@ -163,7 +147,7 @@ func TestCertificateLogin(t *testing.T) {
 
 	mount(t, d, dir)
 	t.Run("PsqlLogsInWithTheURI", func(t *testing.T) {
-		if user, err := psqlLogin(ctx, string(d["uri"])); err != nil || user != "certapp" {
+		if user, err := providertest.PsqlLogin(ctx, string(d["uri"])); err != nil || user != "certapp" {
 			t.Errorf("psql with the uri: user %q, %v", user, err)
 		}
 	})
@@ -240,23 +224,23 @@ func TestCertificateLogin(t *testing.T) {
 		if time.Now().After(first.NotAfter) {
 			t.Fatalf("renewed too late: the first certificate expired at %s", first.NotAfter)
 		}
-		if user, err := psqlLogin(ctx, string(d2["uri"])); err != nil || user != "certapp" {
+		if user, err := providertest.PsqlLogin(ctx, string(d2["uri"])); err != nil || user != "certapp" {
 			t.Errorf("the new certificate: user %q, %v", user, err)
 		}
-		if user, err := psqlLogin(ctx, oldURI); err != nil || user != "certapp" {
+		if user, err := providertest.PsqlLogin(ctx, oldURI); err != nil || user != "certapp" {
 			t.Errorf("the previous certificate, before it expires: user %q, %v", user, err)
 		}
 	})
 
 	t.Run("ThePreviousFailsOnceExpired", func(t *testing.T) {
 		time.Sleep(time.Until(first.NotAfter) + 2*time.Second)
-		if user, err := psqlLogin(ctx, oldURI); err == nil {
+		if user, err := providertest.PsqlLogin(ctx, oldURI); err == nil {
 			t.Errorf("the previous certificate logged in as %q after it expired", user)
 		}
 		if time.Now().After(second.NotAfter) {
 			t.Fatalf("too slow to tell: the second certificate expired too, at %s", second.NotAfter)
 		}
-		if user, err := psqlLogin(ctx, string(d2["uri"])); err != nil || user != "certapp" {
+		if user, err := providertest.PsqlLogin(ctx, string(d2["uri"])); err != nil || user != "certapp" {
 			t.Errorf("the new certificate: user %q, %v", user, err)
 		}
 	})
@@ -308,7 +292,7 @@ func TestPasswordRoleMovesToCertificate(t *testing.T) {
 		t.Errorf("certswitch2 kept its password (%v)", err)
 	}
 	mount(t, d, dir)
-	if user, err := psqlLogin(ctx, string(d["uri"])); err != nil || user != "certswitch2" {
+	if user, err := providertest.PsqlLogin(ctx, string(d["uri"])); err != nil || user != "certswitch2" {
 		t.Errorf("psql with the uri: user %q, %v", user, err)
 	}
 	after := waitCondition(ctx, t, r, corev1.ConditionTrue, xpv2.ReasonAvailable)
@@ -334,7 +318,7 @@ func TestPasswordRoleMovesToCertificate(t *testing.T) {
 			t.Errorf("the certificate issued on request expires at %s, before the one it replaces (%s)", next.NotAfter, cur.NotAfter)
 		}
 		mount(t, d, dir)
-		if user, err := psqlLogin(ctx, string(d["uri"])); err != nil || user != "certswitch2" {
+		if user, err := providertest.PsqlLogin(ctx, string(d["uri"])); err != nil || user != "certswitch2" {
 			t.Errorf("the new certificate: user %q, %v", user, err)
 		}
 	})

@@ -38,6 +38,9 @@ const (
 	KeyCertificate = "tls.crt"
 	KeyPrivateKey  = "tls.key"
 	KeyPrivateDER  = "tls.key.pk8"
+	// KeyPrivateDERBase64 is KeyPrivateDER in a vault path, whose values
+	// are text: the DER key in standard base64.
+	KeyPrivateDERBase64 = "tls.key.pk8.base64"
 )
 
 // Certificate lifetimes when spec.clientCertificate leaves them out.

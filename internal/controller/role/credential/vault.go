@@ -3,6 +3,7 @@ package credential
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"strings"
@@ -259,6 +260,10 @@ func (w *vaultPath) publish(ctx context.Context, r *v1alpha1.PostgreSQLRole, det
 		version = w.s.Version
 	}
 	for k, d := range details {
+		if k == KeyPrivateDER && d != nil {
+			// A KV value is a JSON string: binary is not one.
+			k, d = KeyPrivateDERBase64, []byte(base64.StdEncoding.EncodeToString(d))
+		}
 		if d == nil {
 			// Taken out (WithoutPassword).
 			delete(want, k)
