@@ -402,7 +402,7 @@ func externalSecret(s Spec, st store, name, target, path string, owning bool) *u
 	if s.Authentication == string(v1alpha1.AuthenticationCertificate) {
 		// The path holds the JDBC key (binary) in base64: the Secret gets
 		// the key itself, where the jdbc-url names it.
-		spec["data"] = []any{map[string]any{
+		spec["data"] = []any{map[string]any{ //nolint:gosec // Key names, not a credential.
 			"secretKey": "tls.key.pk8",
 			"remoteRef": map[string]any{"key": path, "property": "tls.key.pk8.base64", "decodingStrategy": "Base64"},
 		}}
