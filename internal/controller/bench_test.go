@@ -1,8 +1,10 @@
 package controller_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
+	"github.com/ayatori/provider-postgresql/internal/fixture/proc"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -431,9 +434,18 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
 	sampler := samplePeak(ctx, b)
 	waveProfiled := profileWave(ctx, b, p, sizedPath(os.Getenv("BENCH_WAVE_CPU_PROFILE"), size))
+	cpuFrom, err := proc.CPUByCommand()
+	if err != nil {
+		b.Fatal(err)
+	}
 	took := provisionMixed(ctx, b, prefix, units)
+	cpuTo, err := proc.CPUByCommand()
+	if err != nil {
+		b.Fatal(err)
+	}
 	peak := sampler.done()
 	waveProfiled()
+	logWaveCPU(b, cpuFrom, cpuTo, objects)
 	perObject := (allReconciles(b, p.Gather) - before) / objects
 	logReconciles(b, byBefore, reconcilesByResultOf(b, p.Gather), float64(units))
 	logPoolWaits(b, p.Gather)
@@ -667,5 +679,29 @@ func logEventsOf(ctx context.Context, tb testing.TB, objects []string) {
 				tb.Logf("%s: %s %s x%d, last %s: %s", o, e.Type, e.Reason, e.Count, e.LastTimestamp.Format(time.RFC3339), e.Message)
 			}
 		}
+	}
+}
+
+// logWaveCPU says what each program of the machine spent of its CPU on a
+// wave of objects (the provider, the API server, etcd, PostgreSQL, this
+// benchmark's own watch), and reports the servers' shares per object: on
+// 2 cores they share, a program whose CPU per object grows with the size
+// slows every other.
+func logWaveCPU(b *testing.B, from, to map[string]float64, objects float64) {
+	b.Helper()
+	spent := map[string]float64{}
+	for comm, v := range to {
+		if d := v - from[comm]; d >= 0.5 {
+			spent[comm] = d
+		}
+	}
+	comms := slices.SortedFunc(maps.Keys(spent), func(a, c string) int { return cmp.Compare(spent[c], spent[a]) })
+	var parts []string
+	for _, comm := range comms {
+		parts = append(parts, fmt.Sprintf("%s %.1f s (%.1f ms/object)", comm, spent[comm], 1000*spent[comm]/objects))
+	}
+	b.Logf("wave CPU by program: %s", strings.Join(parts, ", "))
+	for comm, unit := range map[string]string{"kube-apiserver": "ms-apiserver-cpu/object", "etcd": "ms-etcd-cpu/object", "postgres": "ms-postgres-cpu/object"} {
+		b.ReportMetric(1000*spent[comm]/objects, unit)
 	}
 }
