@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -299,6 +301,38 @@ func TestPasswordRoleMovesToCertificate(t *testing.T) {
 	if p := after.Status.AtProvider.Plan; p != nil && len(p.Statements) > 0 {
 		t.Errorf("plan after the switch: %v", p.Statements)
 	}
+
+	t.Run("NothingWrittenInSteadyState", func(t *testing.T) {
+		// Neither the role nor its Secret, over two polls: the certificate
+		// read back is the one delivered.
+		secret := &corev1.Secret{}
+		if err := env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: "certswitch2-conn"}, secret); err != nil {
+			t.Fatal(err)
+		}
+		// Once the drift baseline has caught up with the switch.
+		role := &v1alpha1.PostgreSQLRole{}
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), role)
+			b := role.Status.AtProvider.DriftBaseline
+			return err == nil && b != nil && b.Generation == role.Generation, err
+		})
+		if err != nil {
+			t.Fatalf("the drift baseline did not follow the switch: %v", err)
+		}
+		time.Sleep(5 * time.Second)
+		secretAfter, roleAfter := &corev1.Secret{}, &v1alpha1.PostgreSQLRole{}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(secret), secretAfter); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), roleAfter); err != nil {
+			t.Fatal(err)
+		}
+		if secretAfter.ResourceVersion != secret.ResourceVersion || roleAfter.ResourceVersion != role.ResourceVersion {
+			t.Errorf("written over two polls with nothing changed: Secret %s -> %s, role %s -> %s; the role (-before +after):\n%s",
+				secret.ResourceVersion, secretAfter.ResourceVersion, role.ResourceVersion, roleAfter.ResourceVersion,
+				cmp.Diff(role, roleAfter, cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion", "ManagedFields")))
+		}
+	})
 
 	t.Run("RotateAnnotationIssuesOneNow", func(t *testing.T) {
 		// A day's certificate, far from its renewal: only the request
