@@ -423,17 +423,25 @@ type ObservedMembership struct {
 }
 
 // observeMembershipSQL reads a membership. to_jsonb reads the PostgreSQL 16
-// options where they exist, so one query serves every version; with several
-// grantors (16+) an option holds if any grant gives it.
+// options where they exist, so one query serves every version. With
+// several grantors (16+), the INHERIT and SET options are those of the
+// admin's own grant where there is one: the one its GRANT changes
+// (recorded as the bootstrap superuser's, oid 10, for a superuser).
+// Compared over every grant, an option another grantor gave would differ
+// from the spec for good, and the same GRANT would be sent at every poll.
+// Without one of its own, an option holds if any grant gives it.
 const observeMembershipSQL = `SELECT (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()),
        pg_catalog.current_setting('server_version_num')::pg_catalog.int4,
        EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1),
        EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $2),
        pg_catalog.count(m.roleid) > 0,
        coalesce(pg_catalog.bool_or(m.admin_option), false),
-       pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'inherit_option')::pg_catalog.bool),
-       pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'set_option')::pg_catalog.bool)
-  FROM (SELECT 1) AS one
+       coalesce(pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'inherit_option')::pg_catalog.bool) FILTER (WHERE m.grantor = me.grantor),
+                pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'inherit_option')::pg_catalog.bool)),
+       coalesce(pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'set_option')::pg_catalog.bool) FILTER (WHERE m.grantor = me.grantor),
+                pg_catalog.bool_or((pg_catalog.to_jsonb(m) ->> 'set_option')::pg_catalog.bool))
+  FROM (SELECT CASE WHEN r.rolsuper THEN 10::pg_catalog.oid ELSE r.oid END AS grantor
+          FROM pg_catalog.pg_roles r WHERE r.rolname = CURRENT_USER) AS me
   LEFT JOIN pg_catalog.pg_auth_members m ON m.member = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1)
                              AND m.roleid = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $2)`
 

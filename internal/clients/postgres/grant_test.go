@@ -350,6 +350,71 @@ func TestMembershipRoundTrip(t *testing.T) {
 	}
 }
 
+// TestMembershipOptionsBesideAnotherGrantor: on PostgreSQL 16+ another
+// role may have granted the same membership with other options. The
+// admin's GRANT changes only its own grant, so the options are compared
+// with that one: one GRANT, then nothing, for a superuser admin (its
+// grants are recorded as the bootstrap superuser's) and for a CREATEROLE
+// one. Compared with every grant, the other grantor's SET would differ
+// from the spec for good, and the GRANT would be sent at every poll.
+func TestMembershipOptionsBesideAnotherGrantor(t *testing.T) {
+	suite.Versions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	var version int
+	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version < Version16 {
+		// One grant per membership before 16, and no SET option.
+		return
+	}
+	if _, err := conn.Exec(ctx, `CREATE ROLE og_group; CREATE ROLE og_member; CREATE ROLE og_member2;
+		CREATE ROLE og_other CREATEROLE; GRANT og_group TO og_other WITH ADMIN OPTION;
+		CREATE ROLE og_admin CREATEROLE; GRANT og_group TO og_admin WITH ADMIN OPTION;
+		SET ROLE og_other; GRANT og_group TO og_member WITH SET TRUE; GRANT og_group TO og_member2 WITH SET TRUE; RESET ROLE`); err != nil {
+		t.Fatal(err)
+	}
+	want := Membership{Member: true, Set: ptr.To(false)}
+	for name, tc := range map[string]struct{ member, asRole string }{
+		"Superuser":  {member: "og_member"},
+		"CreateRole": {member: "og_member2", asRole: "og_admin"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			role := "RESET ROLE"
+			if tc.asRole != "" {
+				role = "SET ROLE " + tc.asRole
+			}
+			if _, err := conn.Exec(ctx, role); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET ROLE") })
+			var sent [][]string
+			for range 3 {
+				got, _, err := ObserveMembership(ctx, conn, tc.member, "og_group")
+				if err != nil {
+					t.Fatal(err)
+				}
+				stmts, err := MembershipStatements(tc.member, "og_group", want, got.Membership, false, got.ServerVersion)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(stmts) == 0 {
+					break
+				}
+				sent = append(sent, stmts)
+				if err := Exec(ctx, conn, stmts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff([][]string{{`GRANT "og_group" TO "` + tc.member + `" WITH SET FALSE`}}, sent); diff != "" {
+				t.Errorf("statements sent until nothing was planned (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestDefaultPrivilegesRoundTrip includes provider-sql #458: an entry for
 // another schema or object type must not make the wanted one look
 // applied.
