@@ -832,7 +832,13 @@ func moveFromASecret(ctx context.Context, t *testing.T, in *v1alpha1.PostgreSQLI
 	if err := logsIn(ctx, sec.Data); err != nil {
 		t.Errorf("the released Secret's credential does not log in: %v", err)
 	}
-	if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil || r.Status.AtProvider.ConnectionSecret != "" {
+	// The Secret is let go of first, and the reconcile that did it writes
+	// the status at its end.
+	err = providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+		return err == nil && r.Status.AtProvider.ConnectionSecret == "", err
+	})
+	if err != nil {
 		t.Errorf("status.atProvider.connectionSecret is %q once released (%v), want empty", r.Status.AtProvider.ConnectionSecret, err)
 	}
 }
