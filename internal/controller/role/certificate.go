@@ -42,9 +42,8 @@ type certificateState struct {
 }
 
 // observeCertificate reads the CA of the role's Instance and the
-// certificate delivered, and says whether the role still has a password:
-// a superuser admin reads it; any other admin knows only that it removed
-// it (status.atProvider.credential.passwordRemoved).
+// certificate delivered, and says whether the role still has a password
+// (passwordLeft).
 func (e *external) observeCertificate(ctx context.Context, mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) (certificateState, error) {
 	ca, err := e.authorities.Of(ctx, e.conn.Instance)
 	if err != nil {
@@ -62,11 +61,30 @@ func (e *external) observeCertificate(ctx context.Context, mg *v1alpha1.PostgreS
 	if cur != nil {
 		c.Certificate = cur.Observation(renewBefore)
 	}
-	left := !c.PasswordRemoved
+	return certificateState{ca: ca, cur: cur, due: due || credential.Requested(mg), published: data, passwordLeft: e.passwordLeft(mg, got)}, nil
+}
+
+// passwordLeft says whether a role that logs in with a certificate may
+// still have a password: a superuser admin reads it; any other admin
+// knows only that it removed it, or created the role without one
+// (status.atProvider.credential.passwordRemoved, and the memo of this
+// process: the status written with a create can be lost to the write of
+// its annotations, and the password would be removed once more).
+func (e *external) passwordLeft(mg *v1alpha1.PostgreSQLRole, got *postgres.ObservedRole) bool {
 	if got.VerifierRead {
-		left = got.Verifier != ""
+		return got.Verifier != ""
 	}
-	return certificateState{ca: ca, cur: cur, due: due || credential.Requested(mg), published: data, passwordLeft: left}, nil
+	if _, ok := e.removed.Load(mg.GetUID()); ok {
+		return false
+	}
+	c := mg.Status.AtProvider.Credential
+	return c == nil || !c.PasswordRemoved
+}
+
+// passwordRemoved records that mg's role has no password.
+func (e *external) passwordRemoved(mg *v1alpha1.PostgreSQLRole) {
+	credential.Status(mg).PasswordRemoved = true
+	e.removed.Store(mg.GetUID(), true)
 }
 
 // observeCertificateRole ends the observation of an owned role that logs
@@ -120,7 +138,7 @@ func (e *external) updateCertificateRole(ctx context.Context, mg *v1alpha1.Postg
 	}
 	applied(mg)
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
-	credential.Status(mg).PasswordRemoved = true
+	e.passwordRemoved(mg)
 	if next != nil {
 		e.issued(mg, next, cur)
 		cur = next
@@ -148,7 +166,7 @@ func (e *external) createCertificateRole(ctx context.Context, mg *v1alpha1.Postg
 	}
 	applied(mg)
 	pending.Sent(mg, &mg.Status.AtProvider.Plan)
-	credential.Status(mg).PasswordRemoved = true
+	e.passwordRemoved(mg)
 	e.issued(mg, cur, nil)
 	details, err := e.certificateDetails(mg, cur, nil)
 	return managed.ExternalCreation{ConnectionDetails: details}, err

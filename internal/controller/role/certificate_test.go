@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -407,4 +408,38 @@ func TestCertificateNeedsAnOfferedCA(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCertificatePlanIsTheTruth: a role created for a certificate plans no
+// password, and a password role moved to a certificate, previewed with
+// managementPolicies [Observe], plans the removal of its password, which
+// is what the provider sends once widened.
+func TestCertificatePlanIsTheTruth(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	in := certificateInstance(ctx, t, "certs3", "rp_createcertificate", "rp_movetocertificate")
+	certificate := func(r *v1alpha1.PostgreSQLRole) {
+		r.Spec.ForProvider.Login = ptr.To(true)
+		r.Spec.ForProvider.Authentication = v1alpha1.AuthenticationCertificate
+		r.Spec.ClientCertificate = &v1alpha1.ClientCertificate{Duration: &metav1.Duration{Duration: 24 * time.Hour}}
+	}
+	providertest.PlanCases(ctx, t, env, map[string]providertest.PlanCase[*v1alpha1.PostgreSQLRole]{
+		"CreateCertificate": {
+			Change: certificate,
+			Says:   []string{"CREATE ROLE", "LOGIN"},
+			Lacks:  []string{"PASSWORD"},
+		},
+		"MoveToCertificate": {
+			Existing: func(r *v1alpha1.PostgreSQLRole) { r.Spec.ForProvider.Login = ptr.To(true) },
+			Change:   certificate,
+			Says:     []string{`ALTER ROLE "rp_movetocertificate" PASSWORD NULL`},
+		},
+	}, func(name string) (*v1alpha1.PostgreSQLRole, string) {
+		role := "rp_" + strings.ToLower(name)
+		return newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.InstanceRef.Name = in.Name
+			r.Spec.ForProvider.Name = ptr.To(role)
+			r.Spec.ForProvider.Login = ptr.To(false)
+		}), role
+	})
 }

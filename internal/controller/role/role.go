@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	// admin Secrets are: once per version.
 	vaults := credential.NewVaults(kube, c.InstanceSecrets, c.Namespace, kubetoken.New(mgr.GetClient(), c.ServiceAccountTokenFile))
 	passwords := &credential.Verified{}
+	removed := &sync.Map{}
 	authorities := credential.NewAuthorities(c.InstanceSecrets, c.Namespace)
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
@@ -88,7 +90,7 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 		New:              func() *v1alpha1.PostgreSQLRole { return &v1alpha1.PostgreSQLRole{} },
 		NewList:          func() resource.ManagedList { return &v1alpha1.PostgreSQLRoleList{} },
 		External: func(conn *oninstance.Connection) managed.TypedExternalClient[*v1alpha1.PostgreSQLRole] {
-			return &external{kube: secrets, pools: c.Pools, conn: conn, delivery: sinks.Reconcile(), verified: passwords, authorities: authorities, events: recorder, whose: whose, drift: drifts}
+			return &external{kube: secrets, pools: c.Pools, conn: conn, delivery: sinks.Reconcile(), verified: passwords, removed: removed, authorities: authorities, events: recorder, whose: whose, drift: drifts}
 		},
 		Options: []managed.ReconcilerOption{
 			managed.WithInitializers(oninstance.ExternalNameInitializer(kube, (*v1alpha1.PostgreSQLRole).RoleName)),
@@ -183,6 +185,9 @@ type external struct {
 	// role's credential goes.
 	delivery *credential.Delivery
 	verified *credential.Verified
+	// removed holds the UIDs of the certificate logins whose password
+	// this process removed (passwordLeft).
+	removed *sync.Map
 	// authorities sign the certificates of roles that log in with one.
 	authorities *credential.Authorities
 	events      event.Recorder
@@ -378,6 +383,13 @@ func (k kind) UpdateStatements(ctx context.Context, mg *v1alpha1.PostgreSQLRole,
 	}
 	stmts := postgres.UpdateRoleStatements(mg.RoleName(), desired(mg, k.e.conn.Instance), g, k.e.mark(mg))
 	k.e.note = ""
+	if credential.Certificate(mg) {
+		// A certificate login keeps no password (updateCertificateRole).
+		if k.e.passwordLeft(mg, got) {
+			stmts = append(stmts, postgres.RemovePasswordStatement(mg.RoleName()))
+		}
+		return stmts, nil
+	}
 	if !credential.Managed(mg) {
 		return stmts, nil
 	}
