@@ -234,15 +234,9 @@ func openBaoDelivery(ctx context.Context, t *testing.T, core *crossplane.Core) {
 		// The projected Secret holds the certificate, both forms of its
 		// key (the JDBC one decoded from the path's base64) and no
 		// password, and its uri logs in.
-		key, err := env.Postgres.CA.KeyPEM()
-		if err != nil {
+		if err := env.ClientCASecret(ctx, "main-client-ca"); err != nil {
 			t.Fatal(err)
 		}
-		env.Create(ctx, t, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "main-client-ca", Labels: map[string]string{v1alpha1.LabelClientCertificateAuthority: "true"}},
-			Type:       corev1.SecretTypeTLS,
-			Data:       map[string][]byte{corev1.TLSCertKey: env.Postgres.CA.CertPEM, corev1.TLSPrivateKeyKey: key},
-		})
 		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
 			in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: "main-client-ca"}
 		})

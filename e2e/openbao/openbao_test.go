@@ -271,15 +271,9 @@ func TestVaultDelivery(t *testing.T) {
 		// client certificate: the path's next version holds the
 		// certificate and no password, and it logs in.
 		const journalPath = "postgresql/vaulted/" + ns + "/journal"
-		key, err := env.Postgres.CA.KeyPEM()
-		if err != nil {
+		if err := env.ClientCASecret(ctx, "client-ca"); err != nil {
 			t.Fatal(err)
 		}
-		env.Create(ctx, t, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: providertest.Namespace, Name: "client-ca", Labels: map[string]string{v1alpha1.LabelClientCertificateAuthority: "true"}},
-			Type:       corev1.SecretTypeTLS,
-			Data:       map[string][]byte{corev1.TLSCertKey: env.Postgres.CA.CertPEM, corev1.TLSPrivateKeyKey: key},
-		})
 		providertest.Update(ctx, t, env, in, func(in *v1alpha1.PostgreSQLInstance) {
 			in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: "client-ca"}
 		})

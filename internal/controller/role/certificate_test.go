@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,17 +31,7 @@ import (
 // ssl_ca_file trusts), and has pg_hba.conf ask roles for a certificate.
 func certificateInstance(ctx context.Context, t *testing.T, name string, roles ...string) *v1alpha1.PostgreSQLInstance {
 	t.Helper()
-	key, err := env.Postgres.CA.KeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-client-ca", Namespace: providertest.Namespace,
-			Labels: map[string]string{v1alpha1.LabelClientCertificateAuthority: "true"}},
-		Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{corev1.TLSCertKey: env.Postgres.CA.CertPEM, corev1.TLSPrivateKeyKey: key},
-	}
-	if err := env.Kube.Create(ctx, ca); err != nil {
+	if err := env.ClientCASecret(ctx, name+"-client-ca"); err != nil {
 		t.Fatal(err)
 	}
 	in, err := env.Instance(ctx, name)
@@ -51,7 +39,7 @@ func certificateInstance(ctx context.Context, t *testing.T, name string, roles .
 		t.Fatal(err)
 	}
 	orig := in.DeepCopy()
-	in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: ca.Name}
+	in.Spec.ClientCertificateAuthorityRef = &v1alpha1.ClientCertificateAuthorityReference{Name: name + "-client-ca"}
 	if err := env.Kube.Patch(ctx, in, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
@@ -156,23 +144,7 @@ func TestCertificateLogin(t *testing.T) {
 	})
 
 	t.Run("PgJDBCLogsInWithTheJDBCURL", func(t *testing.T) {
-		jar := os.Getenv("PGJDBC_JAR")
-		if jar == "" {
-			jar = "/usr/share/java/postgresql.jar"
-		}
-		if _, err := os.Stat(jar); err != nil {
-			t.Fatalf("the PostgreSQL JDBC driver is missing (%v): run hack/ensure-jdbc.sh, or set PGJDBC_JAR", err)
-		}
-		// As in TestRoleLifecycle: the test server's made-up name, through
-		// a hosts file.
-		hosts := filepath.Join(t.TempDir(), "hosts")
-		if err := os.WriteFile(hosts, []byte(string(d["hostaddr"])+" "+string(d["host"])+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.CommandContext(ctx, "java", "-Djdk.net.hosts.file="+hosts, "-cp", jar, "testdata/JDBCLogin.java")
-		cmd.Env = append(os.Environ(), "JDBC_URL="+string(d["jdbc-url"]))
-		out, err := cmd.CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "certapp" {
+		if out, err := pgJDBCLogin(ctx, t, d, string(d["jdbc-url"])); err != nil || out != "certapp" {
 			t.Errorf("PgJDBC with the jdbc-url %s: %v: %s", d["jdbc-url"], err, out)
 		}
 	})
@@ -442,4 +414,55 @@ func TestCertificatePlanIsTheTruth(t *testing.T) {
 			r.Spec.ForProvider.Login = ptr.To(false)
 		}), role
 	})
+}
+
+// TestNoCertificateForARoleNotItsOwn: someone allowed to create
+// PostgreSQLRoles names a login role that exists and is not theirs (a
+// DBA's, here one pg_hba.conf lets in by certificate) and asks for a
+// certificate, managed or Observe-only: the resource is refused or
+// imported read-only, and no certificate for that role is ever signed.
+func TestNoCertificateForARoleNotItsOwn(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	in := certificateInstance(ctx, t, "certs4", "certdba")
+	env.AdminSQL(ctx, t, "postgres", "CREATE ROLE certdba LOGIN")
+	for name, mutate := range map[string]func(*v1alpha1.PostgreSQLRole){
+		"certdba": func(*v1alpha1.PostgreSQLRole) {},
+		"certdba-observe": func(r *v1alpha1.PostgreSQLRole) {
+			r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRole(name, func(r *v1alpha1.PostgreSQLRole) {
+				r.Spec.InstanceRef.Name = in.Name
+				r.Spec.ForProvider.Name = ptr.To("certdba")
+				r.Spec.ForProvider.Authentication = v1alpha1.AuthenticationCertificate
+				mutate(r)
+			})
+			env.CreateForTest(ctx, t, r)
+			// Refused as another's (Conflict), or imported read-only.
+			err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+				err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r)
+				c := r.GetCondition(xpv2.TypeReady)
+				return err == nil && (c.Reason == v1alpha1.ReasonConflict || c.Reason == v1alpha1.ReasonObserveOnly), err
+			})
+			if err != nil {
+				t.Fatalf("Ready condition %+v: %v", r.GetCondition(xpv2.TypeReady), err)
+			}
+			// Two polls more, then nothing may have been delivered or
+			// recorded.
+			time.Sleep(5 * time.Second)
+			s := &corev1.Secret{}
+			err = env.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-conn"}, s)
+			if err == nil && (len(s.Data["tls.crt"]) > 0 || len(s.Data["tls.key"]) > 0) {
+				t.Error("a certificate for a role the resource does not own was delivered")
+			}
+			if err := env.Kube.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+				t.Fatal(err)
+			}
+			if c := r.Status.AtProvider.Credential; c != nil && c.Certificate != nil {
+				t.Errorf("status records a certificate %s for a role the resource does not own", c.Certificate.SerialNumber)
+			}
+		})
+	}
 }

@@ -99,6 +99,33 @@ func ordersSecret(ctx context.Context, t *testing.T) map[string][]byte {
 	return s.Data
 }
 
+// pgJDBCLogin logs in through the real PostgreSQL JDBC driver with url, as
+// a Java application given a connection Secret d would, and returns what
+// it printed (current_user) or failed with.
+func pgJDBCLogin(ctx context.Context, t *testing.T, d map[string][]byte, url string) (string, error) {
+	t.Helper()
+	jar := os.Getenv("PGJDBC_JAR")
+	if jar == "" {
+		jar = "/usr/share/java/postgresql.jar"
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("the PostgreSQL JDBC driver is missing (%v): run hack/ensure-jdbc.sh, or set PGJDBC_JAR", err)
+	}
+	// The test server's name is made up (libpq reaches it through
+	// hostaddr, which JDBC has not): a hosts file stands in for the DNS a
+	// real client would use.
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hosts, []byte(string(d["hostaddr"])+" "+string(d["host"])+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The URL in the environment, not an argument: other local users can
+	// read a process's arguments.
+	cmd := exec.CommandContext(ctx, "java", "-Djdk.net.hosts.file="+hosts, "-cp", jar, "testdata/JDBCLogin.java")
+	cmd.Env = append(os.Environ(), "JDBC_URL="+url)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
 // loginWith logs in with a connection Secret's values, verifying the server
 // against the Secret's ca.crt, and returns current_user.
 func loginWith(ctx context.Context, d map[string][]byte) (string, error) {
@@ -171,13 +198,6 @@ func TestRoleLifecycle(t *testing.T) {
 		// As a Java application would: the real driver, given the
 		// jdbc-url and the mounted CA (sslmode=verify-full needs it; the
 		// Secret cannot know where it will be mounted).
-		jar := os.Getenv("PGJDBC_JAR")
-		if jar == "" {
-			jar = "/usr/share/java/postgresql.jar"
-		}
-		if _, err := os.Stat(jar); err != nil {
-			t.Fatalf("the PostgreSQL JDBC driver is missing (%v): run hack/ensure-jdbc.sh, or set PGJDBC_JAR", err)
-		}
 		ca := filepath.Join(t.TempDir(), "ca.crt")
 		if err := os.WriteFile(ca, d["ca.crt"], 0o600); err != nil {
 			t.Fatal(err)
@@ -186,18 +206,9 @@ func TestRoleLifecycle(t *testing.T) {
 		if !strings.HasPrefix(url, "jdbc:postgresql://") || strings.Contains(url, "hostaddr") {
 			t.Errorf("jdbc-url is not a PgJDBC URL of host and port alone: %s", strings.ReplaceAll(url, string(d["password"]), "***"))
 		}
-		// The test server's name is made up (libpq reaches it through
-		// hostaddr, which JDBC has not): a hosts file stands in for the
-		// DNS a real client would use.
-		hosts := filepath.Join(t.TempDir(), "hosts")
-		if err := os.WriteFile(hosts, []byte(string(d["hostaddr"])+" "+string(d["host"])+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.CommandContext(ctx, "java", "-Djdk.net.hosts.file="+hosts, "-cp", jar, "testdata/JDBCLogin.java")
-		cmd.Env = append(os.Environ(), "JDBC_URL="+url)
-		out, err := cmd.CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "orders" {
-			t.Errorf("PgJDBC with the jdbc-url: %v: %s", err, strings.ReplaceAll(string(out), string(d["password"]), "***"))
+		out, err := pgJDBCLogin(ctx, t, d, url)
+		if err != nil || out != "orders" {
+			t.Errorf("PgJDBC with the jdbc-url: %v: %s", err, strings.ReplaceAll(out, string(d["password"]), "***"))
 		}
 	})
 
