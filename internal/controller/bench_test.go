@@ -445,6 +445,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err != nil {
 		b.Fatal(err)
 	}
+	logStatements := resetStatements(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
 	cpuTo, err := proc.CPUByCommand()
 	if err != nil {
@@ -453,9 +454,14 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	peak := sampler.done()
 	waveProfiled()
 	logWaveCPU(b, cpuFrom, cpuTo, objects)
+	logStatements(objects)
 	perObject := (allReconciles(b, p.Gather) - before) / objects
 	logReconciles(b, byBefore, reconcilesByResultOf(b, p.Gather), float64(units))
 	logPoolWaits(b, p.Gather)
+	// Sessions move between databases when more of them have work than
+	// the cap holds, each move a login: the cost that grows with a wave's
+	// databases at a small --max-conns.
+	b.ReportMetric(metricValue(b, p.Gather, "provider_postgresql_connections_opened_total")/float64(units), "wave-logins/database")
 
 	// Steady state: two polls after a first one has passed.
 	time.Sleep(poll + jitter)

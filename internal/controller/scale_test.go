@@ -33,6 +33,7 @@ import (
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
 	"github.com/ayatori/provider-postgresql/internal/clients/postgres"
 	"github.com/ayatori/provider-postgresql/internal/controller/config"
+	"github.com/ayatori/provider-postgresql/internal/fixture/pgserver"
 	"github.com/ayatori/provider-postgresql/internal/fixture/providertest"
 )
 
@@ -50,6 +51,7 @@ var env *providertest.Env
 // declares it needs it.
 var suite = providertest.Suite(providertest.Options{
 	PollInterval: scalePoll, Pools: scalePools, Instance: "main", Namespaces: []string{"scale"},
+	Postgres: pgserver.Options{ExtraConfig: statementStatsConfig()},
 }, func(e *providertest.Env) { env = e })
 
 func TestMain(m *testing.M) { os.Exit(suite.Run(m)) }
