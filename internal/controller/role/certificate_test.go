@@ -406,14 +406,7 @@ func TestCertificatePlanIsTheTruth(t *testing.T) {
 			Change:   certificate,
 			Says:     []string{`ALTER ROLE "rp_movetocertificate" PASSWORD NULL`},
 		},
-	}, func(name string) (*v1alpha1.PostgreSQLRole, string) {
-		role := "rp_" + strings.ToLower(name)
-		return newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
-			r.Spec.InstanceRef.Name = in.Name
-			r.Spec.ForProvider.Name = ptr.To(role)
-			r.Spec.ForProvider.Login = ptr.To(false)
-		}), role
-	})
+	}, planRole(in.Name))
 }
 
 // TestNoCertificateForARoleNotItsOwn: someone allowed to create

@@ -86,13 +86,22 @@ func TestPlanIsTheTruth(t *testing.T) {
 			Says: []string{"CONNECTION LIMIT 6", "PASSWORD '<redacted>'"},
 		}
 	}
-	providertest.PlanCases(ctx, t, env, cases, func(name string) (*v1alpha1.PostgreSQLRole, string) {
+	providertest.PlanCases(ctx, t, env, cases, planRole(""))
+}
+
+// planRole names each plan case's role after the case: a role rp_<case>,
+// not a login, on the Instance instance ("" for the suite's own).
+func planRole(instance string) func(name string) (*v1alpha1.PostgreSQLRole, string) {
+	return func(name string) (*v1alpha1.PostgreSQLRole, string) {
 		role := "rp_" + strings.ToLower(name)
 		return newRole(strings.ReplaceAll(role, "_", "-"), func(r *v1alpha1.PostgreSQLRole) {
+			if instance != "" {
+				r.Spec.InstanceRef.Name = instance
+			}
 			r.Spec.ForProvider.Name = ptr.To(role)
 			r.Spec.ForProvider.Login = ptr.To(false)
 		}), role
-	})
+	}
 }
 
 // TestDeletePlanIsTheTruth: a role whose drop is refused while it owns a
