@@ -198,6 +198,27 @@ bench-instances: tools ## A fleet of BENCH_INSTANCES (100) PostgreSQL servers wi
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 		go test -v -run '^$$' -bench BenchmarkInstances -benchtime 1x -timeout 90m ./internal/controller/
 
+# The sizes and flags of bench-scale: the sizing table's setting for
+# 10,000 objects (docs/performance.md); BENCH_SCALE_ARGS= runs the shipped
+# flags.
+BENCH_SCALE_SIZES ?= 1000,2000,5000,10000
+BENCH_SCALE_ARGS  ?= --max-reconcile-rate=200 --max-conns=30
+
+.PHONY: bench-scale
+bench-scale: tools ## The mixed workload at BENCH_SCALE_SIZES objects on one server, at BENCH_SCALE_ARGS; about an hour for the default sizes.
+	hack/ensure-postgresql.sh
+	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+		BENCH_SCALE_SIZES="$(BENCH_SCALE_SIZES)" BENCH_PROVIDER_ARGS="$(BENCH_SCALE_ARGS)" \
+		go test -v -run '^$$' -bench 'BenchmarkScale$$' -benchtime 1x -timeout 120m ./internal/controller/
+
+.PHONY: bench-admin
+bench-admin: tools ## A managed-service admin's login, a role's observation and a database's create at 100, 2,000 and 5,000 roles it created, on PostgreSQL 16 and 17.
+	@set -e; for v in 16 17; do \
+		echo "== PostgreSQL $$v"; \
+		PG_BIN_DIR="$$(hack/postgresql.sh $$v)" KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
+			go test -v -run '^$$' -bench 'BenchmarkAdminMemberships$$' -benchtime 1x -timeout 30m ./internal/clients/postgres/; \
+	done
+
 .PHONY: bench-failover
 bench-failover: tools ## Two replicas with leader election; the leader killed (SIGKILL) in a wave of BENCH_FAILOVER_PAIRS (500) login roles and databases, at the default lease and at 15 s; then a graceful stop.
 	hack/ensure-postgresql.sh

@@ -437,7 +437,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	}()
 	units := size / objectsPerUnit
 	objects := float64(units*objectsPerUnit + 1)
-	checkpoint(ctx, b)
+	settleServer(ctx, b)
 	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
 	sampler := samplePeak(ctx, b)
 	waveProfiled := profileWave(ctx, b, p, sizedPath(os.Getenv("BENCH_WAVE_CPU_PROFILE"), size))
@@ -524,7 +524,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	}
 	deleted := removeMixed(ctx, b, prefix)
 	// The floor last, on a server as empty as the provider found it.
-	checkpoint(ctx, b)
+	settleServer(ctx, b)
 	base := floorMixed(ctx, b, prefix+"f", units)
 
 	// Also in the log: a failed benchmark reports no metrics.

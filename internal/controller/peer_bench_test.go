@@ -160,7 +160,7 @@ func reportPeer(b *testing.B, r peerResult) {
 // (log_connections) and the most held at once, the harness's own left out.
 func measurePeerRun(ctx context.Context, b *testing.B, run func() (time.Duration, int)) peerResult {
 	b.Helper()
-	checkpoint(ctx, b)
+	settleServer(ctx, b)
 	from := env.ServerLogLen(b)
 	peak := samplePeakOf(ctx, b, "application_name <> 'pgserver-fixture' AND backend_type = 'client backend'")
 	took, notReady := run()
@@ -215,7 +215,7 @@ func measureSubmit(ctx context.Context, b *testing.B, prefix string) time.Durati
 
 func measureFloor(ctx context.Context, b *testing.B, prefix string) time.Duration {
 	b.Helper()
-	checkpoint(ctx, b)
+	settleServer(ctx, b)
 	took := floorPairs(ctx, b, prefix, peerPairs, false)
 	dropPairs(ctx, b, prefix, peerPairs)
 	return took
