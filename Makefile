@@ -205,7 +205,7 @@ BENCH_SCALE_SIZES ?= 1000,2000,5000,10000
 BENCH_SCALE_ARGS  ?= --max-reconcile-rate=200 --max-conns=30
 
 .PHONY: bench-scale
-bench-scale: tools ## The mixed workload at BENCH_SCALE_SIZES objects on one server, at BENCH_SCALE_ARGS; about an hour for the default sizes.
+bench-scale: tools ## The mixed workload at BENCH_SCALE_SIZES objects on one server, at BENCH_SCALE_ARGS; about 40 minutes on 2 cores for the default sizes.
 	hack/ensure-postgresql.sh
 	$(PG_BIN) KUBEBUILDER_ASSETS="$$(hack/controlplane-tools.sh --dir)" \
 		BENCH_SCALE_SIZES="$(BENCH_SCALE_SIZES)" BENCH_PROVIDER_ARGS="$(BENCH_SCALE_ARGS)" \
