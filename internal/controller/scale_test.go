@@ -1126,9 +1126,9 @@ func BenchmarkDefaults(b *testing.B) {
 				}); err != nil {
 					b.Fatal(err)
 				}
-				// Creating databases writes gigabytes: each measurement
-				// starts with them written out, so neither pays for the
-				// other's (settleServer).
+				// Creating databases writes hundreds of MiB: each
+				// measurement starts with them written out, so neither
+				// pays for the other's (settleServer).
 				prefix := fmt.Sprintf("d%dr", i)
 				settleServer(ctx, b)
 				byBefore, wroteBefore, requestsBefore := reconcilesByResult(b), providerWrites(ctx, b), apiRequestCounts(ctx, b)
@@ -1162,11 +1162,11 @@ func BenchmarkDefaults(b *testing.B) {
 
 // settleServer leaves the machine as a measurement should find it: the
 // server checkpointed, and every page waiting to be written out written.
-// The test server runs with fsync off, so its checkpoint leaves gigabytes
-// (a wave of databases copies its template into each) in the kernel's
-// page cache, which the kernel then writes out during the next
-// measurement: a first wave run right after another benchmark's took a
-// quarter longer, its kernel writeback threads using 13 s of CPU.
+// The test server runs with fsync off, so its checkpoint leaves what it
+// wrote (150 to 220 MiB at each settle here) in the kernel's page cache,
+// to be written out during the next measurement otherwise: a first wave
+// run right after another benchmark's, unsettled, took a quarter longer
+// while the kernel's writeback threads used 13 s of CPU.
 func settleServer(ctx context.Context, tb testing.TB) {
 	tb.Helper()
 	conn, err := env.Postgres.Connect(ctx, "postgres")
