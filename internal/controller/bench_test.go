@@ -238,6 +238,30 @@ func logReconciles(tb testing.TB, before, after map[[2]string]float64, units flo
 	tb.Logf("reconciles to Ready by controller and result:%s", sb.String())
 }
 
+// logRequests logs the API server's requests between two counts by kind,
+// per object, the most first, and returns them per object all together:
+// with the API server's CPU per object, whether it does more per request
+// or is asked more (the test's creates and its informer's watch among
+// them).
+func logRequests(tb testing.TB, before, after map[requestKind]float64, objects float64) float64 {
+	tb.Helper()
+	per := map[requestKind]float64{}
+	var all float64
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			per[k] = d / objects
+			all += d / objects
+		}
+	}
+	kinds := slices.SortedFunc(maps.Keys(per), func(a, c requestKind) int { return cmp.Compare(per[c], per[a]) })
+	var sb strings.Builder
+	for _, k := range kinds[:min(len(kinds), 12)] {
+		fmt.Fprintf(&sb, "\n  %-50s %6.2f per object", k, per[k])
+	}
+	tb.Logf("API requests over the wave: %.2f per object, the most asked:%s", all, sb.String())
+	return all
+}
+
 // logPoolWaits logs where the provider waited for server connections:
 // for a connection of the Instance's own pool (its maintenance database),
 // of the databases' pools, and for a slot under the global cap, with the
@@ -446,7 +470,9 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Fatal(err)
 	}
 	logStatements := resetStatements(ctx, b)
+	requestsFrom := apiRequestCounts(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
+	requests := logRequests(b, requestsFrom, apiRequestCounts(ctx, b), objects)
 	cpuTo, err := proc.CPUByCommand()
 	if err != nil {
 		b.Fatal(err)
@@ -535,6 +561,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	b.ReportMetric(base.Seconds(), "s-floor")
 	b.ReportMetric(took.Seconds()/base.Seconds(), "x-floor")
 	b.ReportMetric(perObject, "reconciles/object")
+	b.ReportMetric(requests, "api-requests/object")
 	b.ReportMetric(float64(peak), "peak-conns")
 	b.ReportMetric(connCap, "conn-cap")
 	b.ReportMetric(float64(statements)/objects/(float64(window)/float64(poll)), "stmts/object/poll")
