@@ -90,14 +90,7 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 	}
 	want := units*objectsPerUnit + 1
 	var ready int
-	// Each look goes through every object: looked at every 100 ms, 10,000
-	// objects cost this process 5.3 ms of CPU per object (2.8 at 1,000),
-	// taken from the provider and the servers on 2 cores. Looking less
-	// often the more objects there are keeps the looks' cost per object
-	// the same at every size, and the wave's end known within a
-	// thousandth of its length.
-	every := max(100*time.Millisecond, time.Duration(units)*time.Millisecond/2)
-	err := providertest.WaitEvery(ctx, 10*time.Minute+time.Duration(units)*time.Second, every, func(ctx context.Context) (bool, error) {
+	err := providertest.WaitEvery(ctx, 10*time.Minute+time.Duration(units)*time.Second, lookEvery(units), func(ctx context.Context) (bool, error) {
 		ready = 0
 		objs, err := mixedObjects(ctx, watched, prefix, client.UnsafeDisableDeepCopy)
 		for _, o := range objs {
@@ -111,6 +104,17 @@ func provisionMixed(ctx context.Context, tb testing.TB, prefix string, units int
 		tb.Fatalf("%d of %d objects Ready: %v", ready, want, err)
 	}
 	return time.Since(start)
+}
+
+// lookEvery is how often the benchmark looks at units of the mixed
+// workload to see whether a wave or a deletion is over. Each look goes
+// through every object: looked at every 100 ms, 10,000 objects cost this
+// process 5.3 ms of CPU per object (2.8 at 1,000), taken from the
+// provider and the servers on 2 cores. Looking less often the more
+// objects there are keeps the looks' cost per object the same at every
+// size, and the end known within a thousandth of its length.
+func lookEvery(units int) time.Duration {
+	return max(100*time.Millisecond, time.Duration(units)*time.Millisecond/2)
 }
 
 // mixedObjects lists, from r, the objects of the mixed workload whose
@@ -469,7 +473,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err != nil {
 		b.Fatal(err)
 	}
-	logStatements := resetStatements(ctx, b)
+	logStatements := resetStatements(ctx, b, "the wave")
 	requestsFrom := apiRequestCounts(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
 	requests := logRequests(b, requestsFrom, apiRequestCounts(ctx, b), objects)
@@ -548,7 +552,17 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		}
 		b.Logf("live heap profile: %s", path)
 	}
+	logDeletes := resetStatements(ctx, b, "the deletion")
+	cpuFrom, err = proc.CPUByCommand()
+	if err != nil {
+		b.Fatal(err)
+	}
 	deleted := removeMixed(ctx, b, prefix)
+	if cpuTo, err = proc.CPUByCommand(); err != nil {
+		b.Fatal(err)
+	}
+	logCPU(b, "deletion", cpuFrom, cpuTo, objects)
+	logDeletes(objects)
 	// The floor last, on a server as empty as the provider found it.
 	settleServer(ctx, b)
 	base := floorMixed(ctx, b, prefix+"f", units)
@@ -691,7 +705,7 @@ func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duratio
 		}
 	}
 	var n int
-	err = providertest.Wait(ctx, 30*time.Minute, func(ctx context.Context) (bool, error) {
+	err = providertest.WaitEvery(ctx, 30*time.Minute, lookEvery(len(objs)/objectsPerUnit), func(ctx context.Context) (bool, error) {
 		objs, err := mixedObjects(ctx, watched, prefix, client.UnsafeDisableDeepCopy)
 		n = len(objs)
 		return n == 0, err
@@ -729,6 +743,17 @@ func logEventsOf(ctx context.Context, tb testing.TB, objects []string) {
 // slows every other.
 func logWaveCPU(b *testing.B, from, to map[string]float64, objects float64) {
 	b.Helper()
+	spent := logCPU(b, "wave", from, to, objects)
+	for comm, unit := range map[string]string{"kube-apiserver": "ms-apiserver-cpu/object", "etcd": "ms-etcd-cpu/object", "postgres": "ms-postgres-cpu/object"} {
+		b.ReportMetric(1000*spent[comm]/objects, unit)
+	}
+}
+
+// logCPU logs the CPU each program spent between two readings (of half a
+// second or more), per object, the most first, over what; and returns it
+// by program.
+func logCPU(tb testing.TB, what string, from, to map[string]float64, objects float64) map[string]float64 {
+	tb.Helper()
 	spent := map[string]float64{}
 	for comm, v := range to {
 		if d := v - from[comm]; d >= 0.5 {
@@ -740,8 +765,6 @@ func logWaveCPU(b *testing.B, from, to map[string]float64, objects float64) {
 	for _, comm := range comms {
 		parts = append(parts, fmt.Sprintf("%s %.1f s (%.1f ms/object)", comm, spent[comm], 1000*spent[comm]/objects))
 	}
-	b.Logf("wave CPU by program: %s", strings.Join(parts, ", "))
-	for comm, unit := range map[string]string{"kube-apiserver": "ms-apiserver-cpu/object", "etcd": "ms-etcd-cpu/object", "postgres": "ms-postgres-cpu/object"} {
-		b.ReportMetric(1000*spent[comm]/objects, unit)
-	}
+	tb.Logf("%s CPU by program: %s", what, strings.Join(parts, ", "))
+	return spent
 }

@@ -10,10 +10,11 @@ import (
 
 // BENCH_STATEMENTS=1 starts the package's PostgreSQL with
 // pg_stat_statements and makes BenchmarkScale log what the server's
-// statements cost over the wave, grouped by shape across databases: the
-// benchmark's PostgreSQL CPU per object, set against the time its
-// statements took, tells what grows with the objects (statements, or what
-// no statement counts: logins, CREATE DATABASE's copy, background work).
+// statements cost over the wave and over the deletion, grouped by shape
+// across databases: the benchmark's PostgreSQL CPU per object, set
+// against the time its statements took, tells what grows with the
+// objects (statements, or what no statement counts: logins, CREATE
+// DATABASE's copy, background work).
 // Off by default, since the extension costs a little on every statement.
 const statementsEnv = "BENCH_STATEMENTS"
 
@@ -34,14 +35,15 @@ func statementStatsConfig() []string {
 }
 
 // resetStatements starts the count, when BENCH_STATEMENTS is set; the
-// function it returns logs what was counted since.
-func resetStatements(ctx context.Context, tb testing.TB) func(objects float64) {
+// function it returns logs what was counted since, over names it (the
+// wave, the deletion).
+func resetStatements(ctx context.Context, tb testing.TB, over string) func(objects float64) {
 	tb.Helper()
 	if os.Getenv(statementsEnv) == "" {
 		return func(float64) {}
 	}
 	env.SQL(ctx, tb, "postgres", "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()")
-	return func(objects float64) { logStatements(ctx, tb, objects) }
+	return func(objects float64) { logStatements(ctx, tb, over, objects) }
 }
 
 // statementShapesSQL sums pg_stat_statements by statement shape: names in
@@ -55,7 +57,7 @@ const statementShapesSQL = `WITH s AS (
 SELECT shape, sum(calls)::float8, sum(ms)::float8, (SELECT sum(ms) FROM s)::float8, (SELECT sum(calls) FROM s)::float8, (SELECT count(*) FROM pg_stat_statements)::float8
   FROM s GROUP BY shape ORDER BY 3 DESC LIMIT 12`
 
-func logStatements(ctx context.Context, tb testing.TB, objects float64) {
+func logStatements(ctx context.Context, tb testing.TB, over string, objects float64) {
 	tb.Helper()
 	conn, err := env.Postgres.Connect(ctx, "postgres")
 	if err != nil {
@@ -80,6 +82,6 @@ func logStatements(ctx context.Context, tb testing.TB, objects float64) {
 	if err := rows.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Logf("statements over the wave: %.0f (%.1f per object) took %.2f ms per object of the server's time (%.0f entries); the costliest shapes:%s",
-		calls, calls/objects, total/objects, entries, b.String())
+	tb.Logf("statements over %s: %.0f (%.1f per object) took %.2f ms per object of the server's time (%.0f entries); the costliest shapes:%s",
+		over, calls, calls/objects, total/objects, entries, b.String())
 }
