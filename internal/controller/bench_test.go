@@ -474,9 +474,12 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Fatal(err)
 	}
 	logStatements := resetStatements(ctx, b, "the wave")
-	requestsFrom := apiRequestCounts(ctx, b)
+	requestsFrom, conflictsFrom := apiRequestCounts(ctx, b), conflicts(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
 	requests := logRequests(b, requestsFrom, apiRequestCounts(ctx, b), objects)
+	// A conflict is a reconcile more: what reconciles per object grow by.
+	conflicted, where := conflictsPerObject(conflictsFrom, conflicts(ctx, b), int(objects))
+	b.Logf("writes refused as conflicts over the wave: %.3f per object (%s)", conflicted, where)
 	cpuTo, err := proc.CPUByCommand()
 	if err != nil {
 		b.Fatal(err)
