@@ -451,10 +451,11 @@ func (r *Registry) closeIdle(ctx context.Context, asking poolKey) bool {
 // sessions of databases that reconciles are at work in, until the last of
 // them leaves, was measured (BenchmarkScale, 2,000 objects at the shipped
 // cap of 10): at best it opened 8% fewer sessions (2,125 against 2,310)
-// and made the wave 38 to 54% slower, because the cap's slots then turn over once per reconcile,
-// its API writes included, instead of once per statement. Under a cap
-// smaller than the number of databases the workers are in, a login (6 to
-// 7 ms) costs less than a slot held through a reconcile.
+// and made the wave 38 to 54% slower, because the cap's slots then turn
+// over once per reconcile, its API writes included, instead of once per
+// statement. Under a cap smaller than the number of databases the workers
+// are in, a login (6 to 7 ms) costs less than a slot held through a
+// reconcile.
 type handOver struct {
 	slots *slotQueue
 	// token, when set, is forgotten when the server refuses it.
