@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -13,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
+	"github.com/ayatori/provider-postgresql/internal/controller/index"
 	"github.com/ayatori/provider-postgresql/internal/controller/management"
 	"github.com/ayatori/provider-postgresql/internal/controller/reference"
 	"github.com/ayatori/provider-postgresql/internal/controller/role/credential"
@@ -33,8 +35,10 @@ func (e *external) holdForHeirs(ctx context.Context, mg *v1alpha1.PostgreSQLRole
 // it is not.
 func heldFor(ctx context.Context, kube client.Reader, mg *v1alpha1.PostgreSQLRole) error {
 	l := &v1alpha1.PostgreSQLRoleList{}
-	// Read only: no copy of the cached roles.
-	if err := kube.List(ctx, l, client.InNamespace(mg.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+	// Through an index, read only: every role's deletion asks, and a list
+	// of the namespace each time made deleting a namespace's roles cost
+	// the square of their number.
+	if err := kube.List(ctx, l, client.InNamespace(mg.GetNamespace()), client.MatchingFields{reassignIndex: mg.RoleName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return errors.Wrap(err, "cannot list the roles that may hand their objects to this one")
 	}
 	for i := range l.Items {
@@ -44,6 +48,36 @@ func heldFor(ctx context.Context, kube client.Reader, mg *v1alpha1.PostgreSQLRol
 		}
 	}
 	return nil
+}
+
+// reassignIndex is the cache's field index of PostgreSQLRoles by the role
+// they hand their objects to on delete (spec.reassignOwnedTo, with
+// ownedObjectsOnDelete Reassign); heldIndex of the roles being deleted by
+// their PostgreSQL names. Few roles have either key, so neither index
+// costs memory for the many that have not.
+const (
+	reassignIndex = "spec.reassignOwnedTo"
+	heldIndex     = "deleting.roleName"
+)
+
+// indexHeirs adds reassignIndex and heldIndex to informers.
+func indexHeirs(informers cache.Informers) error {
+	err := index.Field(context.Background(), informers, &v1alpha1.PostgreSQLRole{}, reassignIndex, func(o client.Object) []string {
+		if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && r.Spec.OwnedObjectsOnDelete == v1alpha1.OwnedObjectsReassign && r.Spec.ReassignOwnedTo != "" {
+			return []string{r.Spec.ReassignOwnedTo}
+		}
+		return nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "cannot index PostgreSQLRoles by the role they hand their objects to")
+	}
+	err = index.Field(context.Background(), informers, &v1alpha1.PostgreSQLRole{}, heldIndex, func(o client.Object) []string {
+		if r, ok := o.(*v1alpha1.PostgreSQLRole); ok && meta.WasDeleted(r) {
+			return []string{r.RoleName()}
+		}
+		return nil
+	})
+	return errors.Wrap(err, "cannot index the PostgreSQLRoles being deleted by their names")
 }
 
 // heirFinalizer holds the finalizer of a role another still hands its
@@ -93,14 +127,12 @@ func heirsOf(kube client.Reader) handler.MapFunc {
 			return nil
 		}
 		l := &v1alpha1.PostgreSQLRoleList{}
-		if err := kube.List(ctx, l, client.InNamespace(d.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		if err := kube.List(ctx, l, client.InNamespace(d.GetNamespace()), client.MatchingFields{heldIndex: d.Spec.ReassignOwnedTo}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
-		var reqs []reconcile.Request
+		reqs := make([]reconcile.Request, 0, len(l.Items))
 		for _, r := range l.Items {
-			if r.RoleName() == d.Spec.ReassignOwnedTo && meta.WasDeleted(&r) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
-			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.GetNamespace(), Name: r.GetName()}})
 		}
 		return reqs
 	}

@@ -76,6 +76,9 @@ func Setup(mgr ctrl.Manager, c config.Config) error {
 	if err := indexPasswordSecrets(mgr.GetCache()); err != nil {
 		return err
 	}
+	if err := indexHeirs(mgr.GetCache()); err != nil {
+		return err
+	}
 	// The privilege boundary looks roles' markers up by UID.
 	if err := boundary.IndexUID(mgr.GetCache(), &v1alpha1.PostgreSQLRole{}); err != nil {
 		return err
