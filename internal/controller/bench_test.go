@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -242,12 +243,12 @@ func logReconciles(tb testing.TB, before, after map[[2]string]float64, units flo
 	tb.Logf("reconciles to Ready by controller and result:%s", sb.String())
 }
 
-// logRequests logs the API server's requests between two counts by kind,
-// per object, the most first, and returns them per object all together:
+// logRequests logs the API server's requests between two counts, over
+// what, by kind, per object, the most first, and returns them per object all together:
 // with the API server's CPU per object, whether it does more per request
 // or is asked more (the test's creates and its informer's watch among
 // them).
-func logRequests(tb testing.TB, before, after map[requestKind]float64, objects float64) float64 {
+func logRequests(tb testing.TB, over string, before, after map[requestKind]float64, objects float64) float64 {
 	tb.Helper()
 	per := map[requestKind]float64{}
 	var all float64
@@ -262,7 +263,7 @@ func logRequests(tb testing.TB, before, after map[requestKind]float64, objects f
 	for _, k := range kinds[:min(len(kinds), 12)] {
 		fmt.Fprintf(&sb, "\n  %-50s %6.2f per object", k, per[k])
 	}
-	tb.Logf("API requests over the wave: %.2f per object, the most asked:%s", all, sb.String())
+	tb.Logf("API requests over %s: %.2f per object, the most asked:%s", over, all, sb.String())
 	return all
 }
 
@@ -397,7 +398,9 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // picks other sizes; BENCH_HEAP_PROFILE writes the live heap in steady
 // state, BENCH_CPU_PROFILE the process's CPU over the steady-state
 // window and BENCH_WAVE_CPU_PROFILE over the wave, in 20-second pieces
-// (the size is added before each one's extension); BENCH_PROVIDER_ARGS
+// (the size is added before each one's extension), and
+// BENCH_APISERVER_CPU_PROFILE the API server's CPU over the wave and over
+// the deletion (with "-delete" added too); BENCH_PROVIDER_ARGS
 // (space-separated flags, such as --max-conns=20) runs the provider with
 // other settings than the shipped ones, and BENCH_PROVIDER_ENV
 // (space-separated KEY=value, such as GOGC=100) with another environment.
@@ -468,7 +471,8 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	settleServer(ctx, b)
 	before, byBefore := allReconciles(b, p.Gather), reconcilesByResultOf(b, p.Gather)
 	sampler := samplePeak(ctx, b)
-	waveProfiled := profileWave(ctx, b, p, sizedPath(os.Getenv("BENCH_WAVE_CPU_PROFILE"), size))
+	waveProfiled := profilePieces(ctx, b, "the provider", p.CPUProfile, sizedPath(os.Getenv("BENCH_WAVE_CPU_PROFILE"), size))
+	apiServerProfiled := profilePieces(ctx, b, "the API server", apiServerCPUProfile, sizedPath(os.Getenv("BENCH_APISERVER_CPU_PROFILE"), size))
 	cpuFrom, err := proc.CPUByCommand()
 	if err != nil {
 		b.Fatal(err)
@@ -476,7 +480,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	logStatements := resetStatements(ctx, b, "the wave")
 	requestsFrom, conflictsFrom := apiRequestCounts(ctx, b), conflicts(ctx, b)
 	took := provisionMixed(ctx, b, prefix, units)
-	requests := logRequests(b, requestsFrom, apiRequestCounts(ctx, b), objects)
+	requests := logRequests(b, "the wave", requestsFrom, apiRequestCounts(ctx, b), objects)
 	// A conflict is a reconcile more: what reconciles per object grow by.
 	conflicted, where := conflictsPerObject(conflictsFrom, conflicts(ctx, b), int(objects))
 	b.Logf("writes refused as conflicts over the wave: %.3f per object (%s)", conflicted, where)
@@ -486,6 +490,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	}
 	peak := sampler.done()
 	waveProfiled()
+	apiServerProfiled()
 	logWaveCPU(b, cpuFrom, cpuTo, objects)
 	logStatements(objects)
 	perObject := (allReconciles(b, p.Gather) - before) / objects
@@ -560,10 +565,14 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	if err != nil {
 		b.Fatal(err)
 	}
+	requestsFrom = apiRequestCounts(ctx, b)
+	apiServerProfiled = profilePieces(ctx, b, "the API server", apiServerCPUProfile, sizedPath(deletionPath(os.Getenv("BENCH_APISERVER_CPU_PROFILE")), size))
 	deleted := removeMixed(ctx, b, prefix)
 	if cpuTo, err = proc.CPUByCommand(); err != nil {
 		b.Fatal(err)
 	}
+	apiServerProfiled()
+	logRequests(b, "the deletion", requestsFrom, apiRequestCounts(ctx, b), objects)
 	logCPU(b, "deletion", cpuFrom, cpuTo, objects)
 	logDeletes(objects)
 	// The floor last, on a server as empty as the provider found it.
@@ -603,11 +612,13 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	}
 }
 
-// profileWave takes CPU profiles of the provider one after another, 20 s
-// each, into path with a number added before its extension, until the
-// function it returns is called: the wave, whatever its length, in pieces
-// `go tool pprof` merges when given them all. An empty path takes none.
-func profileWave(ctx context.Context, b *testing.B, p *providertest.Process, path string) func() {
+// profilePieces takes CPU profiles of a process (the provider's or the
+// API server's, as profile fetches them) one after another, 20 s each,
+// into path with a number added before its extension, until the function
+// it returns is called: a wave or a deletion, whatever its length, in
+// pieces `go tool pprof` merges when given them all. An empty path takes
+// none.
+func profilePieces(ctx context.Context, b *testing.B, of string, profile func(context.Context, string, time.Duration) error, path string) func() {
 	b.Helper()
 	if path == "" {
 		return func() {}
@@ -623,7 +634,7 @@ func profileWave(ctx context.Context, b *testing.B, p *providertest.Process, pat
 			default:
 			}
 			piece := sizedPath(path, i)
-			if err := p.CPUProfile(ctx, piece, 20*time.Second); err != nil {
+			if err := profile(ctx, piece, 20*time.Second); err != nil {
 				b.Error(err)
 				<-done
 				finished <- paths
@@ -634,8 +645,33 @@ func profileWave(ctx context.Context, b *testing.B, p *providertest.Process, pat
 	}()
 	return func() {
 		close(done)
-		b.Logf("CPU profiles of the wave (merge with go tool pprof): %s", strings.Join(<-finished, " "))
+		b.Logf("CPU profiles of %s (merge with go tool pprof): %s", of, strings.Join(<-finished, " "))
 	}
+}
+
+// apiServerCPUProfile writes the API server's CPU profile over d into
+// path, from its own profiler (on by default, and the test's user may
+// read it).
+func apiServerCPUProfile(ctx context.Context, path string, d time.Duration) error {
+	cs, err := kubernetes.NewForConfig(env.ControlPlane.Config)
+	if err != nil {
+		return err
+	}
+	body, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot fetch the API server's CPU profile: %w", err)
+	}
+	return os.WriteFile(path, body, 0o600)
+}
+
+// deletionPath is path with "-delete" added before its extension, "" for
+// "".
+func deletionPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-delete" + ext
 }
 
 // sizedPath is path with the size added before its extension, "" for "".
