@@ -115,6 +115,9 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLDefaultPriv
 	if p.Role == nil && p.RoleRef == nil {
 		return false, errors.New(privilege.ErrNoRoleSelected)
 	}
+	if err := r.AwaitTarget(ctx, p.DatabaseRef, p.SchemaRef); err != nil {
+		return false, err
+	}
 	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
 	if err != nil {
 		return false, err

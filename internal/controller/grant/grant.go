@@ -136,6 +136,11 @@ func (e *external) names(ctx context.Context, mg *v1alpha1.PostgreSQLGrant) (boo
 	if p.Role == nil && p.RoleRef == nil {
 		return false, errors.New(privilege.ErrNoRoleSelected)
 	}
+	if p.ObjectType != v1alpha1.GrantObjectMembership && p.ObjectType != v1alpha1.GrantObjectTablespace {
+		if err := r.AwaitTarget(ctx, p.DatabaseRef, p.SchemaRef); err != nil {
+			return false, err
+		}
+	}
 	role, err := r.Role(ctx, "spec.forProvider.roleRef", p.Role, p.RoleRef)
 	if err != nil {
 		return false, err

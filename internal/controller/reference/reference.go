@@ -100,6 +100,37 @@ func (r Resolver) Schema(ctx context.Context, what, database string, name *strin
 	return n, nil
 }
 
+// AwaitTarget waits, before anything else is resolved, for the
+// PostgreSQLSchema schemaRef names or, without one, the PostgreSQLDatabase
+// databaseRef names, to be created and to observe its object. A grant or
+// default privileges created together with what they refer to (one apply)
+// would otherwise wait for each reference in turn, the roles, then the
+// database, then the schema in it, with a status write and an event for
+// each new message. The schema, which needs its database, and the
+// database, which usually needs its owner, appear last: waited for first,
+// that is the one reference waited for, with one message.
+func (r Resolver) AwaitTarget(ctx context.Context, databaseRef, schemaRef *v1alpha1.LocalReference) error {
+	switch {
+	case schemaRef != nil:
+		s := &v1alpha1.PostgreSQLSchema{}
+		const what = "spec.forProvider.schemaRef"
+		if err := r.get(ctx, what, schemaRef.Name, s); err != nil {
+			return err
+		}
+		_, err := r.check(ctx, what, s, s.Spec.InstanceRef.Name, s.Status.AtProvider.Name)
+		return err
+	case databaseRef != nil:
+		d := &v1alpha1.PostgreSQLDatabase{}
+		const what = "spec.forProvider.databaseRef"
+		if err := r.get(ctx, what, databaseRef.Name, d); err != nil {
+			return err
+		}
+		_, err := r.check(ctx, what, d, d.Spec.InstanceRef.Name, d.Status.AtProvider.Name)
+		return err
+	}
+	return nil
+}
+
 func (r Resolver) get(ctx context.Context, what, name string, obj client.Object) error {
 	err := r.Kube.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, obj)
 	if activation.NotServed(err) {

@@ -146,3 +146,79 @@ func TestWaitingIsWokenNotRetried(t *testing.T) {
 		t.Fatalf("the grant did not go on within %s of its role: %v", woken, err)
 	}
 }
+
+// TestWaitsForTheTargetFirst: a grant and default privileges created
+// before everything they refer to wait for the schema they act in, the
+// reference that appears last, from the start, not for each reference
+// in turn (the grantee, the owner, the database, then the schema): each
+// new message was a status write and an event, in a large apply several
+// an object. What they refer to is then created one at a time, each
+// Ready before the next, so that a resource that waited for the others
+// in turn would say so.
+func TestWaitsForTheTargetFirst(t *testing.T) {
+	suite.Server(t)
+	ctx := context.Background()
+	in := v1alpha1.InstanceReference{Name: env.Main.Name}
+	ref := func(n string) *v1alpha1.LocalReference { return &v1alpha1.LocalReference{Name: n} }
+	g := &v1alpha1.PostgreSQLGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "t-usage", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLGrantSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLGrantParameters{
+			RoleRef: ref("t-reader"), ObjectType: v1alpha1.GrantObjectSchema, DatabaseRef: ref("t"), SchemaRef: ref("t-data"),
+			Privileges: []v1alpha1.Privilege{"USAGE"},
+		}},
+	}
+	p := &v1alpha1.PostgreSQLDefaultPrivileges{
+		ObjectMeta: metav1.ObjectMeta{Name: "t-tables", Namespace: ns},
+		Spec: v1alpha1.PostgreSQLDefaultPrivilegesSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDefaultPrivilegesParameters{
+			RoleRef: ref("t-reader"), OwnerRef: ref("t-owner"), DatabaseRef: ref("t"), SchemaRef: ref("t-data"),
+			ObjectType: v1alpha1.DefaultPrivilegesTables, Privileges: []v1alpha1.Privilege{"SELECT"},
+		}},
+	}
+	env.Create(ctx, t, g, p)
+	for _, o := range []providertest.Conditioned{
+		&v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "t-reader", Namespace: ns},
+			Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("t_reader")}},
+		},
+		&v1alpha1.PostgreSQLRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "t-owner", Namespace: ns},
+			Spec:       v1alpha1.PostgreSQLRoleSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLRoleParameters{Name: ptr.To("t_owner")}},
+		},
+		&v1alpha1.PostgreSQLDatabase{
+			ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: ns},
+			Spec:       v1alpha1.PostgreSQLDatabaseSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLDatabaseParameters{OwnerRef: ref("t-owner")}},
+		},
+		&v1alpha1.PostgreSQLSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: "t-data", Namespace: ns},
+			Spec: v1alpha1.PostgreSQLSchemaSpec{InstanceRef: in, ForProvider: v1alpha1.PostgreSQLSchemaParameters{
+				Name: ptr.To("t_data"), DatabaseRef: ref("t"), OwnerRef: ref("t-owner"),
+			}},
+		},
+	} {
+		// Both have waited at least once before the first one appears.
+		if err := providertest.Wait(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+			return env.Warnings(ctx, t, ns, g.Name, "waiting for") > 0 && env.Warnings(ctx, t, ns, p.Name, "waiting for") > 0, nil
+		}); err != nil {
+			t.Fatalf("the grant and the default privileges do not wait: %v", err)
+		}
+		env.Create(ctx, t, o)
+		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+	}
+	for _, o := range []providertest.Conditioned{g, p} {
+		env.Ready(ctx, t, o, corev1.ConditionTrue, xpv2.ReasonAvailable)
+		var waits []string
+		for _, m := range env.Events(ctx, t, ns, o.GetName(), "CannotObserveExternalResource") {
+			if strings.Contains(m, "waiting for") {
+				waits = append(waits, m)
+			}
+		}
+		if len(waits) == 0 {
+			t.Errorf("%s: no waiting event; the test no longer shows what it waited for", o.GetName())
+		}
+		for _, m := range waits {
+			if !strings.Contains(m, "spec.forProvider.schemaRef: waiting for PostgreSQLSchema "+ns+"/t-data") {
+				t.Errorf("%s waited for something other than its schema: %q", o.GetName(), m)
+			}
+		}
+	}
+}
