@@ -515,15 +515,19 @@ func (e *external) Delete(ctx context.Context, mg *v1alpha1.PostgreSQLDatabase) 
 	if got == nil {
 		return managed.ExternalDelete{}, errors.Wrap(postgres.DropStagingDatabase(ctx, e.conn.Pool, string(mg.GetUID())), errDelete)
 	}
-	if !force && got.Sessions > 0 {
+	sessions, sessionRoles, err := postgres.DatabaseSessions(ctx, e.conn.Pool, name)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	if !force && sessions > 0 {
 		return managed.ExternalDelete{}, errors.Errorf("database %q is not dropped while %d session(s) are connected to it; the drop is retried with back-off. "+
-			"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, got.Sessions)
+			"Disconnect them, or set spec.forProvider.terminateConnectionsOnDelete: true to terminate them", name, sessions)
 	}
 	// Only its owner drops a database, and WITH (FORCE) ends only sessions
 	// of roles whose privileges the admin holds (unless it may signal any).
 	needs := []postgres.RoleNeed{{Role: got.Owner, Inherit: true}}
 	if force {
-		for _, r := range got.SessionRoles {
+		for _, r := range sessionRoles {
 			needs = append(needs, postgres.RoleNeed{Role: r, Inherit: true})
 		}
 	}

@@ -35,8 +35,6 @@ const (
 type observed struct {
 	owner, comment string
 	connLimit      int32
-	sessions       int32
-	sessionRoles   []string
 	public         []string
 	adminConnects  bool
 	ownerPowers    []string
@@ -45,10 +43,9 @@ type observed struct {
 // row answers ObserveDatabase's query; nil for a database that does not
 // exist. The columns: system identifier, exists, owner, encoding, collate,
 // ctype, connection limit, allow connections, is template, comment,
-// sessions, their roles, PUBLIC's privileges, whether the admin may
-// connect, the owner's powers.
+// PUBLIC's privileges, whether the admin may connect, the owner's powers.
 func (o *observed) row() fakedb.Answer {
-	r := []any{dbSystem, false, "", "", "", "", int32(-1), false, false, "", int32(0), []string{}, []string{}, true, []string{}}
+	r := []any{dbSystem, false, "", "", "", "", int32(-1), false, false, "", []string{}, true, []string{}}
 	if o != nil {
 		nonNil := func(s []string) []string {
 			if s == nil {
@@ -56,10 +53,19 @@ func (o *observed) row() fakedb.Answer {
 			}
 			return s
 		}
-		r = []any{dbSystem, true, o.owner, "UTF8", "C.UTF-8", "C.UTF-8", o.connLimit, true, false, o.comment, o.sessions,
-			nonNil(o.sessionRoles), nonNil(o.public), o.adminConnects, nonNil(o.ownerPowers)}
+		r = []any{dbSystem, true, o.owner, "UTF8", "C.UTF-8", "C.UTF-8", o.connLimit, true, false, o.comment,
+			nonNil(o.public), o.adminConnects, nonNil(o.ownerPowers)}
 	}
 	return fakedb.Answer{Match: "LEFT JOIN pg_catalog.pg_database d", Rows: [][]any{r}}
+}
+
+// sessions answers DatabaseSessions' query: n sessions connected, of
+// roles (none named when the admin may end any session).
+func sessions(n int32, roles ...string) fakedb.Answer {
+	if roles == nil {
+		roles = []string{}
+	}
+	return fakedb.Answer{Match: "FROM pg_catalog.pg_stat_activity", Rows: [][]any{{n, roles}}}
 }
 
 // owned is the database as this resource left it.
@@ -280,21 +286,32 @@ func TestCreateUpdateDeleteStatements(t *testing.T) {
 		},
 		"DeleteWaitsForSessions": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{owned(func(o *observed) { o.sessions = 2 }).row()},
+			answers: []fakedb.Answer{owned().row(), sessions(2)},
 			op:      drop,
 			wantErr: "is not dropped while 2 session(s) are connected to it",
 		},
 		"DeleteDrops": {
 			mg:      newDatabase(),
-			answers: []fakedb.Answer{owned().row(), fakedb.ActsAsAnyRole(170000)},
+			answers: []fakedb.Answer{owned().row(), sessions(0), fakedb.ActsAsAnyRole(170000)},
 			op:      drop,
 			want:    []string{`DROP DATABASE IF EXISTS "orders"`},
 		},
 		"DeleteWithTerminationForcesTheSessionsOut": {
 			mg:      newDatabase(func(d *v1alpha1.PostgreSQLDatabase) { d.Spec.ForProvider.TerminateConnectionsOnDelete = true }),
-			answers: []fakedb.Answer{owned(func(o *observed) { o.sessions = 2 }).row(), fakedb.ActsAsAnyRole(170000)},
+			answers: []fakedb.Answer{owned().row(), sessions(2), fakedb.ActsAsAnyRole(170000)},
 			op:      drop,
 			want:    []string{`DROP DATABASE IF EXISTS "orders" WITH (FORCE)`},
+		},
+		"DeleteWithTerminationByAManagedAdminActsAsTheSessionsRoles": {
+			mg:      newDatabase(func(d *v1alpha1.PostgreSQLDatabase) { d.Spec.ForProvider.TerminateConnectionsOnDelete = true }),
+			answers: []fakedb.Answer{owned().row(), sessions(2, "bob"), fakedb.ActsAsNoRole(150000)},
+			op:      drop,
+			// WITH (FORCE) ends only the sessions of roles the admin holds.
+			want: []string{
+				`GRANT "alice" TO CURRENT_USER`, `GRANT "bob" TO CURRENT_USER`,
+				`DROP DATABASE IF EXISTS "orders" WITH (FORCE)`,
+				`REVOKE "alice" FROM CURRENT_USER`, `REVOKE "bob" FROM CURRENT_USER`,
+			},
 		},
 		"DeleteOfAnAbsentDatabaseSendsNothing": {
 			mg:      newDatabase(),
