@@ -110,25 +110,25 @@ func (r Resolver) Schema(ctx context.Context, what, database string, name *strin
 // database, which usually needs its owner, appear last: waited for first,
 // that is the one reference waited for, with one message.
 func (r Resolver) AwaitTarget(ctx context.Context, databaseRef, schemaRef *v1alpha1.LocalReference) error {
-	switch {
-	case schemaRef != nil:
-		s := &v1alpha1.PostgreSQLSchema{}
-		const what = "spec.forProvider.schemaRef"
-		if err := r.get(ctx, what, schemaRef.Name, s); err != nil {
-			return err
-		}
-		_, err := r.check(ctx, what, s, s.Spec.InstanceRef.Name, s.Status.AtProvider.Name)
-		return err
-	case databaseRef != nil:
-		d := &v1alpha1.PostgreSQLDatabase{}
-		const what = "spec.forProvider.databaseRef"
-		if err := r.get(ctx, what, databaseRef.Name, d); err != nil {
-			return err
-		}
-		_, err := r.check(ctx, what, d, d.Spec.InstanceRef.Name, d.Status.AtProvider.Name)
+	what, ref, obj := "spec.forProvider.databaseRef", databaseRef, client.Object(&v1alpha1.PostgreSQLDatabase{})
+	if schemaRef != nil {
+		what, ref, obj = "spec.forProvider.schemaRef", schemaRef, &v1alpha1.PostgreSQLSchema{}
+	}
+	if ref == nil {
+		return nil
+	}
+	if err := r.get(ctx, what, ref.Name, obj); err != nil {
 		return err
 	}
-	return nil
+	var instance string
+	switch o := obj.(type) {
+	case *v1alpha1.PostgreSQLDatabase:
+		instance = o.Spec.InstanceRef.Name
+	case *v1alpha1.PostgreSQLSchema:
+		instance = o.Spec.InstanceRef.Name
+	}
+	_, err := r.check(ctx, what, obj, instance, Observed(obj))
+	return err
 }
 
 func (r Resolver) get(ctx context.Context, what, name string, obj client.Object) error {
