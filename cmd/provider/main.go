@@ -158,6 +158,9 @@ func main() {
 	kingpin.FatalIfError(err, "Cannot build the scheme")
 
 	opts := manager.Options(scheme, manager.CRDGateCache())
+	// After the manager has stopped: events recorded on the way out are
+	// sent, or counted as lost.
+	defer opts.EventBroadcaster.Shutdown() //nolint:staticcheck // The deprecated option is the one a manager takes an event broadcaster from.
 	opts.Cache.SyncPeriod = syncInterval
 	opts.Metrics = metricsserver.Options{BindAddress: *metricsAddr}
 	opts.HealthProbeBindAddress = *probeAddr

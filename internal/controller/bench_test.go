@@ -267,6 +267,43 @@ func logRequests(tb testing.TB, over string, before, after map[requestKind]float
 	return all
 }
 
+// eventOutcomes is the provider's provider_postgresql_events_total by
+// result.
+func eventOutcomes(tb testing.TB, g gatherFunc) map[string]float64 {
+	tb.Helper()
+	families, err := g()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "provider_postgresql_events_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// logEvents logs what became of the events the provider recorded, per
+// object, and fails on any it could not send: `kubectl get events` would
+// miss them.
+func logEvents(tb testing.TB, g gatherFunc, objects float64) {
+	tb.Helper()
+	o := eventOutcomes(tb, g)
+	tb.Logf("events recorded, per object: %.2f sent, %.2f filtered by client-go's spam filter, %.2f dropped, %.2f failed",
+		o["sent"]/objects, o["filtered"]/objects, o["dropped"]/objects, o["failed"]/objects)
+	if lost := o["dropped"] + o["failed"]; lost > 0 {
+		tb.Errorf("%.0f events could not be sent (%.0f dropped, %.0f failed)", lost, o["dropped"], o["failed"])
+	}
+}
+
 // logPoolWaits logs where the provider waited for server connections:
 // for a connection of the Instance's own pool (its maintenance database),
 // of the databases' pools, and for a slot under the global cap, with the
@@ -390,6 +427,8 @@ func longestBetween(before, after map[float64]uint64) (time.Duration, uint64) {
 // memory is the provider's alone. It reports, per size: reconciles per
 // object to Ready, peak server sessions against the cap, then over two
 // polls of steady state the statements and API writes per object per poll,
+// what became of the events the provider recorded (failing on any it
+// could not send),
 // the server sessions opened per database per poll and the longest
 // interval between two observations of one object (the upper bound of
 // its histogram bucket), the process's resident memory (at the end of the
@@ -525,6 +564,8 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 		b.Logf("steady-state CPU profile: %s", cpuPath)
 	}
 	opened := metricValue(b, p.Gather, "provider_postgresql_connections_opened_total") - openedFrom
+	// By now every event of the wave has been sent, or lost.
+	logEvents(b, p.Gather, objects)
 	steady := env.ServerLog(b, from)
 	statements := countStatements(steady)
 	b.Logf("statements over two polls of steady state, by shape:%s", statementShapes(steady))

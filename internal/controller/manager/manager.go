@@ -19,6 +19,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 
 	"github.com/ayatori/provider-postgresql/apis"
+	"github.com/ayatori/provider-postgresql/internal/controller/eventsink"
 	"github.com/ayatori/provider-postgresql/internal/controller/reconciler"
 )
 
@@ -42,12 +43,16 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Options are the manager options every provider process shares:
 // the scheme, a cache holding the uncached kinds as metadata only (plus
-// byObject), and a client that reads those kinds from the API server and
-// notes its conflicts (NewClient).
+// byObject), a client that reads those kinds from the API server and
+// notes its conflicts (NewClient), and an event broadcaster that sends
+// several events at a time and counts what it drops (eventsink), which the
+// caller shuts down once the manager has stopped
+// (EventBroadcaster.Shutdown: controller-runtime stops only its own).
 // Callers add what differs between them: metrics, probes, leader election.
 func Options(s *runtime.Scheme, byObject map[client.Object]cache.ByObject) ctrl.Options {
 	return ctrl.Options{
-		Scheme: s,
+		Scheme:           s,
+		EventBroadcaster: eventsink.New(ctrl.Log.WithName("events")), //nolint:staticcheck // The one option a manager takes an event broadcaster from; the caller stops it.
 		// managedFields are often a third of an object and the provider
 		// never reads them (it updates, it does not apply): not caching
 		// them keeps memory down at thousands of objects. An update

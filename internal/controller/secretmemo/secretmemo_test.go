@@ -198,6 +198,7 @@ func startManager[T any](ctx context.Context, t *testing.T, mk func(ctrl.Manager
 	}
 	o := manager.Options(s, nil)
 	o.Metrics = metricsserver.Options{BindAddress: "0"}
+	t.Cleanup(o.EventBroadcaster.Shutdown) //nolint:staticcheck // The deprecated option is the one a manager takes an event broadcaster from.
 	mgr, err := ctrl.NewManager(sharedCP.Config, o)
 	if err != nil {
 		t.Fatal(err)
