@@ -2,14 +2,18 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 	"github.com/google/go-cmp/cmp"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ayatori/provider-postgresql/apis/database/v1alpha1"
@@ -63,39 +67,88 @@ type afterQueue struct {
 
 func (q *afterQueue) AddAfter(r reconcile.Request, d time.Duration) { q.after[r.Name] = d }
 
+// instances is a cache holding the named Instances.
+type instances map[string]*v1alpha1.PostgreSQLInstance
+
+func (c instances) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	in, ok := c[key.Name]
+	if !ok {
+		return kerrors.NewNotFound(v1alpha1.PostgreSQLInstanceGroupVersionKind.GroupVersion().WithResource("postgresqlinstances").GroupResource(), key.Name)
+	}
+	in.DeepCopyInto(obj.(*v1alpha1.PostgreSQLInstance)) //nolint:forcetypeassert // Only Instances are read.
+	return nil
+}
+
+func (c instances) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not listed")
+}
+
 func TestUsersHandler(t *testing.T) {
 	user := func(instance string) *v1alpha1.PostgreSQLRole {
 		r := &v1alpha1.PostgreSQLRole{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "team-a"}}
 		r.Spec.InstanceRef.Name = instance
 		return r
 	}
+	counting := func(name string, users int32, deleting bool) *v1alpha1.PostgreSQLInstance {
+		in := &v1alpha1.PostgreSQLInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		in.Status.UsedBy = users
+		if deleting {
+			in.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		}
+		return in
+	}
 	ctx := context.Background()
-	h := usersHandler()
 	cases := map[string]struct {
-		send func(q *afterQueue)
-		want map[string]time.Duration
+		cache instances
+		send  func(h handler.EventHandler, q *afterQueue)
+		want  map[string]time.Duration
 	}{
-		// A burst of thousands of new users costs a recount every
-		// recountAfter, not one each.
-		"ANewUserIsCountedALittleLater": {
-			send: func(q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
-			want: map[string]time.Duration{"main": recountAfter},
+		// The first user protects the Instance from deletion: counted a
+		// little later, so that a burst costs one recount, not one each.
+		"TheFirstUserIsCountedALittleLater": {
+			cache: instances{"main": counting("main", 0, false)},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": recountAfter},
 		},
-		"AUserGoneWakesItAtOnce": {
-			send: func(q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
-			want: map[string]time.Duration{"main": 0},
+		// A recount lists every user: with 10,000 counted, one every 10 s.
+		"ANewUserOfAManyUsedInstanceWaitsInProportion": {
+			cache: instances{"main": counting("main", 10000, false)},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": 10 * time.Second},
+		},
+		"AUserGoneFromAFewIsCountedAtOnce": {
+			cache: instances{"main": counting("main", 3, false)},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": 3 * time.Millisecond},
+		},
+		"AUserGoneFromManyWaitsInProportion": {
+			cache: instances{"main": counting("main", 5000, false)},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": 5 * time.Second},
+		},
+		// Its held deletion goes on as soon as the last user goes.
+		"AUserGoneWakesAnInstanceBeingDeletedAtOnce": {
+			cache: instances{"main": counting("main", 5000, true)},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": 0},
+		},
+		"AnInstanceNotInTheCacheIsWokenAtOnce": {
+			cache: instances{},
+			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
+			want:  map[string]time.Duration{"main": 0},
 		},
 		"AUserMovedWakesBoth": {
-			send: func(q *afterQueue) {
+			cache: instances{"main": counting("main", 1, false), "other": counting("other", 0, false)},
+			send: func(h handler.EventHandler, q *afterQueue) {
 				h.Update(ctx, ctrlevent.UpdateEvent{ObjectOld: user("main"), ObjectNew: user("other")}, q)
 			},
-			want: map[string]time.Duration{"main": 0, "other": 0},
+			want: map[string]time.Duration{"main": time.Millisecond, "other": recountAfter},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			q := &afterQueue{after: map[string]time.Duration{}}
-			tc.send(q)
+			tc.send(usersHandler(tc.cache), q)
 			if diff := cmp.Diff(tc.want, q.after); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
