@@ -566,6 +566,7 @@ func measureScale(ctx context.Context, b *testing.B, p *providertest.Process, pr
 	opened := metricValue(b, p.Gather, "provider_postgresql_connections_opened_total") - openedFrom
 	// By now every event of the wave has been sent, or lost.
 	logEvents(b, p.Gather, objects)
+	logEventReasons(ctx, b, prefix, objects)
 	steady := env.ServerLog(b, from)
 	statements := countStatements(steady)
 	b.Logf("statements over two polls of steady state, by shape:%s", statementShapes(steady))
@@ -794,6 +795,29 @@ func removeMixed(ctx context.Context, tb testing.TB, prefix string) time.Duratio
 		tb.Fatalf("%d objects of %s* still there: %v", n, prefix, err)
 	}
 	return time.Since(start)
+}
+
+// logEventReasons logs the events of the objects whose names start with
+// prefix, by kind, type and reason, counted (a repeat counts on its
+// event) per object of the size: what each event an object costs is for.
+func logEventReasons(ctx context.Context, tb testing.TB, prefix string, objects float64) {
+	tb.Helper()
+	l := &corev1.EventList{}
+	if err := env.Kube.List(ctx, l, client.InNamespace("scale")); err != nil {
+		tb.Fatal(err)
+	}
+	by := map[string]int32{}
+	for _, e := range l.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, prefix) {
+			by[fmt.Sprintf("%-28s %-8s %s", e.InvolvedObject.Kind, e.Type, e.Reason)] += e.Count
+		}
+	}
+	keys := slices.Sorted(maps.Keys(by))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  %s %6.2f per object", k, float64(by[k])/objects)
+	}
+	tb.Logf("events by kind, type and reason:%s", b.String())
 }
 
 // logEventsOf logs the events of the objects named "TYPE NAME" (as

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -189,6 +190,64 @@ func TestDatabaseRoundTrip(t *testing.T) {
 	}
 	if missing, _, err := ObserveDatabase(ctx, conn, "rt_missing"); err != nil || missing != nil {
 		t.Errorf("a missing database observed as %v, %v", missing, err)
+	}
+}
+
+// ownerPowersSQL is what OwnerAttributes means, asked the long way: for
+// every role on the server, whether the owner is a member of it.
+const ownerPowersSQL = `SELECT ARRAY(SELECT a.name FROM (VALUES ('SUPERUSER', r.rolsuper), ('CREATEROLE', r.rolcreaterole),
+                                       ('REPLICATION', r.rolreplication), ('BYPASSRLS', r.rolbypassrls)) AS a(name, has) WHERE a.has)
+       || ARRAY(SELECT 'member of ' || g.rolname FROM pg_roles g
+                 WHERE g.oid <> r.oid AND g.rolname <> 'pg_database_owner'
+                   AND (g.rolname LIKE 'pg\_%' OR g.rolsuper OR g.rolcreaterole OR g.rolreplication OR g.rolbypassrls)
+                   AND pg_has_role(r.oid, g.oid, 'MEMBER') ORDER BY 1)
+  FROM pg_roles r WHERE r.rolname = $1`
+
+// TestOwnerAttributesFollowMemberships: a database's observation names
+// every power its owner holds through memberships, direct or through
+// other roles, predefined roles' own memberships included, as asking
+// pg_has_role of every role on the server does; a superuser owner is a
+// member of every such role.
+func TestOwnerAttributesFollowMemberships(t *testing.T) {
+	suite.Versions(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn := adminConn(ctx, t)
+	for _, stmt := range []string{
+		"CREATE ROLE oa_plain", "CREATE ROLE oa_direct", "CREATE ROLE oa_through", "CREATE ROLE oa_creator_member", "CREATE ROLE oa_super SUPERUSER",
+		"CREATE ROLE oa_mid", "CREATE ROLE oa_top", "CREATE ROLE oa_creator CREATEROLE",
+		"GRANT pg_read_server_files TO oa_direct",
+		// Two levels up, to a predefined role that is itself a member of
+		// three others.
+		"GRANT oa_mid TO oa_through", "GRANT oa_top TO oa_mid", "GRANT pg_monitor TO oa_top",
+		"GRANT oa_creator TO oa_creator_member",
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	for _, owner := range []string{"oa_plain", "oa_direct", "oa_through", "oa_creator_member", "oa_super"} {
+		t.Run(owner, func(t *testing.T) {
+			db := owner + "_db"
+			s := DatabaseSettings{Owner: owner, ConnectionLimit: -1, AllowConnections: true}
+			if err := CreateDatabase(ctx, conn, "uid-"+owner, CreateDatabaseStatements(db, StagingDatabaseName("uid-"+owner), false, s, DatabaseCreateOptions{}, Mark{UID: "uid-" + owner})); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := ObserveDatabase(ctx, conn, db)
+			if err != nil || got == nil {
+				t.Fatalf("ObserveDatabase = %v, %v", got, err)
+			}
+			var want []string
+			if err := conn.QueryRow(ctx, ownerPowersSQL, owner).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			if owner != "oa_plain" && len(want) == 0 {
+				t.Fatalf("%s holds no power, as the server says: the case proves nothing", owner)
+			}
+			if diff := cmp.Diff(want, got.OwnerAttributes, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("owner attributes (-as pg_has_role says +observed):\n%s", diff)
+			}
+		})
 	}
 }
 

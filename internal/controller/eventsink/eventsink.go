@@ -112,6 +112,11 @@ func newBroadcaster(log logr.Logger, senders, queue int, backoff time.Duration) 
 // through client-go's correlator (which folds repeats into a count and
 // holds back one object's flood), then to sink from the senders.
 func (b *Broadcaster) StartRecordingToSink(sink record.EventSink) watch.Interface {
+	if b.ctx.Err() != nil {
+		// Shut down before anything was recorded: controller-runtime
+		// starts recording on its way out too.
+		return watch.NewEmptyWatch()
+	}
 	c := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{})
 	queues := make([]chan *corev1.Event, b.senders)
 	for i := range queues {
@@ -132,6 +137,15 @@ func (b *Broadcaster) StartRecordingToSink(sink record.EventSink) watch.Interfac
 			b.count(Dropped, &cp, "The API server is not keeping up with the provider's events: events are being dropped (provider_postgresql_events_total{result=\"dropped\"} counts them)")
 		}
 	})
+}
+
+// StartEventWatcher implements record.EventBroadcaster, watching nothing
+// once the broadcaster is shut down (client-go's logs an error).
+func (b *Broadcaster) StartEventWatcher(handle func(*corev1.Event)) watch.Interface {
+	if b.ctx.Err() != nil {
+		return watch.NewEmptyWatch()
+	}
+	return b.EventBroadcaster.StartEventWatcher(handle)
 }
 
 // Shutdown stops the broadcaster and its senders; what waits to be sent

@@ -208,3 +208,19 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 	}
 }
+
+// TestStartedAfterShutdown: a manager that recorded nothing starts
+// recording on its way out, after the broadcaster was shut down; that
+// starts nothing and says nothing.
+func TestStartedAfterShutdown(t *testing.T) {
+	b := New(logr.Discard())
+	b.Shutdown()
+	w := b.StartRecordingToSink(&blockingSink{release: make(chan struct{})})
+	defer w.Stop()
+	if len(b.queues) != 0 {
+		t.Errorf("%d senders started after shutdown", len(b.queues))
+	}
+	if _, open := <-b.StartEventWatcher(func(*corev1.Event) {}).ResultChan(); open {
+		t.Error("a watcher started after shutdown is open")
+	}
+}
