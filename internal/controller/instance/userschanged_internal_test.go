@@ -107,35 +107,47 @@ func TestUsersHandler(t *testing.T) {
 		// little later, so that a burst costs one recount, not one each.
 		"TheFirstUserIsCountedALittleLater": {
 			cache: instances{"main": counting("main", 0, false)},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": recountAfter},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": recountAfter},
 		},
 		// A recount lists every user: with 10,000 counted, one every 10 s.
 		"ANewUserOfAManyUsedInstanceWaitsInProportion": {
 			cache: instances{"main": counting("main", 10000, false)},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": 10 * time.Second},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": 10 * time.Second},
 		},
 		"AUserGoneFromAFewIsCountedAtOnce": {
 			cache: instances{"main": counting("main", 3, false)},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": 3 * time.Millisecond},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": 3 * time.Millisecond},
 		},
 		"AUserGoneFromManyWaitsInProportion": {
 			cache: instances{"main": counting("main", 5000, false)},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": 5 * time.Second},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": 5 * time.Second},
 		},
 		// Its held deletion goes on as soon as the last user goes.
 		"AUserGoneWakesAnInstanceBeingDeletedAtOnce": {
 			cache: instances{"main": counting("main", 5000, true)},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": 0},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Delete(ctx, ctrlevent.DeleteEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": 0},
 		},
 		"AnInstanceNotInTheCacheIsWokenAtOnce": {
 			cache: instances{},
-			send:  func(h handler.EventHandler, q *afterQueue) { h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q) },
-			want:  map[string]time.Duration{"main": 0},
+			send: func(h handler.EventHandler, q *afterQueue) {
+				h.Create(ctx, ctrlevent.CreateEvent{Object: user("main")}, q)
+			},
+			want: map[string]time.Duration{"main": 0},
 		},
 		"AUserMovedWakesBoth": {
 			cache: instances{"main": counting("main", 1, false), "other": counting("other", 0, false)},
