@@ -314,6 +314,16 @@ func (e *external) Create(ctx context.Context, mg *v1alpha1.PostgreSQLSchema) (m
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
+	// The database Observe recorded is gone from the status by now: the
+	// update before a create (crossplane-runtime's create-pending
+	// annotation) brings back the stored status. The marker's seal names
+	// the database, so without it the next observation found the marker
+	// wrong and wrote the comment again: an update of every new schema.
+	db, err := e.database(ctx, mg)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	mg.Status.AtProvider.Database = db
 	// A non-superuser admin must be able to SET ROLE to the owner to give
 	// it the schema, and hold its privileges to comment on it then.
 	err = postgres.ActingAs(ctx, pool, []postgres.RoleNeed{{Role: want.Owner, Set: true, Inherit: true}}, func() error {

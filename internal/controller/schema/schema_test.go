@@ -103,6 +103,22 @@ func TestSchemaLifecycle(t *testing.T) {
 		}
 	})
 
+	// Created as the spec says, marked as its observations expect: the
+	// reconcile that finds it Ready changes nothing more (each object's
+	// events are sent in order, so its update's would show by the time
+	// its create's does).
+	t.Run("CreatedOnceNotUpdated", func(t *testing.T) {
+		err := providertest.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			return len(env.Events(ctx, t, ns, s.Name, "CreatedExternalResource")) > 0, nil
+		})
+		if err != nil {
+			t.Fatalf("no CreatedExternalResource event: %v", err)
+		}
+		if updated := env.Events(ctx, t, ns, s.Name, "UpdatedExternalResource"); len(updated) > 0 {
+			t.Errorf("a schema just created was updated: %q", updated)
+		}
+	})
+
 	t.Run("PublicAccessRevokedAgain", func(t *testing.T) {
 		if _, err := env.Connect(ctx, t, "inventory").Exec(ctx, "GRANT USAGE, CREATE ON SCHEMA stock TO PUBLIC"); err != nil {
 			t.Fatal(err)
