@@ -114,8 +114,8 @@ const observeDatabaseSQL = `SELECT (SELECT system_identifier::pg_catalog.text FR
                                             WHERE g.oid <> r.oid AND g.rolname <> 'pg_database_owner'
                                               AND (g.rolname LIKE 'pg\_%' OR g.rolsuper OR g.rolcreaterole OR g.rolreplication OR g.rolbypassrls)
                                             ORDER BY 1)
-                                ELSE ARRAY(WITH RECURSIVE up(oid) AS (
-                                             SELECT m.roleid FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid
+                                ELSE ARRAY(WITH RECURSIVE up AS (
+                                             SELECT m.roleid AS oid FROM pg_catalog.pg_auth_members m WHERE m.member = r.oid
                                              UNION SELECT m.roleid FROM pg_catalog.pg_auth_members m JOIN up ON m.member = up.oid)
                                            SELECT 'member of ' || g.rolname::pg_catalog.text FROM up JOIN pg_catalog.pg_roles g ON g.oid = up.oid
                                             WHERE g.oid <> r.oid AND g.rolname <> 'pg_database_owner'
